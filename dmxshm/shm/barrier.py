@@ -1,0 +1,229 @@
+"""An N-party barrier on POSIX semaphores, for gym mode.
+
+Layout of the segment::
+
+    0    magic, version, parties, count, generation, broken
+    64   one 64-byte record per party: pid, start time, arrived generation, role
+
+A ``mutex`` semaphore guards ``count``; the last party to arrive resets the
+count, bumps the generation and opens the gate of that generation for the
+N-1 others. Two gates alternate by the parity of the generation, so a fast
+party that arrives at generation g+1 can never take a token meant for a slow
+party still leaving generation g (to arrive at g+2, everyone must have left
+g). A wait that times out, or that sees a party die, breaks the barrier:
+every party then gets :class:`~dmxshm.errors.BrokenBarrierError` or the
+error that names the culprit, never an endless wait.
+"""
+
+from __future__ import annotations
+
+
+import posix_ipc
+
+from dmxshm.errors import (
+    BarrierTimeoutError,
+    BrokenBarrierError,
+    LayoutError,
+    PeerDiedError,
+    SegmentMissingError,
+)
+from dmxshm.shm.peers import DEAD, Peer, me, peer_state
+from dmxshm.shm.registry import Registry
+from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
+from dmxshm.shm.waiting import DEFAULT_TIMEOUT_S, wait_semaphore
+
+MAGIC = int.from_bytes(b"DMXBARR\x01", "little")
+VERSION = 1
+_W_MAGIC, _W_VERSION, _W_PARTIES, _W_COUNT, _W_GEN, _W_BROKEN = range(6)
+_REC = 64
+_R_PID, _R_CTIME, _R_ARRIVED = 0, 1, 2
+_ROLE_AT, _ROLE_BYTES = 24, 40
+_SEMS = (("mutex", 1), ("gate0", 0), ("gate1", 0))
+
+
+class Barrier:
+    """N processes wait until all have arrived, then all go on.
+
+    Example:
+        >>> with Registry() as reg:
+        ...     b = Barrier.create(reg, "doc", parties=1)
+        ...     _ = b.join(0, "engine")
+        ...     b.wait(), b.wait()
+        (0, 1)
+    """
+
+    def __init__(self, seg: Segment, sems: dict[str, posix_ipc.Semaphore]) -> None:
+        self.segment = seg
+        self.name = seg.name
+        self._ctl = memoryview(seg.buf)[:64].cast("Q")
+        if self._ctl[_W_MAGIC] != MAGIC or self._ctl[_W_VERSION] != VERSION:
+            raise LayoutError(f"{seg.name} is not a dmxshm barrier (or another version)")
+        self.parties = int(self._ctl[_W_PARTIES])
+        self._recs = memoryview(seg.buf)[64:64 + _REC * self.parties].cast("Q")
+        self._mutex = sems["mutex"]
+        self._gates = (sems["gate0"], sems["gate1"])
+        self._sems = sems
+        self.party: int | None = None
+
+    @classmethod
+    def create(cls, registry: Registry, what: str, parties: int) -> Barrier:
+        """Create a barrier for ``parties`` processes (>= 1)."""
+        if int(parties) < 1:
+            raise ValueError(f"a barrier needs at least one party, got {parties}")
+        seg = registry.create_segment(what, 64 + _REC * parties)
+        ctl = memoryview(seg.buf)[:64].cast("Q")
+        ctl[_W_PARTIES] = parties
+        ctl[_W_VERSION] = VERSION
+        ctl[_W_MAGIC] = MAGIC
+        ctl.release()
+        sems = {k: registry.create_semaphore(f"{seg.name}.{k}", v) for k, v in _SEMS}
+        return cls(seg, sems)
+
+    @classmethod
+    def attach(cls, name: str, party: int | None = None, role: str | None = None) -> Barrier:
+        """Open a barrier created elsewhere, and :meth:`join` it if ``party`` is given."""
+        seg = Segment.attach(name)
+        try:
+            sems = {}
+            for kind, _ in _SEMS:
+                try:
+                    sems[kind] = posix_ipc.Semaphore(f"{name}.{kind}", 0)
+                except posix_ipc.ExistentialError as exc:
+                    raise SegmentMissingError(
+                        f"semaphore {name}.{kind} of barrier {name} does not exist. "
+                        f"{REMOVE_IPC_HINT}"
+                    ) from exc
+            barrier = cls(seg, sems)
+        except BaseException:
+            seg.close()
+            raise
+        if party is not None:
+            barrier.join(party, role)
+        return barrier
+
+    def join(self, party: int, role: str | None = None) -> Barrier:
+        """Take party slot ``party`` (0 <= party < parties) under ``role``."""
+        if not 0 <= party < self.parties:
+            raise ValueError(f"party must be in [0, {self.parties}), got {party}")
+        rec = me(role or f"party-{party}")
+        base = party * (_REC // 8)
+        self._recs[base + _R_CTIME] = int(rec.create_time * 1e6)
+        self._recs[base + _R_ARRIVED] = self._ctl[_W_GEN]
+        self._recs[base + _R_PID] = rec.pid
+        at = 64 + party * _REC + _ROLE_AT
+        self.segment.buf[at:at + _ROLE_BYTES] = rec.role.encode()[:_ROLE_BYTES].ljust(
+            _ROLE_BYTES, b"\0")
+        self.party = party
+        return self
+
+    def peer(self, party: int) -> Peer:
+        """The process recorded for ``party`` (pid 0 if it has not joined)."""
+        base = party * (_REC // 8)
+        at = 64 + party * _REC + _ROLE_AT
+        role = bytes(self.segment.buf[at:at + _ROLE_BYTES]).rstrip(b"\0").decode()
+        return Peer(role=role or f"party-{party}", pid=int(self._recs[base + _R_PID]),
+                    create_time=self._recs[base + _R_CTIME] / 1e6)
+
+    @property
+    def generation(self) -> int:
+        """How many times the barrier has opened."""
+        return int(self._ctl[_W_GEN])
+
+    @property
+    def broken(self) -> bool:
+        """True once a timeout or a dead party broke the barrier."""
+        return bool(self._ctl[_W_BROKEN])
+
+    def abort(self) -> None:
+        """Break the barrier: every waiting and future :meth:`wait` raises."""
+        self._ctl[_W_BROKEN] = 1
+        for gate in self._gates:
+            for _ in range(self.parties):
+                gate.release()
+        self._mutex.release()
+
+    def _missing(self, gen: int) -> list[Peer]:
+        """Parties that have not arrived at generation ``gen`` yet."""
+        return [self.peer(p) for p in range(self.parties)
+                if self._recs[p * (_REC // 8) + _R_ARRIVED] <= gen]
+
+    def _check(self, gen: int | None) -> None:
+        if self.broken:
+            raise BrokenBarrierError(f"barrier {self.name} is broken (a party timed out or died)")
+        candidates = ([self.peer(p) for p in range(self.parties)] if gen is None
+                      else self._missing(gen))
+        for peer in candidates:
+            if peer.pid and peer_state(peer) == DEAD:
+                self.abort()
+                raise PeerDiedError(
+                    f"barrier {self.name}: {peer.role} (pid {peer.pid}) died before it "
+                    "arrived; the barrier is broken", role=peer.role, pid=peer.pid)
+
+    def wait(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> int:
+        """Wait until every party has called :meth:`wait`.
+
+        Args:
+            timeout_s: the longest time to wait.
+
+        Returns:
+            the generation that just opened (0 the first time).
+
+        Raises:
+            BarrierTimeoutError: not everyone arrived in time; names who.
+            PeerDiedError: a party that had not arrived died.
+            BrokenBarrierError: the barrier was broken earlier.
+        """
+        if self.party is None:
+            raise BrokenBarrierError(f"barrier {self.name}: join() a party before wait()")
+        n = self.parties
+        wait_semaphore(self._mutex, timeout_s, lambda: self._check(None),
+                       lambda waited: self._timed_out(None, waited))
+        ctl = self._ctl
+        if ctl[_W_BROKEN]:
+            self._mutex.release()
+            raise BrokenBarrierError(f"barrier {self.name} is broken (a party timed out or died)")
+        gen = int(ctl[_W_GEN])
+        self._recs[self.party * (_REC // 8) + _R_ARRIVED] = gen + 1
+        count = ctl[_W_COUNT] + 1
+        if count == n:
+            ctl[_W_COUNT] = 0
+            ctl[_W_GEN] = gen + 1
+            self._mutex.release()
+            gate = self._gates[gen % 2]
+            for _ in range(n - 1):
+                gate.release()
+            return gen
+        ctl[_W_COUNT] = count
+        self._mutex.release()
+        wait_semaphore(self._gates[gen % 2], timeout_s, lambda: self._check(gen),
+                       lambda waited: self._timed_out(gen, waited))
+        if ctl[_W_GEN] <= gen:  # woken by abort(), not by the last arrival
+            raise BrokenBarrierError(f"barrier {self.name} is broken (a party timed out or died)")
+        return gen
+
+    def _timed_out(self, gen: int | None, waited_s: float) -> Exception:
+        self.abort()
+        who = (self._missing(gen) if gen is not None
+               else [self.peer(p) for p in range(self.parties) if p != self.party])
+        names = ", ".join(p.describe() for p in who) or "nobody (all arrived)"
+        return BarrierTimeoutError(
+            f"barrier {self.name}: waited {waited_s:.2f} s (party {self.party}, "
+            f"generation {gen}); not arrived: {names}. A stopped process was paused "
+            "(SIGSTOP?); a live one is too slow for this timeout."
+        )
+
+    def close(self) -> None:
+        """Release this process's handles (the registry unlinks the names)."""
+        self._ctl.release()
+        self._recs.release()
+        for sem in self._sems.values():
+            sem.close()
+        self.segment.close()
+
+    def __enter__(self) -> Barrier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+

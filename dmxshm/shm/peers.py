@@ -1,0 +1,88 @@
+"""Who is on the other side of a wait, and is it still alive.
+
+POSIX semaphores do not know their owners (posix_ipc#53), so a process that
+dies while others wait on it would leave them waiting forever. Every shared
+object therefore records the pid, the start time and the role of each process
+that uses it; a wait that times out asks :func:`peer_state` about each one and
+names the one that is gone.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import psutil
+
+# psutil derives create_time from boot time + start ticks; two reads of the
+# same process agree far better than this, a reused pid differs by far more.
+_CTIME_TOLERANCE_S = 0.05
+
+ALIVE = "alive"
+STOPPED = "stopped"
+DEAD = "dead"
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A process taking part in a shared object.
+
+    Attributes:
+        role: what it does there, e.g. ``"writer"`` or ``"renderer-1"``.
+        pid: its process id (0 when nobody has joined yet).
+        create_time: its start time (psutil), to tell a reused pid apart.
+    """
+
+    role: str
+    pid: int
+    create_time: float
+
+    def describe(self) -> str:
+        """Return ``role (pid N, state)`` for messages."""
+        if self.pid == 0:
+            return f"{self.role} (not attached yet)"
+        return f"{self.role} (pid {self.pid}, {peer_state(self)})"
+
+
+def me(role: str) -> Peer:
+    """Return the :class:`Peer` record of the calling process."""
+    pid = os.getpid()
+    return Peer(role=role, pid=pid, create_time=process_create_time(pid))
+
+
+def process_create_time(pid: int) -> float:
+    """Start time of ``pid`` as psutil reports it (0.0 when unknown)."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return 0.0
+
+
+def peer_state(peer: Peer) -> str:
+    """Return ``"alive"``, ``"stopped"`` (SIGSTOP) or ``"dead"``.
+
+    A zombie (killed, not yet reaped) counts as dead, and so does a process
+    whose pid was reused by a newer process.
+    """
+    if peer.pid <= 0:
+        return DEAD
+    try:
+        proc = psutil.Process(peer.pid)
+        status = proc.status()
+        if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+            return DEAD
+        if peer.create_time and abs(proc.create_time() - peer.create_time) > _CTIME_TOLERANCE_S:
+            return DEAD
+        if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            return STOPPED
+        return ALIVE
+    except psutil.NoSuchProcess:
+        return DEAD
+    except psutil.AccessDenied:
+        # Another user's live process: it exists, we cannot look closer.
+        return ALIVE
+
+
+def pid_alive(pid: int) -> bool:
+    """True when ``pid`` names a live (or stopped) process, not a zombie."""
+    return peer_state(Peer(role="", pid=pid, create_time=0.0)) != DEAD

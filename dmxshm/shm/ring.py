@@ -1,0 +1,561 @@
+"""Single-writer ring buffers of numpy structured slots in shared memory.
+
+Layout of the segment (every offset 64-byte aligned)::
+
+    0     header line 0: magic, version, discipline, nslots, itemsize,
+                         stride, data offset, dtype-descr length
+    64    writer line:   write_seq, writer pid, start time, closed flag, role
+    128   reader line:   read_seq, reads, reader pid, start time, role
+    256   dtype descr (JSON, numpy ``dtype.descr``), up to 1792 bytes
+    2048  per-slot sequence words (u64 x nslots)
+    D     slots: nslots x stride bytes, stride = itemsize rounded up to 64
+
+Two disciplines share this layout:
+
+* ``blocking`` (gym mode): a ``free`` semaphore counts empty slots and a
+  ``filled`` one counts written slots. The writer waits for a free slot, the
+  reader for a filled one; nothing is overwritten or lost and order is kept.
+  ``sem_post``/``sem_wait`` order the memory accesses around them.
+* ``overwrite`` (realtime mode): the writer never waits. It overwrites the
+  oldest slot under a seqlock: slot sequence word ``2s+1`` while write ``s``
+  is in progress, ``2s+2`` once complete. A reader copies the slot and
+  accepts it only if the word was ``2s+2`` before and after the copy, so it
+  never returns a torn slot. Slots that the reader skips or that are
+  overwritten before it reads them are drops:
+  ``drops = (read_seq - reads) + max(0, write_seq - read_seq - nslots)``,
+  computed from counters in the segment, so both sides see them.
+  See :mod:`dmxshm.shm.fence` for the memory ordering on x86-64 and aarch64.
+
+Each counter has exactly one writing process, so no atomic read-modify-write
+is needed; aligned 8-byte stores are single-copy atomic on x86-64 and aarch64.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import posix_ipc
+
+from dmxshm.errors import (
+    DmxError,
+    LayoutError,
+    PeerDiedError,
+    RingClosedError,
+    RingTimeoutError,
+    SegmentMissingError,
+    ShmError,
+)
+from dmxshm.shm.fence import NEEDS_FENCE, fence
+from dmxshm.shm.peers import DEAD, Peer, me, peer_state
+from dmxshm.shm.registry import Registry
+from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
+from dmxshm.shm.waiting import DEFAULT_TIMEOUT_S, wait_semaphore
+
+MAGIC = int.from_bytes(b"DMXRING\x01", "little")
+VERSION = 1
+ALIGN = 64
+DESCR_OFFSET = 256
+SEQ_OFFSET = 2048
+MAX_DESCR_BYTES = SEQ_OFFSET - DESCR_OFFSET
+ROLE_BYTES = 32
+# Word indices (u64) of the header fields.
+_W_MAGIC, _W_VERSION, _W_DISC, _W_NSLOTS, _W_ITEMSIZE, _W_STRIDE, _W_DATA, _W_DESCR = range(8)
+_W_WRITE_SEQ, _W_WRITER_PID, _W_WRITER_CTIME, _W_CLOSED = 8, 9, 10, 11
+_B_WRITER_ROLE = 12 * 8
+_W_READ_SEQ, _W_READS, _W_READER_PID, _W_READER_CTIME = 16, 17, 18, 19
+_B_READER_ROLE = 20 * 8
+_MAX_SEQLOCK_RETRIES = 100_000
+
+
+class Discipline(str, enum.Enum):
+    """How a full ring behaves."""
+
+    BLOCKING = "blocking"
+    OVERWRITE = "overwrite"
+
+
+_DISC_CODES = {Discipline.BLOCKING: 0, Discipline.OVERWRITE: 1}
+
+
+def round_up(n: int, align: int = ALIGN) -> int:
+    """Round ``n`` up to a multiple of ``align``.
+
+    Example:
+        >>> round_up(1), round_up(64), round_up(65)
+        (64, 64, 128)
+    """
+    return -(-n // align) * align
+
+
+def ring_size_bytes(dtype: np.dtype, nslots: int) -> int:
+    """Bytes a ring of ``nslots`` slots of ``dtype`` occupies."""
+    return round_up(SEQ_OFFSET + 8 * nslots) + nslots * round_up(dtype.itemsize)
+
+
+@dataclass(frozen=True)
+class RingStats:
+    """Counters of a ring, readable by both sides.
+
+    Attributes:
+        writes: slots completely written.
+        reads: slots returned to the reader.
+        drops: slots the reader will never get (overwritten or skipped).
+        pending: written slots the reader can still get.
+    """
+
+    writes: int
+    reads: int
+    drops: int
+    pending: int
+
+
+def slot_index(seq: int, nslots: int) -> int:
+    """The slot that write number ``seq`` goes to."""
+    return seq % nslots
+
+
+def count_drops(write_seq: int, read_seq: int, reads: int, nslots: int) -> int:
+    """Drops of an overwrite ring from its three counters (see module doc)."""
+    return (read_seq - reads) + max(0, write_seq - read_seq - nslots)
+
+
+class Ring:
+    """A single-writer, single-reader ring in shared memory.
+
+    Create it with :meth:`create` (the creator owns and unlinks it) and open
+    it elsewhere with :meth:`attach`; each process then takes a side with
+    :meth:`bind` (``"writer"`` or ``"reader"``) so that the other side can
+    name it when it dies.
+
+    Example:
+        >>> dt = np.dtype([("x", "<f8")])
+        >>> with Registry() as reg:
+        ...     ring = Ring.create(reg, "doc", dt, nslots=4)
+        ...     ring.write(np.array((1.5,), dtype=dt))
+        ...     float(ring.read()["x"])
+        1.5
+    """
+
+    def __init__(self, seg: Segment, sems: dict[str, posix_ipc.Semaphore]) -> None:
+        self.segment = seg
+        self.name = seg.name
+        buf = seg.buf
+        self._ctl = memoryview(buf)[:DESCR_OFFSET].cast("Q")
+        ctl = self._ctl
+        if ctl[_W_MAGIC] != MAGIC or ctl[_W_VERSION] != VERSION:
+            raise LayoutError(f"{seg.name} is not a dmxshm ring (or another version)")
+        self.discipline = (
+            Discipline.OVERWRITE if ctl[_W_DISC] == _DISC_CODES[Discipline.OVERWRITE]
+            else Discipline.BLOCKING
+        )
+        self.nslots = int(ctl[_W_NSLOTS])
+        descr = bytes(buf[DESCR_OFFSET:DESCR_OFFSET + ctl[_W_DESCR]]).decode()
+        self.dtype = np.lib.format.descr_to_dtype(_tuplify(json.loads(descr)))
+        self.stride = int(ctl[_W_STRIDE])
+        if self.dtype.itemsize != ctl[_W_ITEMSIZE] or self.stride % ALIGN:
+            raise LayoutError(f"ring {seg.name}: header does not match its dtype")
+        self._seqs = memoryview(buf)[SEQ_OFFSET:SEQ_OFFSET + 8 * self.nslots].cast("Q")
+        slots = np.ndarray((self.nslots,), dtype=self.dtype, buffer=buf,
+                           offset=int(ctl[_W_DATA]), strides=(self.stride,))
+        self.slots = slots
+        # 0-d views, one per slot: the cheapest handle numpy offers for a copy.
+        self._views = [slots[i, ...] for i in range(self.nslots)]
+        self._sems = sems
+        self._free = sems.get("free")
+        self._filled = sems.get("filled")
+        self._bell = sems.get("bell")
+        self.side: str | None = None
+        self._w = int(ctl[_W_WRITE_SEQ])
+        self._r = int(ctl[_W_READ_SEQ])
+        self._reads = int(ctl[_W_READS])
+
+    # -- construction -----------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        registry: Registry,
+        what: str,
+        dtype: Any,
+        nslots: int,
+        discipline: Discipline | str = Discipline.BLOCKING,
+    ) -> Ring:
+        """Create a ring whose objects ``registry`` owns.
+
+        Args:
+            registry: the network's registry (it unlinks the ring).
+            what: the ring's name part, e.g. ``"obs.0"``.
+            dtype: a numpy structured dtype, one slot each.
+            nslots: number of slots (>= 1; >= 2 for overwrite).
+            discipline: ``"blocking"`` or ``"overwrite"``.
+
+        Raises:
+            ValueError: bad dtype or slot count.
+            ShmSpaceError, SegmentExistsError: see :class:`Segment`.
+        """
+        dtype = np.dtype(dtype)
+        disc = Discipline(discipline)
+        if dtype.names is None:
+            raise ValueError(f"ring slots need a structured dtype (with fields), got {dtype}")
+        if dtype.hasobject:
+            raise ValueError("ring slots cannot hold Python objects")
+        min_slots = 2 if disc is Discipline.OVERWRITE else 1
+        if int(nslots) < min_slots:
+            raise ValueError(f"a {disc.value} ring needs at least {min_slots} slots, got {nslots}")
+        descr = json.dumps(np.lib.format.dtype_to_descr(dtype)).encode()
+        if len(descr) > MAX_DESCR_BYTES:
+            raise ValueError(f"dtype description too long ({len(descr)} > {MAX_DESCR_BYTES} B)")
+        seg = registry.create_segment(what, ring_size_bytes(dtype, nslots))
+        ctl = memoryview(seg.buf)[:DESCR_OFFSET].cast("Q")
+        ctl[_W_DISC] = _DISC_CODES[disc]
+        ctl[_W_NSLOTS] = nslots
+        ctl[_W_ITEMSIZE] = dtype.itemsize
+        ctl[_W_STRIDE] = round_up(dtype.itemsize)
+        ctl[_W_DATA] = round_up(SEQ_OFFSET + 8 * nslots)
+        ctl[_W_DESCR] = len(descr)
+        seg.buf[DESCR_OFFSET:DESCR_OFFSET + len(descr)] = descr
+        ctl[_W_VERSION] = VERSION
+        ctl[_W_MAGIC] = MAGIC  # last: an attacher never sees half a header
+        ctl.release()
+        sems = {}
+        for kind, initial in _sem_plan(disc, nslots):
+            sems[kind] = registry.create_semaphore(f"{seg.name}.{kind}", initial)
+        return cls(seg, sems)
+
+    @classmethod
+    def attach(cls, name: str, side: str | None = None, role: str | None = None) -> Ring:
+        """Open a ring created elsewhere, and optionally :meth:`bind` a side.
+
+        Raises:
+            SegmentMissingError: the ring (or one of its semaphores) is gone.
+            LayoutError: the segment is not a dmxshm ring.
+        """
+        seg = Segment.attach(name)
+        try:
+            ctl = memoryview(seg.buf)[:64].cast("Q")
+            disc = Discipline.OVERWRITE if ctl[_W_DISC] == 1 else Discipline.BLOCKING
+            ctl.release()
+            sems = {}
+            for kind, _ in _sem_plan(disc, 1):
+                try:
+                    sems[kind] = posix_ipc.Semaphore(f"{name}.{kind}", 0)
+                except posix_ipc.ExistentialError as exc:
+                    raise SegmentMissingError(
+                        f"semaphore {name}.{kind} of ring {name} does not exist. "
+                        f"{REMOVE_IPC_HINT}"
+                    ) from exc
+            ring = cls(seg, sems)
+        except BaseException:
+            seg.close()
+            raise
+        if side is not None:
+            ring.bind(side, role)
+        return ring
+
+    def bind(self, side: str, role: str | None = None) -> Ring:
+        """Declare this process the ring's ``"writer"`` or ``"reader"``.
+
+        Raises:
+            ValueError: unknown side.
+            DmxError: the side is held by another live process.
+        """
+        if side not in ("writer", "reader"):
+            raise ValueError(f"side must be 'writer' or 'reader', got {side!r}")
+        current = self.peer(side)
+        if current.pid not in (0, os.getpid()) and peer_state(current) != DEAD:
+            raise DmxError(
+                f"ring {self.name} already has a live {side}: {current.describe()}; "
+                "a ring has exactly one writer and one reader"
+            )
+        rec = me(role or side)
+        pid_w, ctime_w, role_b = (
+            (_W_WRITER_PID, _W_WRITER_CTIME, _B_WRITER_ROLE) if side == "writer"
+            else (_W_READER_PID, _W_READER_CTIME, _B_READER_ROLE)
+        )
+        self._ctl[ctime_w] = int(rec.create_time * 1e6)
+        self._ctl[pid_w] = rec.pid
+        raw = rec.role.encode()[:ROLE_BYTES].ljust(ROLE_BYTES, b"\0")
+        self.segment.buf[role_b:role_b + ROLE_BYTES] = raw
+        self.side = side
+        return self
+
+    def peer(self, side: str) -> Peer:
+        """The process recorded for ``side`` (pid 0 if none yet)."""
+        pid_w, ctime_w, role_b = (
+            (_W_WRITER_PID, _W_WRITER_CTIME, _B_WRITER_ROLE) if side == "writer"
+            else (_W_READER_PID, _W_READER_CTIME, _B_READER_ROLE)
+        )
+        role = bytes(self.segment.buf[role_b:role_b + ROLE_BYTES]).rstrip(b"\0").decode()
+        return Peer(role=role or side, pid=int(self._ctl[pid_w]),
+                    create_time=self._ctl[ctime_w] / 1e6)
+
+    # -- bookkeeping ------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True once the writer has called :meth:`close_writer`."""
+        return bool(self._ctl[_W_CLOSED])
+
+    def stats(self) -> RingStats:
+        """Current counters (consistent enough for monitoring, exact when idle)."""
+        ctl = self._ctl
+        w, r, reads = int(ctl[_W_WRITE_SEQ]), int(ctl[_W_READ_SEQ]), int(ctl[_W_READS])
+        if self.discipline is Discipline.BLOCKING:
+            return RingStats(writes=w, reads=reads, drops=0, pending=w - r)
+        return RingStats(writes=w, reads=reads, drops=count_drops(w, r, reads, self.nslots),
+                         pending=min(self.nslots, w - r))
+
+    def _check(self, waiting_side: str, what: str) -> None:
+        other = "reader" if waiting_side == "writer" else "writer"
+        peer = self.peer(other)
+        if peer.pid and peer_state(peer) == DEAD:
+            raise PeerDiedError(
+                f"ring {self.name}: the {other} {peer.role} (pid {peer.pid}) died while "
+                f"this {waiting_side} waited for {what}",
+                role=peer.role, pid=peer.pid,
+            )
+        if waiting_side == "reader" and self.closed and self._ctl[_W_WRITE_SEQ] == self._r:
+            raise RingClosedError(f"ring {self.name}: the writer closed it, nothing left to read")
+
+    def _timeout(self, waiting_side: str, what: str):  # noqa: ANN202
+        other = "reader" if waiting_side == "writer" else "writer"
+
+        def build(waited_s: float) -> Exception:
+            return RingTimeoutError(
+                f"ring {self.name}: waited {waited_s:.2f} s for {what}; the {other} is "
+                f"{self.peer(other).describe()}. Is it stuck, or too slow for this timeout?"
+            )
+        return build
+
+    # -- writer -----------------------------------------------------------
+    def write(self, item: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        """Write one slot (copied from ``item``, a value of the ring's dtype).
+
+        In blocking mode this waits up to ``timeout_s`` for a free slot; in
+        overwrite mode it never waits.
+
+        Raises:
+            PeerDiedError: the reader died while we waited.
+            RingTimeoutError: no free slot in time (blocking only).
+        """
+        if self.discipline is Discipline.BLOCKING:
+            self._acquire_free(timeout_s)
+            w = self._w
+            i = w % self.nslots
+            self._views[i][...] = item
+            self._publish(w, i)
+            self._filled.release()  # type: ignore[union-attr]
+        else:
+            self._overwrite(item)
+
+    @contextmanager
+    def writing(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[np.ndarray]:
+        """Fill the next slot in place (zero-copy); published on exit.
+
+        Yields:
+            a 0-d structured view of the slot. In overwrite mode it is
+            marked as being written for the whole block, so keep it short.
+        """
+        w = self._w
+        i = w % self.nslots
+        if self.discipline is Discipline.BLOCKING:
+            self._acquire_free(timeout_s)
+            yield self._views[i]
+            self._publish(w, i)
+            self._filled.release()  # type: ignore[union-attr]
+        else:
+            self._seqs[i] = 2 * w + 1
+            if NEEDS_FENCE:
+                fence()
+            yield self._views[i]
+            if NEEDS_FENCE:
+                fence()
+            self._publish(w, i)
+            self._ring_bell()
+
+    def _acquire_free(self, timeout_s: float) -> None:
+        wait_semaphore(self._free, timeout_s,  # type: ignore[arg-type]
+                       lambda: self._check("writer", "a free slot"),
+                       self._timeout("writer", "a free slot"))
+
+    def _publish(self, w: int, i: int) -> None:
+        self._seqs[i] = 2 * w + 2
+        self._w = w + 1
+        self._ctl[_W_WRITE_SEQ] = w + 1
+
+    def _overwrite(self, item: Any) -> None:
+        w = self._w
+        i = w % self.nslots
+        self._seqs[i] = 2 * w + 1
+        if NEEDS_FENCE:
+            fence()
+        self._views[i][...] = item
+        if NEEDS_FENCE:
+            fence()
+        self._publish(w, i)
+        self._ring_bell()
+
+    def _ring_bell(self) -> None:
+        bell = self._bell
+        if bell.value == 0:  # type: ignore[union-attr]  # cap at 1: never overflows
+            bell.release()  # type: ignore[union-attr]
+
+    def close_writer(self) -> None:
+        """Mark the end of the stream: a reader that drained it gets RingClosedError."""
+        self._ctl[_W_CLOSED] = 1
+        (self._filled or self._bell).release()  # type: ignore[union-attr]
+
+    # -- reader -----------------------------------------------------------
+    def read(self, timeout_s: float = DEFAULT_TIMEOUT_S, newest: bool = True) -> np.ndarray:
+        """Return a copy of the next slot.
+
+        Blocking mode: the oldest unread slot, waiting up to ``timeout_s``.
+        Overwrite mode: the newest complete slot not read yet (``newest=True``)
+        or the oldest still available (``newest=False``), waiting up to
+        ``timeout_s`` for one to appear; skipped slots count as drops.
+
+        Returns:
+            a 0-d structured array owned by the caller.
+
+        Raises:
+            PeerDiedError: the writer died while we waited.
+            RingClosedError: the writer closed the ring and it is drained.
+            RingTimeoutError: nothing to read in time.
+        """
+        if self.discipline is Discipline.BLOCKING:
+            self._acquire_filled(timeout_s)
+            r = self._r
+            out = self._views[r % self.nslots].copy()
+            self._consume(r)
+            self._free.release()  # type: ignore[union-attr]
+            return out
+        while True:
+            item = self.try_read(newest)
+            if item is not None:
+                return item
+            wait_semaphore(self._bell, timeout_s,  # type: ignore[arg-type]
+                           lambda: self._check("reader", "a new slot"),
+                           self._timeout("reader", "a new slot"))
+
+    def try_read(self, newest: bool = True) -> np.ndarray | None:
+        """Like :meth:`read` but never waits: None when nothing is new."""
+        if self.discipline is Discipline.BLOCKING:
+            try:
+                self._filled.acquire(0)  # type: ignore[union-attr]
+            except posix_ipc.BusyError:
+                return None
+            if self._ctl[_W_WRITE_SEQ] == self._r:  # the close token, not data
+                self._filled.release()  # type: ignore[union-attr]
+                return None
+            r = self._r
+            out = self._views[r % self.nslots].copy()
+            self._consume(r)
+            self._free.release()  # type: ignore[union-attr]
+            return out
+        return self._seqlock_read(newest)
+
+    def _seqlock_read(self, newest: bool) -> np.ndarray | None:
+        ctl, seqs, n = self._ctl, self._seqs, self.nslots
+        for _ in range(_MAX_SEQLOCK_RETRIES):
+            w = ctl[_W_WRITE_SEQ]
+            r = self._r
+            if w <= r:
+                return None
+            s = w - 1 if newest else max(r, w - n)
+            i = s % n
+            if NEEDS_FENCE:
+                fence()
+            before = seqs[i]
+            if before != 2 * s + 2:
+                continue  # being overwritten, or already overwritten: look again
+            if NEEDS_FENCE:
+                fence()
+            out = self._views[i].copy()
+            if NEEDS_FENCE:
+                fence()
+            if seqs[i] != before:
+                continue  # torn: the writer came round during the copy
+            self._consume(s)
+            return out
+        raise DmxError(
+            f"ring {self.name}: the writer laps the reader faster than it can copy one "
+            f"slot ({_MAX_SEQLOCK_RETRIES} retries); give the ring more slots"
+        )
+
+    def _consume(self, s: int) -> None:
+        self._reads += 1
+        self._r = s + 1
+        self._ctl[_W_READS] = self._reads
+        self._ctl[_W_READ_SEQ] = s + 1
+
+    @contextmanager
+    def reading(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[np.ndarray]:
+        """Read the next slot in place (zero-copy, blocking mode only).
+
+        The slot stays yours until the block ends; the writer cannot reuse it.
+
+        Raises:
+            ShmError: on an overwrite ring, where only copies are safe.
+        """
+        if self.discipline is not Discipline.BLOCKING:
+            raise ShmError("zero-copy reading needs a blocking ring; use read() to copy")
+        self._acquire_filled(timeout_s)
+        r = self._r
+        try:
+            yield self._views[r % self.nslots]
+        finally:
+            self._consume(r)
+            self._free.release()  # type: ignore[union-attr]
+
+    def _acquire_filled(self, timeout_s: float) -> None:
+        wait_semaphore(self._filled, timeout_s,  # type: ignore[arg-type]
+                       lambda: self._check("reader", "a written slot"),
+                       self._timeout("reader", "a written slot"))
+        if self._ctl[_W_WRITE_SEQ] == self._r:  # woken by close_writer, no data
+            self._filled.release()  # type: ignore[union-attr]  # wake the next read too
+            raise RingClosedError(f"ring {self.name}: the writer closed it, nothing left to read")
+
+    # -- teardown ---------------------------------------------------------
+    def close(self) -> None:
+        """Release this process's handles (the registry unlinks the names)."""
+        self._views = []
+        self.slots = None  # type: ignore[assignment]
+        for mv in (self._ctl, self._seqs):
+            mv.release()
+        for sem in self._sems.values():
+            sem.close()
+        self._sems = {}
+        self.segment.close()
+
+    def __enter__(self) -> Ring:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Ring({self.name!r}, {self.discipline.value}, nslots={self.nslots}, "
+                f"dtype={self.dtype})")
+
+
+def _sem_plan(disc: Discipline, nslots: int) -> list[tuple[str, int]]:
+    if disc is Discipline.BLOCKING:
+        return [("free", nslots), ("filled", 0)]
+    return [("bell", 0)]
+
+
+def _tuplify(descr: Any) -> Any:
+    """JSON turns the tuples of ``dtype.descr`` into lists; turn them back."""
+    if isinstance(descr, str):
+        return descr
+    fields = []
+    for field in descr:
+        name, fmt, *shape = field
+        item = (name, _tuplify(fmt), *(tuple(s) for s in shape))
+        fields.append(item)
+    return fields

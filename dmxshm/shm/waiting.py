@@ -1,0 +1,58 @@
+"""Bounded waits on POSIX semaphores with liveness checks.
+
+A bare ``sem_wait`` would wait forever for a peer that died (POSIX semaphores
+have no owner-death detection, posix_ipc#53). :func:`wait_semaphore` waits in
+short chunks; between chunks it calls a check that raises when a peer is gone
+or the object was closed, and once the timeout has passed it raises the
+timeout error the caller built, naming what it waited for and for whom.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import posix_ipc
+
+# How often a blocked wait wakes up to look at its peers: a dead peer is
+# named within this much of its death, and an idle wait costs ~20 wake-ups/s.
+LIVENESS_POLL_S = 0.05
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def wait_semaphore(
+    sem: posix_ipc.Semaphore,
+    timeout_s: float,
+    check: Callable[[], None],
+    on_timeout: Callable[[float], Exception],
+) -> None:
+    """Acquire ``sem`` within ``timeout_s`` seconds.
+
+    Args:
+        sem: the semaphore.
+        timeout_s: the longest time to wait; 0 tries once.
+        check: called after each empty chunk; raises to abort the wait
+            (dead peer, closed ring, broken barrier).
+        on_timeout: builds the error raised at the deadline, given the
+            seconds waited.
+
+    Raises:
+        whatever ``check`` raises, or ``on_timeout(waited_s)``.
+    """
+    try:
+        sem.acquire(0 if timeout_s <= 0 else min(timeout_s, LIVENESS_POLL_S))
+        return
+    except posix_ipc.BusyError:
+        pass
+    start = time.monotonic()
+    deadline = start + max(timeout_s - LIVENESS_POLL_S, 0.0)
+    while True:
+        check()
+        now = time.monotonic()
+        if now >= deadline:
+            raise on_timeout(now - start + min(timeout_s, LIVENESS_POLL_S))
+        try:
+            sem.acquire(min(deadline - now, LIVENESS_POLL_S))
+            return
+        except posix_ipc.BusyError:
+            pass
