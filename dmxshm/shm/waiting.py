@@ -20,11 +20,26 @@ LIVENESS_POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 10.0
 
 
+def first_chunk(timeout_s: float) -> float:
+    """How long the first, unchecked acquire may wait."""
+    return timeout_s if timeout_s < LIVENESS_POLL_S else LIVENESS_POLL_S
+
+
+def spin_until(cond: Callable[[], bool], spin_s: float) -> None:
+    """Busy-wait up to ``spin_s`` for ``cond()``; cheaper than sleeping when
+    the peer runs on another core and answers within microseconds."""
+    clock = time.perf_counter
+    deadline = clock() + spin_s
+    while not cond() and clock() < deadline:
+        pass
+
+
 def wait_semaphore(
     sem: posix_ipc.Semaphore,
     timeout_s: float,
     check: Callable[[], None],
     on_timeout: Callable[[float], Exception],
+    waited_s: float = 0.0,
 ) -> None:
     """Acquire ``sem`` within ``timeout_s`` seconds.
 
@@ -35,22 +50,24 @@ def wait_semaphore(
             (dead peer, closed ring, broken barrier).
         on_timeout: builds the error raised at the deadline, given the
             seconds waited.
+        waited_s: time the caller already waited (added to the report).
 
     Raises:
         whatever ``check`` raises, or ``on_timeout(waited_s)``.
     """
-    try:
-        sem.acquire(0 if timeout_s <= 0 else min(timeout_s, LIVENESS_POLL_S))
-        return
-    except posix_ipc.BusyError:
-        pass
-    start = time.monotonic()
-    deadline = start + max(timeout_s - LIVENESS_POLL_S, 0.0)
+    t0 = time.monotonic() - waited_s
+    deadline = t0 + timeout_s
+    if not waited_s:
+        try:
+            sem.acquire(first_chunk(timeout_s) if timeout_s > 0 else 0)
+            return
+        except posix_ipc.BusyError:
+            pass
     while True:
         check()
         now = time.monotonic()
         if now >= deadline:
-            raise on_timeout(now - start + min(timeout_s, LIVENESS_POLL_S))
+            raise on_timeout(now - t0)
         try:
             sem.acquire(min(deadline - now, LIVENESS_POLL_S))
             return

@@ -1,0 +1,1 @@
+"""Benchmarks that measure dmxshm beside its peers in the same run."""
