@@ -1,0 +1,59 @@
+"""PNG figures of benchmark results (needs the ``plot`` extra: matplotlib)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dmxshm.errors import DmxError
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise DmxError(
+            "plotting needs matplotlib: pip install 'dmxshm[plot]'"
+        ) from exc
+    return plt
+
+
+def plot_ipc(rows: Sequence[Any], path: str) -> None:
+    """Bar chart of median round trips, one group per payload x pinning.
+
+    Args:
+        rows: :class:`dmxshm.bench.ipc.Row` objects.
+        path: where to write the PNG.
+    """
+    plt = _pyplot()
+    groups = sorted({(r.payload, r.pinning) for r in rows}, key=lambda g: (g[1], g[0]))
+    transports = list(dict.fromkeys(r.transport for r in rows))
+    by = {(r.transport, r.payload, r.pinning): r for r in rows}
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / len(transports)
+    for k, t in enumerate(transports):
+        xs, ys, errs = [], [], []
+        for g, (payload, pin) in enumerate(groups):
+            r = by.get((t, payload, pin))
+            if r is None:
+                continue
+            xs.append(g + (k - (len(transports) - 1) / 2) * width)
+            ys.append(r.rtt_us_median)
+            errs.append([[r.rtt_us_median - r.rtt_us_p10], [r.rtt_us_p90 - r.rtt_us_median]])
+        lo = [e[0][0] for e in errs]
+        hi = [e[1][0] for e in errs]
+        ax.bar(xs, ys, width, label=t, yerr=[lo, hi], capsize=2)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{p}\n{'same core' if pin == 'same' else 'two cores'}"
+                        for p, pin in groups])
+    ax.set_yscale("log")
+    ax.set_ylabel("round trip, us (median; bars p10-p90)")
+    ax.set_title("dmxshm bench ipc: ping-pong round trip between two processes")
+    ax.legend(ncol=len(transports), fontsize=8, loc="upper left")
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

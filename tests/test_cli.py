@@ -1,0 +1,128 @@
+"""The installed ``dmxshm`` command: help, info, clean, bench ipc."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from dmxshm.cli import EXIT_ERROR, cli, main
+from dmxshm.errors import DmxError
+from dmxshm.shm.names import list_entries
+from dmxshm.shm.clean import sweep
+from dmxshm.shm.registry import Registry
+from tests.procs import JOIN_TIMEOUT_S
+
+CLI_TIMEOUT_S = 120
+
+
+def test_console_script_is_installed() -> None:
+    out = subprocess.run([sys.executable, "-m", "dmxshm.cli", "--help"], capture_output=True,
+                         text=True, timeout=CLI_TIMEOUT_S, check=True)
+    for command in ("info", "clean", "bench"):
+        assert command in out.stdout
+
+
+def test_info_json_reports_the_machine() -> None:
+    result = CliRunner().invoke(cli, ["info", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["cpus_logical"] >= 1
+    assert data["shm"]["free_bytes"] > 0
+    assert isinstance(data["realtime_scheduling"]["permitted"], bool)
+    assert data["versions"]["numpy"]
+
+
+def test_info_text() -> None:
+    result = CliRunner().invoke(cli, ["info"])
+    assert result.exit_code == 0
+    assert "/dev/shm" in result.output and "real-time scheduling" in result.output
+
+
+def _orphan_segment() -> str:
+    """Create a segment named after a dead pid, as a SIGKILLed run leaves it."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(JOIN_TIMEOUT_S)
+    name = f"/dmx-{child.pid}-0badcafe-orphan"
+    fd = os.open(f"/dev/shm{name}", os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    os.ftruncate(fd, 4096)
+    os.close(fd)
+    return name
+
+
+@pytest.fixture
+def registry() -> Iterator[Registry]:
+    reg = Registry()
+    try:
+        yield reg
+    finally:
+        reg.unlink_all()
+
+
+def test_clean_removes_orphans_and_keeps_live_objects(registry: Registry) -> None:
+    orphan = _orphan_segment()
+    live = registry.create_segment("live", 4096)
+    runner = CliRunner()
+    dry = runner.invoke(cli, ["clean", "--dry-run"])
+    assert dry.exit_code == 0
+    assert orphan in dry.output and "would remove" in dry.output
+    assert orphan in {e.name for e in list_entries()}
+    done = runner.invoke(cli, ["clean"])
+    assert done.exit_code == 0
+    names = {e.name for e in list_entries()}
+    assert orphan not in names
+    assert live.name in names
+    live.close()
+
+
+def test_sweep_all_removes_live_objects_too(tmp_path) -> None:  # noqa: ANN001
+    # In a private directory: `dmxshm clean --all` on the real /dev/shm would
+    # also remove the objects of anything else running on this machine.
+    live = tmp_path / f"dmx-{os.getpid()}-0badcafe-live"
+    sem = tmp_path / f"sem.dmx-{os.getpid()}-0badcafe-live.free"
+    other = tmp_path / "not-ours"
+    for f in (live, sem, other):
+        f.write_bytes(b"x")
+    assert sweep(shm_dir=str(tmp_path)) == []  # creator alive: kept by default
+    removed = sweep(remove_live=True, shm_dir=str(tmp_path))
+    assert {f.entry.kind for f in removed} == {"segment", "semaphore"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-ours"]
+
+
+def test_dmx_error_becomes_a_message_and_exit_code(monkeypatch, capsys) -> None:  # noqa: ANN001
+    import dmxshm.sysinfo
+
+    def boom() -> dict:
+        raise DmxError("something clear went wrong")
+
+    monkeypatch.setattr(dmxshm.sysinfo, "collect", boom)
+    with pytest.raises(SystemExit) as exc:
+        main(["info"])
+    assert exc.value.code == EXIT_ERROR
+    assert "something clear went wrong" in capsys.readouterr().err
+
+
+def test_bad_option_value_is_a_usage_error() -> None:
+    result = CliRunner().invoke(cli, ["bench", "ipc", "--rounds", "-5"])
+    assert result.exit_code == 2
+    assert "--rounds" in result.output
+
+
+@pytest.mark.timeout(CLI_TIMEOUT_S)
+def test_bench_ipc_writes_rows(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "ipc.json"
+    result = CliRunner().invoke(
+        cli, ["bench", "ipc", "--rounds", "50", "--repeats", "1", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(path.read_text())
+    kinds = {(r["transport"], r["payload_bytes"], r["pinning"]) for r in rows}
+    for transport in ("semaphore", "ring", "pipe", "queue"):
+        assert (transport, 8, "same") in kinds
+        assert (transport, 160 * 120 * 3, "same") in kinds
+    assert all(r["rtt_us_median"] > 0 for r in rows)
+    assert "x semaphore" in result.output and "target" in result.output

@@ -1,0 +1,35 @@
+"""The README's example and set-up commands stay true."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+EXAMPLE_TIMEOUT_S = 60
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README.read_text(), re.S)
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_quick_example_runs(tmp_path: Path) -> None:
+    script = tmp_path / "example.py"
+    script.write_text(_blocks("python")[0])
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert [line.split()[3] for line in out.stdout.splitlines()] == ["0", "1", "2"]
+
+
+def test_exactly_two_setup_commands() -> None:
+    setup = [cmd for block in _blocks("sh") for cmd in block.splitlines()
+             if cmd.startswith("python3 -m venv")]
+    assert len(setup) == 2
+    assert any("pytest" in c for c in setup)
+    assert any("pytest" not in c and "dmxshm" in c for c in setup)
