@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from dmxshm.cli import EXIT_ERROR, cli, main
 from dmxshm.errors import DmxError
-from dmxshm.shm.names import list_entries
 from dmxshm.shm.clean import sweep
+from dmxshm.shm.names import list_entries
 from dmxshm.shm.registry import Registry
 from tests.procs import JOIN_TIMEOUT_S
 

@@ -142,6 +142,8 @@ def _measure(ctx: Any, transport: str, shape: tuple[int, ...], cpus: tuple[int |
     try:
         with Registry() as reg:
             once: Callable[[], None]
+            target: Callable[..., None]
+            args: tuple[Any, ...]
             if transport == "semaphore":
                 sega = reg.create_segment("bench-a", payload.nbytes)
                 segb = reg.create_segment("bench-b", payload.nbytes)

@@ -17,7 +17,6 @@ error that names the culprit, never an endless wait.
 
 from __future__ import annotations
 
-
 import posix_ipc
 
 from dmxshm.errors import (

@@ -455,7 +455,7 @@ class Ring:
         try:
             self._free.acquire(first)  # type: ignore[union-attr]
         except posix_ipc.BusyError:
-            wait_semaphore(self._free, timeout_s, self._check_writer,  # type: ignore[arg-type]
+            wait_semaphore(self._free, timeout_s, self._check_writer,
                            self._timeout_writer, waited_s=first)
 
     def _publish(self, w: int, i: int) -> None:
@@ -515,7 +515,7 @@ class Ring:
             if item is not None:
                 return item
             waited = time.monotonic() - t0
-            wait_semaphore(self._bell, timeout_s - waited,  # type: ignore[arg-type]
+            wait_semaphore(self._bell, timeout_s - waited,
                            self._check_reader, self._timeout_reader_after(waited))
 
     def try_read(self, newest: bool = True) -> np.ndarray | None:
@@ -598,7 +598,7 @@ class Ring:
         try:
             self._filled.acquire(first)  # type: ignore[union-attr]
         except posix_ipc.BusyError:
-            wait_semaphore(self._filled, timeout_s, self._check_reader,  # type: ignore[arg-type]
+            wait_semaphore(self._filled, timeout_s, self._check_reader,
                            self._timeout_reader, waited_s=first)
         if ctl[_W_WRITE_SEQ] == r:  # woken by close_writer, no data
             self._filled.release()  # type: ignore[union-attr]  # wake the next read too
@@ -608,7 +608,7 @@ class Ring:
     def close(self) -> None:
         """Release this process's handles (the registry unlinks the names)."""
         self._views = []
-        self.slots = None  # type: ignore[assignment]
+        self.slots = None
         for mv in (self._ctl, self._seqs):
             mv.release()
         for sem in self._sems.values():
