@@ -33,17 +33,25 @@ def start(target: Callable[..., Any], *args: Any, name: str | None = None) -> Ba
 
 
 def stop(*procs: BaseProcess) -> None:
-    """Terminate (or kill) and reap every child; safe on dead or stopped ones."""
-    for proc in procs:
-        if proc.pid is None:
-            continue
+    """Terminate (or kill) and reap every child; safe on dead, stopped or stopped-before ones."""
+    live = [p for p in procs if not _closed(p) and p.pid is not None]
+    for proc in live:
         if proc.is_alive():
             with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGCONT)  # a stopped child cannot act on SIGTERM
+                os.kill(proc.pid, signal.SIGCONT)  # type: ignore[arg-type]  # a stopped child ignores SIGTERM
             proc.terminate()
         proc.join(JOIN_TIMEOUT_S)
         if proc.is_alive():
             proc.kill()
             proc.join(JOIN_TIMEOUT_S)
-    for proc in procs:
-        proc.close() if proc.pid is not None and proc.exitcode is not None else None
+    for proc in live:
+        if proc.exitcode is not None:
+            proc.close()  # frees its sentinel fd now rather than at garbage collection
+
+
+def _closed(proc: BaseProcess) -> bool:
+    try:
+        proc.pid  # noqa: B018  # raises once close() was called
+    except ValueError:
+        return True
+    return False

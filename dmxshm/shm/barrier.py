@@ -83,6 +83,12 @@ class Barrier:
         """Open a barrier created elsewhere, and :meth:`join` it if ``party`` is given."""
         seg = Segment.attach(name)
         try:
+            head = memoryview(seg.buf)[:16].cast("Q") if seg.size_bytes >= 64 else None
+            ok = head is not None and head[_W_MAGIC] == MAGIC and head[_W_VERSION] == VERSION
+            if head is not None:
+                head.release()
+            if not ok:
+                raise LayoutError(f"{name} is not a dmxshm barrier (or another version)")
             sems = {}
             for kind, _ in _SEMS:
                 try:

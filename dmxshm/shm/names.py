@@ -52,7 +52,7 @@ def make_name(token: str, what: str, pid: int | None = None) -> str:
     """
     if not re.fullmatch(r"[0-9a-f]+", token):
         raise ValueError(f"network token must be lower-case hex, got {token!r}")
-    if not _WHAT_RE.match(what):
+    if not _WHAT_RE.fullmatch(what):
         raise ValueError(f"object name part must match {_WHAT_RE.pattern}, got {what!r}")
     name = f"/{PREFIX}-{os.getpid() if pid is None else pid}-{token}-{what}"
     if len(name) > MAX_NAME_LEN:
@@ -90,7 +90,7 @@ def parse_entry(filename: str, shm_dir: str = SHM_DIR) -> Entry | None:
         >>> parse_entry("other") is None
         True
     """
-    m = _ENTRY_RE.match(filename)
+    m = _ENTRY_RE.fullmatch(filename)
     if m is None:
         return None
     is_sem = m.group("sem") is not None

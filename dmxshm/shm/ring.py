@@ -36,7 +36,7 @@ import enum
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -250,9 +250,14 @@ class Ring:
         """
         seg = Segment.attach(name)
         try:
+            if seg.size_bytes < SEQ_OFFSET:
+                raise LayoutError(f"{name} is not a dmxshm ring (only {seg.size_bytes} bytes)")
             ctl = memoryview(seg.buf)[:64].cast("Q")
-            disc = Discipline.OVERWRITE if ctl[_W_DISC] == 1 else Discipline.BLOCKING
+            magic, version, disc_code = ctl[_W_MAGIC], ctl[_W_VERSION], ctl[_W_DISC]
             ctl.release()
+            if magic != MAGIC or version != VERSION:
+                raise LayoutError(f"{name} is not a dmxshm ring (or another version)")
+            disc = Discipline.OVERWRITE if disc_code == 1 else Discipline.BLOCKING
             sems = {}
             for kind, _ in _sem_plan(disc, 1):
                 try:
@@ -350,7 +355,13 @@ class Ring:
                          pending=min(self.nslots, w - r))
 
     def _check(self, waiting_side: str, what: str) -> None:
+        """Raise if the wait can never end; called between wait chunks."""
         other = "reader" if waiting_side == "writer" else "writer"
+        ready = self._has_free() if waiting_side == "writer" else self._has_data()
+        if ready:
+            return  # what we wait for is there (its signal may trail): keep going
+        if waiting_side == "reader" and self.closed:
+            raise RingClosedError(f"ring {self.name}: the writer closed it, nothing left to read")
         peer = self.peer(other)
         if peer.pid and peer_state(peer) == DEAD:
             raise PeerDiedError(
@@ -358,8 +369,6 @@ class Ring:
                 f"this {waiting_side} waited for {what}",
                 role=peer.role, pid=peer.pid,
             )
-        if waiting_side == "reader" and self.closed and self._ctl[_W_WRITE_SEQ] == self._r:
-            raise RingClosedError(f"ring {self.name}: the writer closed it, nothing left to read")
 
     def _timeout_error(self, waiting_side: str, what: str, waited_s: float) -> RingTimeoutError:
         other = "reader" if waiting_side == "writer" else "writer"
@@ -379,9 +388,6 @@ class Ring:
 
     def _timeout_reader(self, waited_s: float) -> Exception:
         return self._timeout_error("reader", "a new slot", waited_s)
-
-    def _timeout_reader_after(self, before_s: float) -> Callable[[float], Exception]:
-        return lambda waited_s: self._timeout_reader(waited_s + before_s)
 
     def _has_free(self) -> bool:
         return self._w - self._ctl[_W_READ_SEQ] < self.nslots
@@ -422,10 +428,16 @@ class Ring:
         i = w % self.nslots
         if self._blocking:
             self._acquire_free(w, timeout_s)
-            yield self._views[i]
+            try:
+                yield self._views[i]
+            except BaseException:
+                self._free.release()  # nothing published: the slot is free again
+                raise
             self._publish(w, i)
-            self._filled.release()  # type: ignore[union-attr]
+            self._filled.release()
         else:
+            # If the block raises, the slot stays marked "being written" and
+            # write_seq does not move: readers skip it, the next write redoes it.
             self._seqs[i] = 2 * w + 1
             if NEEDS_FENCE:
                 fence()
@@ -510,13 +522,21 @@ class Ring:
             self._free.release()  # type: ignore[union-attr]
             return out
         t0 = time.monotonic()
+        deadline = t0 + timeout_s
         while True:
             item = self._seqlock_read(newest)
             if item is not None:
                 return item
-            waited = time.monotonic() - t0
-            wait_semaphore(self._bell, timeout_s - waited,
-                           self._check_reader, self._timeout_reader_after(waited))
+            if self._ctl[_W_CLOSED] and not self._has_data():
+                raise RingClosedError(
+                    f"ring {self.name}: the writer closed it, nothing left to read")
+            now = time.monotonic()
+            if now >= deadline:
+                raise self._timeout_reader(now - t0)
+            try:
+                self._bell.acquire(first_chunk(deadline - now))
+            except posix_ipc.BusyError:
+                self._check_reader()
 
     def try_read(self, newest: bool = True) -> np.ndarray | None:
         """Like :meth:`read` but never waits: None when nothing is new."""
@@ -537,18 +557,24 @@ class Ring:
 
     def _seqlock_read(self, newest: bool) -> np.ndarray | None:
         ctl, seqs, n = self._ctl, self._seqs, self.nslots
+        oldest = 0  # oldest-first: first write not known to be lost
         for _ in range(_MAX_SEQLOCK_RETRIES):
             w = ctl[_W_WRITE_SEQ]
             r = self._r
-            if w <= r:
+            s = w - 1 if newest else max(oldest, r, w - n)
+            if s >= w or s < r:
                 return None
-            s = w - 1 if newest else max(r, w - n)
             i = s % n
             if NEEDS_FENCE:
                 fence()
             before = seqs[i]
             if before != 2 * s + 2:
-                continue  # being overwritten, or already overwritten: look again
+                # Write s was overwritten, or is being overwritten (possibly by
+                # a writer stalled mid-slot): the oldest-first reader moves on
+                # to s+1 (s becomes a drop); the newest-first one looks again.
+                if before > 2 * s + 2 and not newest:
+                    oldest = s + 1
+                continue
             if NEEDS_FENCE:
                 fence()
             data = self._raw[i].copy()

@@ -58,9 +58,11 @@ class Segment:
     Use :meth:`create` or :meth:`attach`; both return a mapped segment.
 
     Example:
-        >>> seg = Segment.create("/dmx-1-ab-doc", 4096)
+        >>> from dmxshm.shm.names import make_name, new_token
+        >>> name = make_name(new_token(), "doc")
+        >>> seg = Segment.create(name, 4096)
         >>> seg.ndarray(np.uint8, (4,))[:] = 7
-        >>> Segment.attach("/dmx-1-ab-doc").ndarray(np.uint8, (4,)).tolist()
+        >>> Segment.attach(name).ndarray(np.uint8, (4,)).tolist()
         [7, 7, 7, 7]
         >>> seg.unlink()
     """
@@ -169,13 +171,15 @@ class Segment:
         return np.ndarray(shape, dtype=dtype, buffer=self.buf, offset=offset)
 
     def close(self) -> None:
-        """Unmap. Safe to call twice; views still alive keep the mapping open."""
-        buf, self._buf = self._buf, None
-        if buf is not None:
-            try:
-                buf.close()
-            except BufferError:
-                pass  # numpy views still exist; the mapping goes with the last one
+        """Drop this handle's mapping. Safe to call twice.
+
+        The mapping is not closed explicitly: a numpy view made by
+        :meth:`ndarray` holds the mmap object as its base but no buffer
+        export, so ``mmap.close()`` would unmap memory under a live view (a
+        segfault at its next use). Dropping the reference unmaps at once when
+        no view is left, and with the last view otherwise.
+        """
+        self._buf = None
 
     def unlink(self) -> None:
         """Close, and remove the name if this process created it."""

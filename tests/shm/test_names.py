@@ -71,11 +71,6 @@ def test_bad_what_rejected(what: str) -> None:
         make_name("ab", what)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=pytest.fail.Exception,
-    reason="BUG: make_name's check uses re.match with '$', which also matches before a "
-           "trailing newline",
-)
 def test_trailing_newline_in_what_rejected() -> None:
     with pytest.raises(ValueError):
         make_name("ab", "obs\n")

@@ -21,7 +21,6 @@ from dmxshm.errors import (
     LayoutError,
     RingClosedError,
     RingTimeoutError,
-    SegmentMissingError,
     ShmError,
 )
 from dmxshm.shm.registry import Registry
@@ -191,12 +190,6 @@ def test_attach_rejects_corrupt_header(registry: Registry) -> None:
     ring.close()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=SegmentMissingError,
-    reason="BUG: Ring.attach opens the semaphores before it checks the magic, so a segment "
-           "that is not a ring raises SegmentMissingError instead of the documented "
-           "LayoutError",
-)
 def test_attach_rejects_plain_segment(registry: Registry) -> None:
     seg = registry.create_segment("plain", 4096)
     try:
@@ -451,11 +444,6 @@ def test_attach_by_name_sees_same_data(registry: Registry, discipline: Disciplin
     writer.close()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=RingTimeoutError,
-    reason="BUG: writing() has no try/finally: an exception in the block keeps the "
-           "free-slot token, so the ring loses a slot for good",
-)
 def test_exception_in_writing_does_not_lose_a_slot(make_pair: MakePair) -> None:
     writer, reader = make_pair(nslots=1)
     with pytest.raises(RuntimeError), writer.writing(timeout_s=PROMPT_S):
@@ -464,12 +452,6 @@ def test_exception_in_writing_does_not_lose_a_slot(make_pair: MakePair) -> None:
     assert read_one(reader) == 1
 
 
-@pytest.mark.xfail(
-    strict=True, raises=DmxError,
-    reason="BUG: with newest=False the reader retries the slot the writer is inside "
-           "writing() on (the oldest) until it raises 'the writer laps the reader' after "
-           "~20 ms, instead of skipping it",
-)
 def test_oldest_read_while_writer_inside_writing(make_pair: MakePair) -> None:
     writer, reader = make_pair(nslots=2, discipline="overwrite")
     for key in range(3):  # slots hold 1 and 2; the next write goes where 1 is

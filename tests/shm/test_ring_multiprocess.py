@@ -71,9 +71,9 @@ def is_whole(item: np.ndarray) -> bool:
             and bool((payload == stress_payload(np.array([item["seq"]]))[0]).all()))
 
 
-def stress_writer(name: str, nslots_total: int, drained: Event) -> None:
+def stress_writer(name: str, nslots_total: int, drained: Event, spin_us: float | None) -> None:
     """Child: write ``nslots_total`` stress slots, close, wait for the drain."""
-    ring = Ring.attach(name, side="writer", role="stress-writer")
+    ring = Ring.attach(name, side="writer", role="stress-writer", spin_us=spin_us)
     try:
         for start in range(0, nslots_total, _BATCH):
             for item in stress_batch(start, min(_BATCH, nslots_total - start)):
@@ -86,13 +86,13 @@ def stress_writer(name: str, nslots_total: int, drained: Event) -> None:
         ring.close()
 
 
-def run_stress(registry: Registry, discipline: Discipline, nslots: int,
-               newest: bool) -> tuple[RingStats, int, int, int]:
+def run_stress(registry: Registry, discipline: Discipline, nslots: int, newest: bool,
+               spin_us: float | None = None) -> tuple[RingStats, int, int, int]:
     """Read a child's stress stream to its end; return (stats, reads, torn, last seq)."""
     ring = Ring.create(registry, "stress", STRESS_DT, nslots, discipline)
-    ring.bind("reader", "stress-reader")
+    ring.bind("reader", "stress-reader", spin_us=spin_us)
     drained = procs.CTX.Event()
-    child = procs.start(stress_writer, ring.name, STRESS_SLOTS, drained)
+    child = procs.start(stress_writer, ring.name, STRESS_SLOTS, drained, spin_us)
     try:
         reads = torn = 0
         last = -1
@@ -136,8 +136,11 @@ def test_stress_overwrite(registry: Registry, newest: bool) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(STRESS_TEST_TIMEOUT_S)
-def test_stress_blocking(registry: Registry) -> None:
-    stats, reads, torn, last = run_stress(registry, Discipline.BLOCKING, 16, newest=False)
+# Both wait paths: spin-then-sleep (the default with two CPUs) and sleep only.
+@pytest.mark.parametrize("spin_us", [None, 0.0], ids=["default-spin", "no-spin"])
+def test_stress_blocking(registry: Registry, spin_us: float | None) -> None:
+    stats, reads, torn, last = run_stress(registry, Discipline.BLOCKING, 16, newest=False,
+                                          spin_us=spin_us)
     assert torn == 0
     assert reads == STRESS_SLOTS and last == STRESS_SLOTS - 1
     assert stats == RingStats(writes=STRESS_SLOTS, reads=STRESS_SLOTS, drops=0, pending=0)
@@ -234,11 +237,7 @@ def write_close_exit(name: str, count: int) -> None:
 @pytest.mark.timeout(FAULT_TEST_TIMEOUT_S)
 @pytest.mark.parametrize("discipline", [
     Discipline.BLOCKING,
-    pytest.param(Discipline.OVERWRITE, marks=pytest.mark.xfail(
-        strict=True, raises=PeerDiedError,
-        reason="BUG: Ring._check tests the writer's death before the closed flag, so a "
-               "drained overwrite reader whose writer closed the ring and exited gets "
-               "PeerDiedError instead of RingClosedError")),
+    Discipline.OVERWRITE,
 ], ids=lambda d: d.value)
 def test_reader_after_writer_closed_and_exited(registry: Registry,
                                                discipline: Discipline) -> None:

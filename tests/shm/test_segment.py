@@ -163,12 +163,6 @@ def test_close_unmaps_without_views(seg_name: str) -> None:
         seg.unlink()
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="BUG: Segment.close() unmaps under live ndarray() views "
-           "(np.ndarray(buffer=mmap) holds no buffer export), so touching the view "
-           "afterwards is a SIGSEGV, contrary to the docstring",
-)
 def test_close_with_live_views_keeps_mapping(seg_name: str) -> None:
     seg = Segment.create(seg_name, PAGE_SIZE)
     try:
