@@ -179,9 +179,10 @@ class Ring:
         self._spin_pending = False
         self._known_dtype = self.dtype
         self._sems = sems
-        self._free = sems.get("free")
-        self._filled = sems.get("filled")
-        self._bell = sems.get("bell")
+        # Only the semaphores of this ring's discipline exist; the others are None.
+        self._free: Any = sems.get("free")
+        self._filled: Any = sems.get("filled")
+        self._bell: Any = sems.get("bell")
         self.side: str | None = None
         self._w = int(ctl[_W_WRITE_SEQ])
         self._r = int(ctl[_W_READ_SEQ])
@@ -414,7 +415,7 @@ class Ring:
         i = w % self.nslots
         self._copy_in(i, item)
         self._publish(w, i)
-        self._filled.release()  # type: ignore[union-attr]
+        self._filled.release()
 
     @contextmanager
     def writing(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[np.ndarray]:
@@ -465,7 +466,7 @@ class Ring:
             spin_until(self._has_free, self._spin_s)
         first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
-            self._free.acquire(first)  # type: ignore[union-attr]
+            self._free.acquire(first)
         except posix_ipc.BusyError:
             wait_semaphore(self._free, timeout_s, self._check_writer,
                            self._timeout_writer, waited_s=first)
@@ -489,13 +490,13 @@ class Ring:
 
     def _ring_bell(self) -> None:
         bell = self._bell
-        if bell.value == 0:  # type: ignore[union-attr]  # cap at 1: never overflows
-            bell.release()  # type: ignore[union-attr]
+        if bell.value == 0:  # cap at 1: never overflows
+            bell.release()
 
     def close_writer(self) -> None:
         """Mark the end of the stream: a reader that drained it gets RingClosedError."""
         self._ctl[_W_CLOSED] = 1
-        (self._filled or self._bell).release()  # type: ignore[union-attr]
+        (self._filled or self._bell).release()
 
     # -- reader -----------------------------------------------------------
     def read(self, timeout_s: float = DEFAULT_TIMEOUT_S, newest: bool = True) -> np.ndarray:
@@ -519,7 +520,7 @@ class Ring:
             self._acquire_filled(r, timeout_s)
             out = np.ndarray((), self.dtype, self._raw[r % self.nslots].copy())
             self._consume(r)
-            self._free.release()  # type: ignore[union-attr]
+            self._free.release()
             return out
         t0 = time.monotonic()
         deadline = t0 + timeout_s
@@ -543,16 +544,16 @@ class Ring:
         if not self._blocking:
             return self._seqlock_read(newest)
         try:
-            self._filled.acquire(0)  # type: ignore[union-attr]
+            self._filled.acquire(0)
         except posix_ipc.BusyError:
             return None
         r = self._r
         if self._ctl[_W_WRITE_SEQ] == r:  # the close token, not data
-            self._filled.release()  # type: ignore[union-attr]
+            self._filled.release()
             return None
         out = np.ndarray((), self.dtype, self._raw[r % self.nslots].copy())
         self._consume(r)
-        self._free.release()  # type: ignore[union-attr]
+        self._free.release()
         return out
 
     def _seqlock_read(self, newest: bool) -> np.ndarray | None:
@@ -612,7 +613,7 @@ class Ring:
             yield self._views[r % self.nslots]
         finally:
             self._consume(r)
-            self._free.release()  # type: ignore[union-attr]
+            self._free.release()
 
     def _acquire_filled(self, r: int, timeout_s: float) -> None:
         ctl = self._ctl
@@ -622,12 +623,12 @@ class Ring:
             spin_until(self._has_data, self._spin_s)
         first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
-            self._filled.acquire(first)  # type: ignore[union-attr]
+            self._filled.acquire(first)
         except posix_ipc.BusyError:
             wait_semaphore(self._filled, timeout_s, self._check_reader,
                            self._timeout_reader, waited_s=first)
         if ctl[_W_WRITE_SEQ] == r:  # woken by close_writer, no data
-            self._filled.release()  # type: ignore[union-attr]  # wake the next read too
+            self._filled.release()  # wake the next read too
             raise RingClosedError(f"ring {self.name}: the writer closed it, nothing left to read")
 
     # -- teardown ---------------------------------------------------------
