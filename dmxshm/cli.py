@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import json as _json
+import os
+import signal
 import sys
 from typing import Any
 
@@ -35,8 +37,8 @@ def _fmt_bytes(n: int | None) -> str:
 def cli() -> None:
     """dmxshm: a Duckiematrix-style robot simulator network over POSIX shared memory.
 
-    Every option can also be set from the environment as DMXSHM_<COMMAND>_<OPTION>,
-    e.g. DMXSHM_BENCH_IPC_ROUNDS=5000.
+    Options can also be set from the environment as DMXSHM_<COMMAND>_<OPTION>,
+    e.g. DMXSHM_BENCH_IPC_ROUNDS=5000 (not the destructive flags of 'clean').
     """
 
 
@@ -53,7 +55,7 @@ def info(as_json: bool) -> None:
 
     data = collect()
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(_json.dumps(data, indent=2))
         return
     shm = data["shm"]
     objs = data["dmxshm_objects"]
@@ -78,8 +80,9 @@ def info(as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
-@click.option("--all", "remove_all", is_flag=True,
+@click.option("--dry-run", is_flag=True, allow_from_autoenv=False,
+              help="Only list what would be removed.")
+@click.option("--all", "remove_all", is_flag=True, allow_from_autoenv=False,
               help="Remove every dmxshm object of this user, even of live processes.")
 def clean(dry_run: bool, remove_all: bool) -> None:
     """Remove dmxshm segments and semaphores whose creator process is dead.
@@ -114,14 +117,14 @@ def bench() -> None:
               help="Timed round trips per cell and repeat [default: 20000; --quick 2000].")
 @click.option("--repeats", type=click.IntRange(min=1), default=None,
               help="Interleaved passes over all cells [default: 3; --quick 1].")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True),
+@click.option("--json", "json", type=click.Path(dir_okay=False, writable=True),
               help="Write the rows as a JSON list to this file.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True),
+@click.option("--plot", "plot", type=click.Path(dir_okay=False, writable=True),
               help="Draw a bar chart PNG (needs the plot extra: matplotlib).")
 @click.option("--check", is_flag=True,
               help=f"Exit with code {EXIT_TARGET_MISSED} when a target figure is missed.")
-def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json_path: str | None,
-              plot_path: str | None, check: bool) -> None:
+def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | None,
+              plot: str | None, check: bool) -> None:
     """Round trip between two processes: semaphore, ring, pipe and queue.
 
     Ping-pong with an 8-byte payload and a 160x120x3 uint8 frame, with both
@@ -131,6 +134,12 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json_path: s
     """
     from dmxshm.bench import ipc
 
+    json_path, plot_path = json, plot
+    _check_writable(json_path, plot_path)
+    if plot_path:
+        from dmxshm.bench.plot import require_matplotlib
+
+        require_matplotlib()
     rounds = rounds or (2000 if quick else 20_000)
     repeats = repeats or (1 if quick else 3)
     ncells = len(ipc.TRANSPORTS) * len(ipc.PAYLOADS) * len(ipc.pinnings()) * repeats
@@ -144,7 +153,7 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json_path: s
     _print_ipc_table(rows)
     if json_path:
         with open(json_path, "w") as fh:
-            json.dump(ipc.as_dicts(rows), fh, indent=1)
+            _json.dump(ipc.as_dicts(rows), fh, indent=1)
         click.echo(f"wrote {json_path}")
     if plot_path:
         from dmxshm.bench.plot import plot_ipc
@@ -159,6 +168,16 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json_path: s
         sys.exit(EXIT_TARGET_MISSED)
 
 
+def _check_writable(*paths: str | None) -> None:
+    """Fail before a long run, not after it, when an output cannot be written."""
+    for path in paths:
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise click.BadParameter(f"cannot write {path}: {folder} is not a writable folder")
+
+
 def _print_ipc_table(rows: list[Any]) -> None:
     click.echo(f"{'transport':<12} {'payload':<8} {'pinning':<8} {'rtt_us median':>13} "
                f"{'p10':>8} {'p90':>8} {'x semaphore':>12}")
@@ -168,8 +187,14 @@ def _print_ipc_table(rows: list[Any]) -> None:
                    f"{r.rtt_us_p10:>8.1f} {r.rtt_us_p90:>8.1f} {ratio:>12}")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM unwinds like Ctrl-C, so every `with Registry()` unlinks its objects.
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: runs the click group, turns DmxError into a message."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         cli.main(args=argv, prog_name="dmxshm", standalone_mode=False)
     except click.exceptions.Abort:

@@ -126,3 +126,41 @@ def test_bench_ipc_writes_rows(tmp_path) -> None:  # noqa: ANN001
         assert (transport, 160 * 120 * 3, "same") in kinds
     assert all(r["rtt_us_median"] > 0 for r in rows)
     assert "x semaphore" in result.output and "target" in result.output
+
+
+def test_sweep_treats_an_object_older_than_its_pid_as_orphaned(tmp_path) -> None:  # noqa: ANN001
+    # Our pid is alive, but this object was last changed long before we
+    # started: its real creator is gone and the pid was reused.
+    old = tmp_path / f"dmx-{os.getpid()}-0badcafe-old"
+    old.write_bytes(b"x")
+    os.utime(old, (0, 0))
+    assert [f.entry.name for f in sweep(shm_dir=str(tmp_path))] == [f"/{old.name}"]
+    assert not old.exists()
+
+
+SIGTERM_SCRIPT = """
+import sys
+from dmxshm.cli import main
+main(["bench", "ipc", "--rounds", "1000000", "--repeats", "1"])
+"""
+
+
+@pytest.mark.timeout(CLI_TIMEOUT_S)
+def test_sigterm_unlinks_everything(tmp_path) -> None:  # noqa: ANN001
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_SCRIPT], cwd=os.getcwd(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while not [e for e in list_entries() if e.pid == proc.pid]:  # wait for its objects
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(JOIN_TIMEOUT_S) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert [e for e in list_entries() if e.pid == proc.pid] == []

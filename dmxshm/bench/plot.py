@@ -8,6 +8,11 @@ from typing import Any
 from dmxshm.errors import DmxError
 
 
+def require_matplotlib() -> None:
+    """Raise a DmxError with the install command when matplotlib is missing."""
+    _pyplot()
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib

@@ -17,11 +17,15 @@ error that names the culprit, never an endless wait.
 
 from __future__ import annotations
 
+import os
+import time
+
 import posix_ipc
 
 from dmxshm.errors import (
     BarrierTimeoutError,
     BrokenBarrierError,
+    DmxError,
     LayoutError,
     PeerDiedError,
     SegmentMissingError,
@@ -110,6 +114,10 @@ class Barrier:
         """Take party slot ``party`` (0 <= party < parties) under ``role``."""
         if not 0 <= party < self.parties:
             raise ValueError(f"party must be in [0, {self.parties}), got {party}")
+        holder = self.peer(party)
+        if holder.pid not in (0, os.getpid()) and peer_state(holder) != DEAD:
+            raise DmxError(f"barrier {self.name}: party {party} is held by a live process: "
+                           f"{holder.describe()}")
         rec = me(role or f"party-{party}")
         base = party * (_REC // 8)
         self._recs[base + _R_CTIME] = int(rec.create_time * 1e6)
@@ -179,8 +187,9 @@ class Barrier:
             BrokenBarrierError: the barrier was broken earlier.
         """
         if self.party is None:
-            raise BrokenBarrierError(f"barrier {self.name}: join() a party before wait()")
+            raise DmxError(f"barrier {self.name}: join() a party before wait()")
         n = self.parties
+        t0 = time.monotonic()
         wait_semaphore(self._mutex, timeout_s, lambda: self._check(None),
                        lambda waited: self._timed_out(None, waited))
         ctl = self._ctl
@@ -200,16 +209,32 @@ class Barrier:
             return gen
         ctl[_W_COUNT] = count
         self._mutex.release()
-        wait_semaphore(self._gates[gen % 2], timeout_s, lambda: self._check(gen),
-                       lambda waited: self._timed_out(gen, waited))
+        # Counted as arrived from here: leaving early for any reason (Ctrl-C,
+        # a signal, a timeout) must break the barrier, or it would open later
+        # with this party missing.
+        waited = time.monotonic() - t0
+        try:
+            wait_semaphore(self._gates[gen % 2], timeout_s - waited, lambda: self._check(gen),
+                           lambda w: self._timed_out(gen, w + waited))
+        except BaseException:
+            if not self.broken:
+                self.abort()
+            raise
         if ctl[_W_GEN] <= gen:  # woken by abort(), not by the last arrival
             raise BrokenBarrierError(f"barrier {self.name} is broken (a party timed out or died)")
         return gen
 
     def _timed_out(self, gen: int | None, waited_s: float) -> Exception:
         self.abort()
-        who = (self._missing(gen) if gen is not None
-               else [self.peer(p) for p in range(self.parties) if p != self.party])
+        if gen is None:
+            others = ", ".join(self.peer(p).describe() for p in range(self.parties)
+                               if p != self.party)
+            return BarrierTimeoutError(
+                f"barrier {self.name}: waited {waited_s:.2f} s (party {self.party}) for its "
+                f"mutex, which another party holds; parties: {others}. One of them was "
+                "stopped (SIGSTOP?) or killed while it held the mutex."
+            )
+        who = self._missing(gen)
         names = ", ".join(p.describe() for p in who) or "nobody (all arrived)"
         return BarrierTimeoutError(
             f"barrier {self.name}: waited {waited_s:.2f} s (party {self.party}, "

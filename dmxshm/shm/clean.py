@@ -10,8 +10,29 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import psutil
+
 from dmxshm.shm.names import SHM_DIR, Entry, list_entries
 from dmxshm.shm.peers import pid_alive
+
+# An object older than its "creator" by more than this has a reused pid.
+_REUSE_MARGIN_S = 1.0
+
+
+def creator_alive(entry: Entry, st: os.stat_result) -> bool:
+    """Whether the process named in ``entry`` is alive and really its creator.
+
+    A pid is reused once its process is gone: if the process now holding it
+    started after the object last changed (mtime and ctime only grow, so both
+    are at or after its creation), it cannot have created it.
+    """
+    if not pid_alive(entry.pid):
+        return False
+    try:
+        started = psutil.Process(entry.pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return True
+    return started <= min(st.st_mtime, st.st_ctime) + _REUSE_MARGIN_S
 
 
 @dataclass(frozen=True)
@@ -33,7 +54,6 @@ def scan(shm_dir: str = SHM_DIR) -> list[Found]:
     """List this user's dmxshm objects with their creator's liveness."""
     uid = os.geteuid()
     found = []
-    alive: dict[int, bool] = {}
     for entry in list_entries(shm_dir):
         try:
             st = os.stat(entry.path)
@@ -41,9 +61,8 @@ def scan(shm_dir: str = SHM_DIR) -> list[Found]:
             continue  # removed while we looked
         if st.st_uid != uid:
             continue
-        if entry.pid not in alive:
-            alive[entry.pid] = pid_alive(entry.pid)
-        found.append(Found(entry=entry, size_bytes=st.st_size, creator_alive=alive[entry.pid]))
+        found.append(Found(entry=entry, size_bytes=st.st_size,
+                           creator_alive=creator_alive(entry, st)))
     return found
 
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import os
 import platform
-import secrets
 
 import posix_ipc
+
+from dmxshm.shm.names import make_name, new_token
 
 _TSO_MACHINES = frozenset({"x86_64", "amd64", "i386", "i686", "x86"})
 
@@ -47,7 +48,7 @@ _sem_pid = 0
 def _private_semaphore() -> posix_ipc.Semaphore:
     global _sem, _sem_pid
     if _sem is None or _sem_pid != os.getpid():
-        name = f"/dmxfence-{os.getpid()}-{secrets.token_hex(4)}"
+        name = make_name(new_token(), "fence")  # visible to 'dmxshm clean' if orphaned
         sem = posix_ipc.Semaphore(name, posix_ipc.O_CREX, 0o600, 0)
         sem.unlink()  # process-private from here on; nothing left in /dev/shm
         _sem, _sem_pid = sem, os.getpid()

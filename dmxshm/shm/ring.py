@@ -57,7 +57,13 @@ from dmxshm.shm.fence import NEEDS_FENCE, fence
 from dmxshm.shm.peers import DEAD, Peer, me, peer_state
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
-from dmxshm.shm.waiting import DEFAULT_TIMEOUT_S, first_chunk, spin_until, wait_semaphore
+from dmxshm.shm.waiting import (
+    DEFAULT_TIMEOUT_S,
+    EMPTY_OR_INTERRUPTED,
+    first_chunk,
+    spin_until,
+    wait_semaphore,
+)
 
 MAGIC = int.from_bytes(b"DMXRING\x01", "little")
 VERSION = 1
@@ -118,11 +124,6 @@ class RingStats:
     reads: int
     drops: int
     pending: int
-
-
-def slot_index(seq: int, nslots: int) -> int:
-    """The slot that write number ``seq`` goes to."""
-    return seq % nslots
 
 
 def count_drops(write_seq: int, read_seq: int, reads: int, nslots: int) -> int:
@@ -349,9 +350,14 @@ class Ring:
     def stats(self) -> RingStats:
         """Current counters (consistent enough for monitoring, exact when idle)."""
         ctl = self._ctl
-        w, r, reads = int(ctl[_W_WRITE_SEQ]), int(ctl[_W_READ_SEQ]), int(ctl[_W_READS])
+        # Each counter only grows, and is stored after the one before it here
+        # (reads after read_seq, write_seq before its reader can see it): read
+        # in this order, the three are consistent even while both sides run.
+        reads = int(ctl[_W_READS])
+        r = int(ctl[_W_READ_SEQ])
+        w = int(ctl[_W_WRITE_SEQ])
         if self.discipline is Discipline.BLOCKING:
-            return RingStats(writes=w, reads=reads, drops=0, pending=w - r)
+            return RingStats(writes=w, reads=r, drops=0, pending=w - r)
         return RingStats(writes=w, reads=reads, drops=count_drops(w, r, reads, self.nslots),
                          pending=min(self.nslots, w - r))
 
@@ -413,7 +419,11 @@ class Ring:
         w = self._w
         self._acquire_free(w, timeout_s)
         i = w % self.nslots
-        self._copy_in(i, item)
+        try:
+            self._copy_in(i, item)
+        except BaseException:
+            self._free.release()  # nothing published: the slot is free again
+            raise
         self._publish(w, i)
         self._filled.release()
 
@@ -467,7 +477,7 @@ class Ring:
         first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
             self._free.acquire(first)
-        except posix_ipc.BusyError:
+        except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._free, timeout_s, self._check_writer,
                            self._timeout_writer, waited_s=first)
 
@@ -536,7 +546,7 @@ class Ring:
                 raise self._timeout_reader(now - t0)
             try:
                 self._bell.acquire(first_chunk(deadline - now))
-            except posix_ipc.BusyError:
+            except EMPTY_OR_INTERRUPTED:
                 self._check_reader()
 
     def try_read(self, newest: bool = True) -> np.ndarray | None:
@@ -593,8 +603,9 @@ class Ring:
     def _consume(self, s: int) -> None:
         self._reads += 1
         self._r = s + 1
-        self._ctl[_W_READS] = self._reads
+        # read_seq first: a concurrent stats() then always sees reads <= read_seq.
         self._ctl[_W_READ_SEQ] = s + 1
+        self._ctl[_W_READS] = self._reads
 
     @contextmanager
     def reading(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[np.ndarray]:
@@ -611,9 +622,11 @@ class Ring:
         self._acquire_filled(r, timeout_s)
         try:
             yield self._views[r % self.nslots]
-        finally:
-            self._consume(r)
-            self._free.release()
+        except BaseException:
+            self._filled.release()  # not consumed: the next read gets this slot again
+            raise
+        self._consume(r)
+        self._free.release()
 
     def _acquire_filled(self, r: int, timeout_s: float) -> None:
         ctl = self._ctl
@@ -624,7 +637,7 @@ class Ring:
         first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
             self._filled.acquire(first)
-        except posix_ipc.BusyError:
+        except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._filled, timeout_s, self._check_reader,
                            self._timeout_reader, waited_s=first)
         if ctl[_W_WRITE_SEQ] == r:  # woken by close_writer, no data
@@ -635,6 +648,7 @@ class Ring:
     def close(self) -> None:
         """Release this process's handles (the registry unlinks the names)."""
         self._views = []
+        self._raw = []
         self.slots = None
         for mv in (self._ctl, self._seqs):
             mv.release()

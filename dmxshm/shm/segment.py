@@ -103,13 +103,13 @@ class Segment:
         try:
             cls._allocate(shm.fd, name, size_bytes)
             buf = mmap.mmap(shm.fd, size_bytes)
+            seg = cls(name, buf, size_bytes, owner=True)
+            seg._touch()  # seconds for GiBs: a Ctrl-C here must not leak the name
         except BaseException:
             shm.close_fd()
             posix_ipc.unlink_shared_memory(name)
             raise
         shm.close_fd()
-        seg = cls(name, buf, size_bytes, owner=True)
-        seg._touch()
         return seg
 
     @staticmethod

@@ -18,6 +18,8 @@ import posix_ipc
 # named within this much of its death, and an idle wait costs ~20 wake-ups/s.
 LIVENESS_POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 10.0
+# What an acquire with a timeout raises when it should just be tried again.
+EMPTY_OR_INTERRUPTED = (posix_ipc.BusyError, posix_ipc.SignalError)
 
 
 def first_chunk(timeout_s: float) -> float:
@@ -61,7 +63,7 @@ def wait_semaphore(
         try:
             sem.acquire(first_chunk(timeout_s) if timeout_s > 0 else 0)
             return
-        except posix_ipc.BusyError:
+        except EMPTY_OR_INTERRUPTED:
             pass
     while True:
         check()
@@ -71,5 +73,8 @@ def wait_semaphore(
         try:
             sem.acquire(min(deadline - now, LIVENESS_POLL_S))
             return
-        except posix_ipc.BusyError:
+        except EMPTY_OR_INTERRUPTED:
+            # BusyError: this chunk ran out. SignalError: a signal with a Python
+            # handler arrived; the handler runs on return to Python (and may
+            # raise, e.g. KeyboardInterrupt), else we wait on (PEP 475).
             pass

@@ -67,7 +67,7 @@ def test_join_checks_party(registry: Registry, party: int) -> None:
 
 def test_wait_before_join_raises(registry: Registry) -> None:
     with Barrier.create(registry, "unjoined", parties=1) as barrier, \
-            pytest.raises(BrokenBarrierError, match="join"):
+            pytest.raises(DmxError, match="join"):
         barrier.wait()
 
 
