@@ -1,0 +1,197 @@
+"""Agent processes: run a policy on observations, answer with wheel commands.
+
+A policy is given as a built-in name (``idle``, ``random``, ``lane-follow``)
+or as ``module:callable``. The callable is either
+
+* a function ``act(obs) -> wheels``, or
+* a class; it is instantiated as ``Policy(robot_ids, seed)`` and its
+  instances are called like the function. An optional ``reset(seed)`` method
+  is called before the first step.
+
+``obs`` is a numpy structured array with one record per robot of this agent,
+in robot-id order (fields: :mod:`dmxshm.matrix.obs`); ``wheels`` is
+array-like of shape ``(len(obs), 2)``: left and right wheel angular velocity
+in rad/s. For gym mode to be reproducible whatever the number of agent
+processes, a policy must decide each robot from that robot's observation and
+its own random stream (the built-ins seed one generator per robot id).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dmxshm.errors import DmxError, RingClosedError
+from dmxshm.child import wait_for_start
+from dmxshm.shm.ring import Ring
+from dmxshm.world.robot import BASELINE_M, MAX_WHEEL_SPEED_RAD_S, WHEEL_RADIUS_M
+
+Policy = Callable[[np.ndarray], Any]
+
+
+class AgentError(DmxError):
+    """An agent could not be loaded, or answered with something unusable."""
+
+
+class Idle:
+    """Sends zero wheel speeds: the robots stand still."""
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        self.n = len(robot_ids)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.zeros((self.n, 2))
+
+
+class RandomWheels:
+    """Uniform random wheel speeds in [-max/2, max], one generator per robot."""
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        self.robot_ids = robot_ids
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rngs = [np.random.default_rng([seed, rid]) for rid in self.robot_ids]
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        hi = MAX_WHEEL_SPEED_RAD_S
+        return np.array([rng.uniform(-hi / 2, hi, size=2) for rng in self.rngs])
+
+
+class LaneFollow:
+    """Keeps each robot in the right lane: PD on lateral offset and heading.
+
+    Reads the ``lane`` pseudo-sensor (offset from the right-lane centre,
+    heading error, on-road flag) and the time-of-flight range, which slows
+    the robot behind another one.
+
+    Attributes:
+        speed_m_s: cruise speed.
+        k_offset: rad/s of turn per metre of offset.
+        k_heading: rad/s of turn per radian of heading error.
+    """
+
+    speed_m_s = 0.22
+    k_offset = 10.0
+    k_heading = 4.0
+    stop_range_m = 0.15
+    slow_range_m = 0.45
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        self.n = len(robot_ids)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        offset = np.nan_to_num(obs["lane"][:, 0].astype(np.float64))
+        heading = np.nan_to_num(obs["lane"][:, 1].astype(np.float64))
+        tof = obs["tof_m"].astype(np.float64)
+        gap = np.clip((tof - self.stop_range_m) / (self.slow_range_m - self.stop_range_m), 0, 1)
+        v = self.speed_m_s * gap
+        omega = -self.k_offset * offset - self.k_heading * heading
+        left = (v - omega * BASELINE_M / 2) / WHEEL_RADIUS_M
+        right = (v + omega * BASELINE_M / 2) / WHEEL_RADIUS_M
+        return np.clip(np.stack([left, right], axis=1), -MAX_WHEEL_SPEED_RAD_S,
+                       MAX_WHEEL_SPEED_RAD_S)
+
+
+BUILTINS: dict[str, type] = {"idle": Idle, "random": RandomWheels, "lane-follow": LaneFollow}
+
+
+def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:
+    """Build the policy named by ``spec`` for ``robot_ids``.
+
+    Raises:
+        AgentError: unknown name, a module that does not import, a missing
+            attribute, or something that is not callable.
+    """
+    if spec in BUILTINS:
+        obj: Any = BUILTINS[spec]
+    else:
+        module_name, sep, attr = spec.partition(":")
+        if not sep or not module_name or not attr:
+            raise AgentError(f"agent {spec!r}: use a built-in ({', '.join(BUILTINS)}) "
+                             "or module:callable")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:
+            raise AgentError(f"agent {spec!r}: cannot import {module_name}: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        try:
+            obj = getattr(module, attr)
+        except AttributeError as exc:
+            raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from exc
+    if inspect.isclass(obj):
+        policy = obj(robot_ids, seed)
+        reset = getattr(policy, "reset", None)
+        if callable(reset):
+            reset(seed)
+        return policy  # type: ignore[no-any-return]
+    if not callable(obj):
+        raise AgentError(f"agent {spec!r} is a {type(obj).__name__}, not a callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def as_wheels(answer: Any, n: int, role: str) -> np.ndarray:
+    """The policy's answer as a float64 ``(n, 2)`` array, or a clear error."""
+    try:
+        wheels = np.asarray(answer, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise AgentError(f"{role}: the policy returned {type(answer).__name__}, which is not "
+                         f"a ({n}, 2) array of wheel speeds: {exc}") from exc
+    if wheels.shape != (n, 2):
+        raise AgentError(f"{role}: the policy returned shape {wheels.shape}; expected ({n}, 2) "
+                         "(left, right wheel speed in rad/s for each robot)")
+    return wheels
+
+
+def run_agent(plan: Any, index: int) -> dict[str, Any]:
+    """Main loop of agent ``index`` (gym or realtime, by the plan's mode)."""
+    cfg = plan.config
+    role = f"agent-{index}"
+    robots = plan.agent_robots[index]
+    links = plan.links_of_agent(index)
+    policy = load_policy(cfg.agent, robots, cfg.seed)
+    obs_rings = [Ring.attach(link.ring, side="reader", role=role) for link in links]
+    cmd_ring = Ring.attach(plan.cmd_rings[index], side="writer", role=role)
+    # Where each link's records go in this agent's robot order.
+    where = [np.array([robots.index(r) for r in link.robots]) for link in links]
+    obs = np.zeros(len(robots), obs_rings[0].dtype["obs"].base)
+    cmd = np.zeros((), cmd_ring.dtype)
+    busy_s = 0.0
+    steps = 0
+    clock = time.perf_counter
+    realtime = cfg.mode == "realtime"
+    try:
+        wait_for_start(plan, "agent", index)
+        while True:
+            try:
+                step = 0
+                for ring, idx in zip(obs_rings, where):
+                    slot = ring.read(cfg.wait_timeout_s)
+                    obs[idx] = slot["obs"]
+                    step = int(slot["step"])
+            except RingClosedError:
+                break
+            t0 = clock()
+            try:
+                answer = policy(obs)
+            except Exception as exc:
+                raise AgentError(f"{role}: the policy {cfg.agent!r} raised "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            busy_s += clock() - t0
+            cmd["step"] = step
+            cmd["wall_time_s"] = time.monotonic()
+            cmd["wheels_rad_s"] = as_wheels(answer, len(robots), role)
+            cmd_ring.write(cmd, cfg.wait_timeout_s)
+            steps += 1
+        cmd_ring.close_writer()
+        stats = [ring.stats() for ring in obs_rings]
+        return {"role": role, "steps": steps, "busy_s": busy_s, "realtime": realtime,
+                "obs_drops": sum(s.drops for s in stats)}
+    finally:
+        for ring in (*obs_rings, cmd_ring):
+            ring.close()

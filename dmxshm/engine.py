@@ -1,0 +1,155 @@
+"""The engine: owns physics, applies commands, publishes world state.
+
+*Gym mode*: for step k the engine writes state k to every renderer, then
+waits until the commands k of every robot have arrived (each agent's command
+ring is a blocking ring: reading all of them is the barrier), steps physics
+by ``dt_s``, and goes on with k+1. Nothing depends on timing, so the same
+seed and config give a bit-identical run whatever the number of processes.
+
+*Realtime mode*: physics advances against the wall clock, one step every
+``dt_s``. Each step the engine takes the newest command of each agent if
+one arrived, publishes the state, and never waits for anybody. A command
+older than ``command_timeout_s`` stops its robot.
+
+Commands are checked before they reach physics: a non-finite wheel speed,
+or one beyond the motor's limit, is rejected, counted, and that robot is
+stopped for the step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import numpy as np
+
+from dmxshm.child import wait_for_start
+from dmxshm.shm.ring import Ring
+from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
+from dmxshm.world.state import poses_2d
+from dmxshm.world.world import World
+
+
+def check_commands(wheels: np.ndarray, rejected: np.ndarray) -> np.ndarray:
+    """Zero the rows of ``wheels`` that are not finite or beyond the limit.
+
+    Args:
+        wheels: ``(R, 2)`` wheel speeds, rad/s.
+        rejected: ``(R,)`` counters, incremented for each rejected row.
+
+    Returns:
+        the commands physics may use.
+
+    Example:
+        >>> rej = np.zeros(2, np.int64)
+        >>> check_commands(np.array([[1.0, 2.0], [np.nan, 0.0]]), rej), rej
+        (array([[1., 2.],
+               [0., 0.]]), array([0, 1]))
+    """
+    bad = ~np.isfinite(wheels).all(axis=1) | (np.abs(wheels) > MAX_WHEEL_SPEED_RAD_S).any(axis=1)
+    if bad.any():
+        rejected += bad
+        wheels = np.where(bad[:, None], 0.0, wheels)
+    return wheels
+
+
+def run_engine(plan: Any, index: int = 0) -> dict[str, Any]:
+    """Main loop of the engine process; returns its part of the summary."""
+    cfg = plan.config
+    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
+    state_rings = [Ring.attach(n, side="writer", role="engine") for n in plan.state_rings]
+    cmd_rings = [Ring.attach(n, side="reader", role="engine") for n in plan.cmd_rings]
+    agent_rows = [np.array(rows) for rows in plan.agent_robots]
+    try:
+        wait_for_start(plan, "engine", 0)
+        loop = _gym_loop if cfg.mode == "gym" else _realtime_loop
+        result = loop(cfg, world, state_rings, cmd_rings, agent_rows)
+        for ring in state_rings:
+            ring.close_writer()
+        result["final_poses"] = poses_2d(world.state()).tolist()
+        result["cmd_drops"] = sum(r.stats().drops for r in cmd_rings)
+        result["state_drops"] = sum(r.stats().drops for r in state_rings)
+        return result
+    finally:
+        for ring in (*state_rings, *cmd_rings):
+            ring.close()
+        world.close()
+
+
+def _publish(rings: list[Ring], step: int, sim_time_s: float, states: np.ndarray,
+             timeout_s: float) -> None:
+    for ring in rings:
+        with ring.writing(timeout_s) as slot:
+            slot["step"] = step
+            slot["sim_time_s"] = sim_time_s
+            slot["wall_time_s"] = time.monotonic()
+            slot["robots"] = states
+
+
+def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
+              agent_rows: list[np.ndarray]) -> dict[str, Any]:
+    clock = time.perf_counter
+    digest = hashlib.sha256()
+    wheels = np.zeros((cfg.robots, 2))
+    rejected = np.zeros(cfg.robots, np.int64)
+    physics_s = 0.0
+    t_start = clock()
+    for k in range(cfg.steps):
+        states = world.state()
+        digest.update(poses_2d(states).tobytes())
+        _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+        for ring, rows in zip(cmd_rings, agent_rows):
+            wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
+        t0 = clock()
+        world.apply_wheel_speeds(check_commands(wheels, rejected))
+        world.step()
+        physics_s += clock() - t0
+    wall_s = clock() - t_start
+    digest.update(poses_2d(world.state()).tobytes())
+    return {"steps": cfg.steps, "sim_time_s": world.sim_time_s, "wall_time_s": wall_s,
+            "physics_s": physics_s, "trajectory_digest": digest.hexdigest(),
+            "rejected_commands": rejected.tolist(), "expired_commands": [0] * cfg.robots}
+
+
+def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
+                   agent_rows: list[np.ndarray]) -> dict[str, Any]:
+    clock = time.monotonic
+    digest = hashlib.sha256()
+    wheels = np.zeros((cfg.robots, 2))
+    cmd_time = np.full(cfg.robots, -np.inf)
+    rejected = np.zeros(cfg.robots, np.int64)
+    expired = np.zeros(cfg.robots, np.int64)
+    was_live = np.zeros(cfg.robots, bool)
+    physics_s = 0.0
+    late_steps = 0
+    steps = int(round(cfg.duration_s / cfg.dt_s))
+    t_start = clock()
+    for k in range(steps):
+        states = world.state()
+        digest.update(poses_2d(states).tobytes())
+        _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+        for ring, rows in zip(cmd_rings, agent_rows):
+            cmd = ring.try_read(newest=True)
+            if cmd is not None:
+                wheels[rows] = cmd["wheels_rad_s"]
+                cmd_time[rows] = cmd["wall_time_s"]
+        now = clock()
+        live = now - cmd_time <= cfg.command_timeout_s
+        expired += was_live & ~live  # a command that just ran out
+        was_live = live
+        t0 = time.perf_counter()
+        world.apply_wheel_speeds(check_commands(np.where(live[:, None], wheels, 0.0), rejected))
+        world.step()
+        physics_s += time.perf_counter() - t0
+        # Sleep until the wall clock reaches the simulated time of step k+1.
+        ahead_s = t_start + (k + 1) * cfg.dt_s - clock()
+        if ahead_s > 0:
+            time.sleep(ahead_s)
+        else:
+            late_steps += 1
+    wall_s = clock() - t_start
+    return {"steps": steps, "sim_time_s": world.sim_time_s, "wall_time_s": wall_s,
+            "physics_s": physics_s, "trajectory_digest": digest.hexdigest(),
+            "rejected_commands": rejected.tolist(), "expired_commands": expired.tolist(),
+            "late_steps": late_steps}

@@ -1,0 +1,201 @@
+"""The renderer process: mirrors the world and produces observations.
+
+Each renderer keeps its own pybullet client with the same scene, serves a
+block of robots, and writes one observation slot per step to each agent
+that drives some of them.
+
+*Gym mode*: it waits for state k, sets its scene to it, renders every sensor
+of its robots and writes the observations; it cannot run ahead, since state
+k+1 only exists once the engine has every command k.
+
+*Realtime mode*: each sensor fires at its own rate against the wall clock
+from the newest state there is, whether or not anyone reads; an observation
+slot goes out whenever a sensor fires, carrying the newest value of every
+sensor and the time each was made.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from dmxshm.errors import RingClosedError
+from dmxshm.matrix.camera import Camera
+from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
+from dmxshm.pngio import write_png
+from dmxshm.child import wait_for_start
+from dmxshm.shm.ring import Ring
+from dmxshm.world.state import yaw_of
+from dmxshm.world.world import World
+
+SENSORS = ("camera", "imu", "encoders", "tof")
+CONTACT_FRAMES = 8  # frames per robot kept for the contact sheet
+
+
+class _Sensing:
+    """Fills observation records of this renderer's robots."""
+
+    def __init__(self, cfg: Any, world: World) -> None:
+        self.world = world
+        self.camera = Camera(*cfg.camera_wh) if cfg.camera_wh else None
+        self.tof = TimeOfFlight()
+        self.render_s = 0.0
+        self.produced = dict.fromkeys(SENSORS, 0)
+
+    def fill(self, obs: np.ndarray, robots: tuple[int, ...], states: np.ndarray,
+             step: int, sim_time_s: float, due: tuple[str, ...]) -> None:
+        """Update the ``due`` sensors of ``robots`` in ``obs`` (one record each)."""
+        t0 = time.perf_counter()
+        client = self.world.client
+        obs["step"] = step
+        obs["sim_time_s"] = sim_time_s
+        has_lane = "lane" in obs.dtype.names
+        for j, robot in enumerate(robots):
+            row = states[robot]
+            if "camera" in due and self.camera is not None:
+                self.camera.render(client, row, out=obs["camera"][j])
+                obs["camera_time_s"][j] = sim_time_s
+            if "imu" in due:
+                acc, gyro = imu(row)
+                obs["imu"][j, :3] = acc
+                obs["imu"][j, 3:] = gyro
+                obs["imu_time_s"][j] = sim_time_s
+            if "encoders" in due:
+                obs["encoders"][j] = encoders(row)
+                obs["encoders_time_s"][j] = sim_time_s
+            if "tof" in due:
+                obs["tof_m"][j] = self.tof.measure(client, row)
+                obs["tof_time_s"][j] = sim_time_s
+            if has_lane:
+                x, y = row["pos_m"][:2]
+                lane = self.world.road_map.lane_pose(float(x), float(y),
+                                                     float(yaw_of(row["quat_xyzw"])))
+                obs["lane"][j] = (lane.offset_m, lane.heading_err_rad, float(lane.on_road))
+        self.render_s += time.perf_counter() - t0
+
+
+def run_renderer(plan: Any, index: int) -> dict[str, Any]:
+    """Main loop of renderer ``index``; returns its part of the summary."""
+    cfg = plan.config
+    role = f"renderer-{index}"
+    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
+    state_ring = Ring.attach(plan.state_rings[index], side="reader", role=role)
+    links = plan.links_of_renderer(index)
+    obs_rings = [Ring.attach(link.ring, side="writer", role=role) for link in links]
+    sensing = _Sensing(cfg, world)
+    try:
+        wait_for_start(plan, "renderer", index)
+        if cfg.mode == "gym":
+            result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing)
+        else:
+            result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing)
+        for ring in obs_rings:
+            ring.close_writer()
+        result.update(role=role, render_s=sensing.render_s, produced=sensing.produced)
+        return result
+    finally:
+        for ring in (state_ring, *obs_rings):
+            ring.close()
+        world.close()
+
+
+class _Recorder:
+    """Writes camera frames as PNG and keeps a few for the contact sheet."""
+
+    def __init__(self, cfg: Any, robots: tuple[int, ...]) -> None:
+        self.dir = cfg.record_dir if cfg.camera_wh else None
+        self.every = cfg.record_every
+        self.frames: dict[int, list[np.ndarray]] = {r: [] for r in robots}
+        self.count = 0
+        if self.dir:
+            os.makedirs(self.dir, exist_ok=True)
+
+    def maybe(self, k: int, link_robots: tuple[int, ...], obs: np.ndarray) -> None:
+        if not self.dir or k % self.every:
+            return
+        for j, robot in enumerate(link_robots):
+            frame = obs["camera"][j]
+            write_png(os.path.join(self.dir, f"robot{robot:02d}_step{k:06d}.png"), frame)
+            self.count += 1
+            kept = self.frames[robot]
+            kept.append(frame.copy())
+            if len(kept) > CONTACT_FRAMES:  # keep frames spread over the whole run
+                del kept[1::2]
+
+
+def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
+              obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
+    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots))
+    steps = 0
+    while True:
+        try:
+            st = state_ring.read(cfg.wait_timeout_s)
+        except RingClosedError:
+            break
+        states = st["robots"]
+        world.set_state(states)
+        k = int(st["step"])
+        for link, ring in zip(links, obs_rings):
+            with ring.writing(cfg.wait_timeout_s) as slot:
+                slot["step"] = k
+                sensing.fill(slot["obs"], link.robots, states, k, float(st["sim_time_s"]),
+                             SENSORS)
+                recorder.maybe(k, link.robots, slot["obs"])
+        for name in SENSORS:
+            sensing.produced[name] += 1
+        steps += 1
+    return {"steps": steps, "frames": recorder.frames, "recorded": recorder.count}
+
+
+def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
+                   obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
+    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots))
+    sensors = [s for s in SENSORS if s != "camera" or cfg.camera_wh]
+    period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
+    obs = [np.zeros((), ring.dtype) for ring in obs_rings]  # newest value of every sensor
+    for o in obs:
+        for s in SENSORS:
+            if f"{s}_time_s" in o.dtype["obs"].names:
+                o["obs"][f"{s}_time_s"] = -1.0
+    try:
+        st = state_ring.read(cfg.wait_timeout_s)  # the engine's first state starts the clocks
+    except RingClosedError:
+        return {"steps": 0, "frames": recorder.frames, "recorded": 0, "elapsed_s": 0.0}
+    t0 = time.monotonic()
+    due_at = dict.fromkeys(sensors, t0)
+    missed = dict.fromkeys(sensors, 0)
+    events = 0
+    while True:
+        newer = state_ring.try_read(newest=True)
+        if newer is not None:
+            st = newer
+        elif state_ring.closed:
+            break
+        now = time.monotonic()
+        due = tuple(s for s in sensors if due_at[s] <= now)
+        if not due:
+            time.sleep(max(min(due_at.values()) - now, 0.0))
+            continue
+        states = st["robots"]
+        world.set_state(states)
+        k = int(st["step"])
+        for o, link, ring in zip(obs, links, obs_rings):
+            o["step"] = k
+            sensing.fill(o["obs"], link.robots, states, k, float(st["sim_time_s"]), due)
+            ring.write(o)
+            if "camera" in due:
+                recorder.maybe(sensing.produced["camera"], link.robots, o["obs"])
+        for s in due:
+            sensing.produced[s] += 1
+            # Next tick on the fixed grid; ticks already past are lost, not bunched.
+            behind = math.floor((now - due_at[s]) / period[s])
+            missed[s] += behind
+            due_at[s] += (behind + 1) * period[s]
+        events += 1
+    elapsed = time.monotonic() - t0
+    return {"steps": events, "frames": recorder.frames, "recorded": recorder.count,
+            "elapsed_s": elapsed, "missed": missed}

@@ -1,0 +1,92 @@
+"""The summary of a run: what the CLI prints and ``--json`` writes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dmxshm.pngio import contact_sheet, write_png
+
+
+@dataclass
+class Summary:
+    """Figures of one run (all times in seconds, rates in Hz).
+
+    ``timing`` holds per-step means: ``physics_s`` (engine stepping),
+    ``rendering_s`` (the slowest renderer's sensor work), ``agents_s`` (the
+    slowest agent's policy calls), ``framework_s`` (the rest of the step:
+    handoffs, copies, waiting; gym mode only) and ``step_s`` (wall time).
+    """
+
+    mode: str
+    robots: int
+    steps: int
+    sim_time_s: float
+    wall_time_s: float
+    steps_per_s: float
+    final_poses: list[list[float]]
+    trajectory_digest: str
+    sensors: dict[str, dict[str, float]]
+    drops: dict[str, int]
+    rejected_commands: list[int]
+    expired_commands: list[int]
+    timing: dict[str, float]
+    recorded_frames: int = 0
+    contact_sheet: str | None = None
+    processes: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+def summarize(plan: Any, results: dict[str, dict[str, Any]], wall_s: float) -> Summary:
+    """Assemble the children's reports into a :class:`Summary`."""
+    cfg = plan.config
+    eng = results["engine"]
+    renderers = [results[f"renderer-{r}"] for r in range(cfg.renderers)]
+    agents = [results[f"agent-{a}"] for a in range(cfg.agents)]
+    steps = max(int(eng["steps"]), 1)
+    timing = {
+        "step_s": eng["wall_time_s"] / steps,
+        "physics_s": eng["physics_s"] / steps,
+        "rendering_s": max(r["render_s"] for r in renderers) / steps,
+        "agents_s": max(a["busy_s"] for a in agents) / steps,
+    }
+    if cfg.mode == "gym":
+        work = timing["physics_s"] + timing["rendering_s"] + timing["agents_s"]
+        timing["framework_s"] = max(timing["step_s"] - work, 0.0)
+        timing["framework_fraction"] = timing["framework_s"] / timing["step_s"]
+    sensors = {}
+    names = ["camera", "imu", "encoders", "tof"] if cfg.camera_wh else ["imu", "encoders", "tof"]
+    for name in names:
+        if cfg.mode == "gym":
+            configured = 1.0 / cfg.dt_s
+            achieved = min(r["produced"][name] for r in renderers) / max(eng["sim_time_s"], 1e-9)
+        else:
+            configured = cfg.sensor_rates_hz[name]
+            achieved = min(r["produced"][name] / max(r["elapsed_s"], 1e-9) for r in renderers)
+        sensors[name] = {"configured_hz": configured, "achieved_hz": achieved}
+    drops = {
+        "commands": int(eng.get("cmd_drops", 0)),
+        "observations": int(sum(a["obs_drops"] for a in agents)),
+        "states": int(eng.get("state_drops", 0)),
+    }
+    sheet = None
+    recorded = sum(int(r.get("recorded", 0)) for r in renderers)
+    if cfg.record_dir and recorded:
+        frames: dict[int, Any] = {}
+        for r in renderers:
+            frames.update(r["frames"])
+        sheet = os.path.join(cfg.record_dir, "contact_sheet.png")
+        write_png(sheet, contact_sheet([frames[k] for k in sorted(frames) if frames[k]]))
+    return Summary(
+        mode=cfg.mode, robots=cfg.robots, steps=int(eng["steps"]),
+        sim_time_s=float(eng["sim_time_s"]), wall_time_s=float(eng["wall_time_s"]),
+        steps_per_s=eng["steps"] / max(eng["wall_time_s"], 1e-9),
+        final_poses=eng["final_poses"], trajectory_digest=eng["trajectory_digest"],
+        sensors=sensors, drops=drops, rejected_commands=eng["rejected_commands"],
+        expired_commands=eng["expired_commands"], timing=timing,
+        recorded_frames=recorded, contact_sheet=sheet,
+    )
