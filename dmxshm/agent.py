@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm.errors import DmxError, RingClosedError
 from dmxshm.child import wait_for_start
+from dmxshm.errors import DmxError, RingClosedError
 from dmxshm.shm.ring import Ring
 from dmxshm.world.robot import BASELINE_M, MAX_WHEEL_SPEED_RAD_S, WHEEL_RADIUS_M
 
@@ -125,14 +125,15 @@ def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:
         except AttributeError as exc:
             raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from exc
     if inspect.isclass(obj):
-        policy = obj(robot_ids, seed)
+        factory: Any = obj
+        policy: Any = factory(robot_ids, seed)
         reset = getattr(policy, "reset", None)
         if callable(reset):
             reset(seed)
-        return policy  # type: ignore[no-any-return]
+        return policy
     if not callable(obj):
         raise AgentError(f"agent {spec!r} is a {type(obj).__name__}, not a callable")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def as_wheels(answer: Any, n: int, role: str) -> np.ndarray:
@@ -155,8 +156,9 @@ def run_agent(plan: Any, index: int) -> dict[str, Any]:
     robots = plan.agent_robots[index]
     links = plan.links_of_agent(index)
     policy = load_policy(cfg.agent, robots, cfg.seed)
-    obs_rings = [Ring.attach(link.ring, side="reader", role=role) for link in links]
-    cmd_ring = Ring.attach(plan.cmd_rings[index], side="writer", role=role)
+    obs_rings = [Ring.attach(link.ring, side="reader", role=role, spin_us=plan.spin_us)
+                 for link in links]
+    cmd_ring = Ring.attach(plan.cmd_rings[index], side="writer", role=role, spin_us=plan.spin_us)
     # Where each link's records go in this agent's robot order.
     where = [np.array([robots.index(r) for r in link.robots]) for link in links]
     obs = np.zeros(len(robots), obs_rings[0].dtype["obs"].base)
@@ -170,7 +172,7 @@ def run_agent(plan: Any, index: int) -> dict[str, Any]:
         while True:
             try:
                 step = 0
-                for ring, idx in zip(obs_rings, where):
+                for ring, idx in zip(obs_rings, where, strict=True):
                     slot = ring.read(cfg.wait_timeout_s)
                     obs[idx] = slot["obs"]
                     step = int(slot["step"])

@@ -62,8 +62,13 @@ def _terminate(signum: int, frame: object) -> None:
 START_TIMEOUT_S = 60.0
 
 
-def wait_for_start(plan: Any, role: str, index: int) -> None:
-    """Block until every process of the network is set up (the start barrier)."""
+def wait_for_start(plan: Any, role: str, index: int) -> float | None:
+    """Block until every process of the network is set up (the start barrier).
+
+    Then run the floor rounds if asked (see :mod:`dmxshm.floor`); returns the
+    floor's seconds per round in the engine, None elsewhere.
+    """
+    from dmxshm.floor import run_floor
     from dmxshm.shm.barrier import Barrier
 
     barrier = Barrier.attach(plan.start_barrier, party=plan.party(role, index),
@@ -72,6 +77,7 @@ def wait_for_start(plan: Any, role: str, index: int) -> None:
         barrier.wait(max(START_TIMEOUT_S, plan.config.wait_timeout_s))
     finally:
         barrier.close()
+    return run_floor(plan, role, index)
 
 
 def child_main(role: str, index: int, plan: Any, conn: Any) -> None:

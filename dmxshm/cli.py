@@ -106,6 +106,110 @@ def clean(dry_run: bool, remove_all: bool) -> None:
                f"{_fmt_bytes(sum(f.size_bytes for f in targets))}; kept {kept} of live networks")
 
 
+def _parse_wh(ctx: Any, param: Any, value: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in value.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: use WIDTHxHEIGHT, e.g. 160x120, or 0x0") from None
+    return w, h
+
+
+def _parse_pin(ctx: Any, param: Any, value: str | None) -> dict[str, int]:
+    pins: dict[str, int] = {}
+    for item in filter(None, (value or "").split(",")):
+        role, sep, cpu = item.partition("=")
+        if not sep or not cpu.strip().isdigit():
+            raise click.BadParameter(f"{item!r}: use ROLE=CPU, e.g. engine=0,renderer-0=1")
+        pins[role.strip()] = int(cpu)
+    return pins
+
+
+@cli.command()
+@click.option("--mode", type=click.Choice(["gym", "realtime"]), default="gym", show_default=True,
+              help="gym: lockstep and reproducible; realtime: nobody waits, drops are counted.")
+@click.option("--robots", type=int, default=2, show_default=True, help="Robots in the world.")
+@click.option("--renderers", type=int, default=1, show_default=True,
+              help="Renderer processes (robots are split between them).")
+@click.option("--agents", type=int, default=1, show_default=True,
+              help="Agent processes (robots are split between them).")
+@click.option("--agent", default="lane-follow", show_default=True,
+              help="Built-in agent (idle, random, lane-follow) or module:callable.")
+@click.option("--steps", type=int, default=1000, show_default=True, help="Gym mode: steps.")
+@click.option("--duration", "duration_s", type=float, default=10.0, show_default=True,
+              help="Realtime mode: seconds to run.")
+@click.option("--camera", default="160x120", show_default=True, callback=_parse_wh,
+              help="Camera size WxH; 0x0 disables the camera.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of world and agents.")
+@click.option("--map", "map_name", default="loop", show_default=True,
+              help="Bundled map name or path of a map file.")
+@click.option("--pin", callback=_parse_pin, default="",
+              help="Pin processes to CPUs: ROLE=CPU,... (roles: engine, renderer-N, agent-N).")
+@click.option("--record", "record_dir", type=click.Path(file_okay=False),
+              help="Write camera frames as PNG here, plus contact_sheet.png.")
+@click.option("--json", "json", type=click.Path(dir_okay=False),
+              help="Write the summary as JSON to this file.")
+@click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True,
+              help="Longest wait of any process for another before it gives up.")
+def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: int,
+        duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
+        pin: dict[str, int], record_dir: str | None, json: str | None,
+        timeout_s: float) -> None:
+    """Run a simulator network: engine, renderers and agents over shared memory.
+
+    Prints a progress bar, then a summary: steps, simulated and wall time,
+    steps/s, each sensor's configured and achieved rate, drops, and the time
+    per step spent in physics, rendering, agents and the framework.
+    """
+    from dmxshm.network import Network
+    from dmxshm.plan import NetworkConfig
+    from dmxshm.world.maps import load_map
+
+    _check_writable(json)
+    load_map(map_name)  # a bad map is reported now, not from inside a child
+    config = NetworkConfig(
+        mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
+        steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
+        pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s)
+    total = steps if mode == "gym" else int(round(duration_s / config.dt_s))
+    with Network(config) as net, click.progressbar(
+            length=total, label=f"{mode} run", file=sys.stderr, show_pos=True) as bar:
+        done = [0]
+
+        def progress(n: int) -> None:
+            bar.update(n - done[0])
+            done[0] = n
+
+        summary = net.run(progress)
+    _print_summary(summary)
+    if json:
+        with open(json, "w") as fh:
+            _json.dump(summary.to_dict(), fh, indent=1)
+        click.echo(f"wrote {json}")
+
+
+def _print_summary(s: Any) -> None:
+    click.echo(f"\n{s.mode} mode, {s.robots} robot(s): {s.steps} steps, "
+               f"{s.sim_time_s:.2f} s simulated in {s.wall_time_s:.2f} s wall "
+               f"({s.steps_per_s:.1f} steps/s)")
+    click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
+    for name, rate in s.sensors.items():
+        click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
+    drops = ", ".join(f"{k} {v}" for k, v in s.drops.items())
+    click.echo(f"drops: {drops}; rejected commands {sum(s.rejected_commands)}, "
+               f"expired commands {sum(s.expired_commands)}")
+    t = s.timing
+    parts = [("physics", t["physics_s"]), ("rendering", t["rendering_s"]),
+             ("agents", t["agents_s"])]
+    if "framework_s" in t:
+        parts.append(("framework", t["framework_s"]))
+    click.echo("time per step: " + ", ".join(
+        f"{k} {v * 1e3:.3f} ms ({v / t['step_s']:.0%})" for k, v in parts)
+        + f"; step {t['step_s'] * 1e3:.3f} ms")
+    click.echo(f"trajectory digest {s.trajectory_digest}")
+    if s.contact_sheet:
+        click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
+
+
 @cli.group()
 def bench() -> None:
     """Benchmarks that measure dmxshm beside its peers in the same run."""

@@ -54,19 +54,47 @@ def check_commands(wheels: np.ndarray, rejected: np.ndarray) -> np.ndarray:
     return wheels
 
 
+class LaneLog:
+    """How well each robot kept its lane: worst offset, steps off the road."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        n = world.num_robots
+        self.max_abs_offset_m = np.zeros(n)
+        self.off_road_steps = np.zeros(n, np.int64)
+        self.seconds = 0.0
+
+    def update(self, poses: np.ndarray) -> None:
+        t0 = time.perf_counter()
+        for i, (x, y, yaw) in enumerate(poses):
+            lane = self.world.road_map.lane_pose(float(x), float(y), float(yaw))
+            if not lane.on_road:
+                self.off_road_steps[i] += 1
+            elif np.isfinite(lane.offset_m):
+                self.max_abs_offset_m[i] = max(self.max_abs_offset_m[i], abs(lane.offset_m))
+        self.seconds += time.perf_counter() - t0
+
+    def report(self) -> dict[str, Any]:
+        return {"max_abs_offset_m": self.max_abs_offset_m.tolist(),
+                "off_road_steps": self.off_road_steps.tolist()}
+
+
 def run_engine(plan: Any, index: int = 0) -> dict[str, Any]:
     """Main loop of the engine process; returns its part of the summary."""
     cfg = plan.config
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
-    state_rings = [Ring.attach(n, side="writer", role="engine") for n in plan.state_rings]
-    cmd_rings = [Ring.attach(n, side="reader", role="engine") for n in plan.cmd_rings]
+    state_rings = [Ring.attach(n, side="writer", role="engine", spin_us=plan.spin_us)
+                   for n in plan.state_rings]
+    cmd_rings = [Ring.attach(n, side="reader", role="engine", spin_us=plan.spin_us)
+                 for n in plan.cmd_rings]
     agent_rows = [np.array(rows) for rows in plan.agent_robots]
     try:
-        wait_for_start(plan, "engine", 0)
+        floor_s = wait_for_start(plan, "engine", 0)
         loop = _gym_loop if cfg.mode == "gym" else _realtime_loop
         result = loop(cfg, world, state_rings, cmd_rings, agent_rows)
         for ring in state_rings:
             ring.close_writer()
+        result["floor_s"] = floor_s
         result["final_poses"] = poses_2d(world.state()).tolist()
         result["cmd_drops"] = sum(r.stats().drops for r in cmd_rings)
         result["state_drops"] = sum(r.stats().drops for r in state_rings)
@@ -95,21 +123,26 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     rejected = np.zeros(cfg.robots, np.int64)
     physics_s = 0.0
     t_start = clock()
+    lanes = LaneLog(world)
+    states = world.state()
     for k in range(cfg.steps):
-        states = world.state()
-        digest.update(poses_2d(states).tobytes())
+        poses = poses_2d(states)
+        digest.update(poses.tobytes())
+        lanes.update(poses)
         _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
-        for ring, rows in zip(cmd_rings, agent_rows):
+        for ring, rows in zip(cmd_rings, agent_rows, strict=True):
             wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
         t0 = clock()
         world.apply_wheel_speeds(check_commands(wheels, rejected))
         world.step()
+        states = world.state()
         physics_s += clock() - t0
     wall_s = clock() - t_start
-    digest.update(poses_2d(world.state()).tobytes())
+    digest.update(poses_2d(states).tobytes())
     return {"steps": cfg.steps, "sim_time_s": world.sim_time_s, "wall_time_s": wall_s,
             "physics_s": physics_s, "trajectory_digest": digest.hexdigest(),
-            "rejected_commands": rejected.tolist(), "expired_commands": [0] * cfg.robots}
+            "rejected_commands": rejected.tolist(), "expired_commands": [0] * cfg.robots,
+            "lane": lanes.report(), "metrics_s": lanes.seconds}
 
 
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
@@ -124,12 +157,15 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
     physics_s = 0.0
     late_steps = 0
     steps = int(round(cfg.duration_s / cfg.dt_s))
+    lanes = LaneLog(world)
     t_start = clock()
     for k in range(steps):
         states = world.state()
-        digest.update(poses_2d(states).tobytes())
+        poses = poses_2d(states)
+        digest.update(poses.tobytes())
+        lanes.update(poses)
         _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
-        for ring, rows in zip(cmd_rings, agent_rows):
+        for ring, rows in zip(cmd_rings, agent_rows, strict=True):
             cmd = ring.try_read(newest=True)
             if cmd is not None:
                 wheels[rows] = cmd["wheels_rad_s"]
@@ -152,4 +188,4 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
     return {"steps": steps, "sim_time_s": world.sim_time_s, "wall_time_s": wall_s,
             "physics_s": physics_s, "trajectory_digest": digest.hexdigest(),
             "rejected_commands": rejected.tolist(), "expired_commands": expired.tolist(),
-            "late_steps": late_steps}
+            "late_steps": late_steps, "lane": lanes.report(), "metrics_s": lanes.seconds}

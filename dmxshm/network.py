@@ -32,8 +32,8 @@ from dmxshm.plan import (
     obs_slot_dtype,
     state_slot_dtype,
 )
-from dmxshm.shm.clean import sweep
 from dmxshm.shm.barrier import Barrier
+from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.summary import Summary, summarize
@@ -43,6 +43,8 @@ STOP_GRACE_S = 2.0
 # After the first failure, how long to wait for the others' reports, so the
 # root cause (the process that died first) is named, not its waiting peers.
 REPORT_GRACE_S = 0.3
+# Once the engine has finished, how long the others get to finish too.
+END_GRACE_S = 2.0
 # Errors of processes that only noticed someone else's death.
 _SECONDARY = {"PeerDiedError", "RingClosedError", "BrokenBarrierError", "SystemExit"}
 
@@ -85,6 +87,7 @@ class Network:
         self.plan: Plan | None = None
         self.children: list[_Child] = []
         self.swept = 0
+        self.unfinished: list[str] = []
         self._state_ring: Ring | None = None
 
     # -- lifecycle -------------------------------------------------------------
@@ -121,6 +124,12 @@ class Network:
                 cmd_rings=tuple(r.name for r in cmd))
             for ring in [*rings[1:], *cmd]:
                 ring.close()
+            if cfg.floor_rounds:
+                from dmxshm.floor import floor_names
+
+                for names in floor_names(self.plan).values():
+                    for name in names:
+                        reg.create_semaphore(name, 0).close()
             start = Barrier.create(reg, "start", self.plan.parties)
             self.plan = dataclasses.replace(self.plan, start_barrier=start.name)
             start.close()
@@ -140,22 +149,29 @@ class Network:
 
     def close(self) -> None:
         """Stop every child (SIGTERM, then SIGKILL) and unlink every ring."""
-        for child in self.children:
+        try:
+            self._stop(self.children)
+            for child in self.children:
+                child.conn.close()
+            self.children = []
+            if self._state_ring is not None:
+                self._state_ring.close()
+                self._state_ring = None
+        finally:
+            if self.registry is not None:
+                self.registry.unlink_all()
+
+    @staticmethod
+    def _stop(children: list[_Child]) -> None:
+        for child in children:
             if child.proc.is_alive():
                 child.proc.terminate()
         deadline = time.monotonic() + STOP_GRACE_S
-        for child in self.children:
+        for child in children:
             child.proc.join(max(deadline - time.monotonic(), 0.0))
             if child.proc.is_alive():
                 child.proc.kill()
                 child.proc.join(STOP_GRACE_S)
-            child.conn.close()
-        self.children = []
-        if self._state_ring is not None:
-            self._state_ring.close()
-            self._state_ring = None
-        if self.registry is not None:
-            self.registry.unlink_all()
 
     # -- running ---------------------------------------------------------------
     def progress(self) -> int:
@@ -174,11 +190,12 @@ class Network:
         if self.plan is None:
             self.start()
         t0 = time.monotonic()
-        pending = {c.conn: c for c in self.children}
-        sentinels = {c.proc.sentinel: c for c in self.children}
+        pending: dict[Any, _Child] = {c.conn: c for c in self.children}
+        sentinels: dict[Any, _Child] = {c.proc.sentinel: c for c in self.children}
         failed_at: float | None = None
+        engine_done_at: float | None = None
         while pending or any(c.proc.is_alive() for c in self.children):
-            ready = wait_any([*pending, *sentinels], timeout=WATCH_INTERVAL_S)
+            ready: list[Any] = wait_any([*pending, *sentinels], timeout=WATCH_INTERVAL_S)
             for obj in ready:
                 if obj in pending:
                     child = pending.pop(obj)
@@ -195,20 +212,37 @@ class Network:
                 failed_at = time.monotonic()
             if failed_at is not None and time.monotonic() - failed_at > REPORT_GRACE_S:
                 break
+            if engine_done_at is None and self.children[0].message is not None:
+                engine_done_at = time.monotonic()
+            if engine_done_at is not None and time.monotonic() - engine_done_at > END_GRACE_S:
+                # The run is over; whoever still works on it is hung (e.g. a
+                # realtime agent stuck in its policy): stop it, report it.
+                stragglers = [c for c in self.children if c.message is None]
+                self._stop(stragglers)
+                self.unfinished = [c.name for c in stragglers]
+                break
             if on_progress is not None:
                 on_progress(self.progress())
         wall_s = time.monotonic() - t0
-        failure = self._failure()
+        failure = self._failure(exclude=set(self.unfinished))
         if failure is not None:
             raise failure
         assert self.plan is not None
         results = {c.name: c.message[1] for c in self.children if c.message}
-        return summarize(self.plan, results, wall_s)
+        if self.unfinished and self.config.mode == "gym":
+            raise NetworkError(
+                f"{', '.join(self.unfinished)} did not finish within {END_GRACE_S} s of the "
+                "engine's last step", role=self.unfinished[0], pid=0, cause="hung")
+        summary = summarize(self.plan, results, wall_s)
+        summary.unfinished = list(self.unfinished)
+        return summary
 
-    def _failure(self) -> NetworkError | None:
+    def _failure(self, exclude: set[str] | frozenset[str] = frozenset()) -> NetworkError | None:
         """The root cause among the children that failed, if any did."""
         failed = []
         for c in self.children:
+            if c.name in exclude:
+                continue
             code = c.proc.exitcode
             if c.message is not None and c.message[0] == "error":
                 failed.append((c, c.message[1]))

@@ -15,7 +15,8 @@ class Summary:
 
     ``timing`` holds per-step means: ``physics_s`` (engine stepping),
     ``rendering_s`` (the slowest renderer's sensor work), ``agents_s`` (the
-    slowest agent's policy calls), ``framework_s`` (the rest of the step:
+    slowest agent's policy calls), ``metrics_s`` (the engine's lane
+    bookkeeping), ``framework_s`` (the rest of the step:
     handoffs, copies, waiting; gym mode only) and ``step_s`` (wall time).
     """
 
@@ -32,7 +33,9 @@ class Summary:
     rejected_commands: list[int]
     expired_commands: list[int]
     timing: dict[str, float]
+    lane: dict[str, list[float]] = field(default_factory=dict)
     recorded_frames: int = 0
+    unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
     processes: list[dict[str, Any]] = field(default_factory=list)
 
@@ -45,19 +48,26 @@ def summarize(plan: Any, results: dict[str, dict[str, Any]], wall_s: float) -> S
     """Assemble the children's reports into a :class:`Summary`."""
     cfg = plan.config
     eng = results["engine"]
-    renderers = [results[f"renderer-{r}"] for r in range(cfg.renderers)]
-    agents = [results[f"agent-{a}"] for a in range(cfg.agents)]
+    # A realtime agent hung in its policy sends no report; the run still counts.
+    renderers = [results[f"renderer-{r}"] for r in range(cfg.renderers)
+                 if f"renderer-{r}" in results]
+    agents = [results[f"agent-{a}"] for a in range(cfg.agents) if f"agent-{a}" in results]
+    agents = agents or [{"busy_s": 0.0, "obs_drops": 0}]
     steps = max(int(eng["steps"]), 1)
     timing = {
         "step_s": eng["wall_time_s"] / steps,
         "physics_s": eng["physics_s"] / steps,
         "rendering_s": max(r["render_s"] for r in renderers) / steps,
         "agents_s": max(a["busy_s"] for a in agents) / steps,
+        "metrics_s": eng.get("metrics_s", 0.0) / steps,
     }
     if cfg.mode == "gym":
-        work = timing["physics_s"] + timing["rendering_s"] + timing["agents_s"]
+        work = (timing["physics_s"] + timing["rendering_s"] + timing["agents_s"]
+                + timing["metrics_s"])
         timing["framework_s"] = max(timing["step_s"] - work, 0.0)
         timing["framework_fraction"] = timing["framework_s"] / timing["step_s"]
+        if eng.get("floor_s") is not None:
+            timing["floor_s"] = eng["floor_s"]
     sensors = {}
     names = ["camera", "imu", "encoders", "tof"] if cfg.camera_wh else ["imu", "encoders", "tof"]
     for name in names:
@@ -88,5 +98,5 @@ def summarize(plan: Any, results: dict[str, dict[str, Any]], wall_s: float) -> S
         final_poses=eng["final_poses"], trajectory_digest=eng["trajectory_digest"],
         sensors=sensors, drops=drops, rejected_commands=eng["rejected_commands"],
         expired_commands=eng["expired_commands"], timing=timing,
-        recorded_frames=recorded, contact_sheet=sheet,
+        lane=eng.get("lane", {}), recorded_frames=recorded, contact_sheet=sheet,
     )

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from dmxshm.child import wait_for_start
 from dmxshm.errors import RingClosedError
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
 from dmxshm.pngio import write_png
-from dmxshm.child import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.world.state import yaw_of
 from dmxshm.world.world import World
@@ -53,7 +53,7 @@ class _Sensing:
         client = self.world.client
         obs["step"] = step
         obs["sim_time_s"] = sim_time_s
-        has_lane = "lane" in obs.dtype.names
+        has_lane = "lane" in (obs.dtype.names or ())
         for j, robot in enumerate(robots):
             row = states[robot]
             if "camera" in due and self.camera is not None:
@@ -83,9 +83,11 @@ def run_renderer(plan: Any, index: int) -> dict[str, Any]:
     cfg = plan.config
     role = f"renderer-{index}"
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
-    state_ring = Ring.attach(plan.state_rings[index], side="reader", role=role)
+    state_ring = Ring.attach(plan.state_rings[index], side="reader", role=role,
+                             spin_us=plan.spin_us)
     links = plan.links_of_renderer(index)
-    obs_rings = [Ring.attach(link.ring, side="writer", role=role) for link in links]
+    obs_rings = [Ring.attach(link.ring, side="writer", role=role, spin_us=plan.spin_us)
+                 for link in links]
     sensing = _Sensing(cfg, world)
     try:
         wait_for_start(plan, "renderer", index)
@@ -137,9 +139,11 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
         except RingClosedError:
             break
         states = st["robots"]
+        t0 = time.perf_counter()
         world.set_state(states)
+        sensing.render_s += time.perf_counter() - t0
         k = int(st["step"])
-        for link, ring in zip(links, obs_rings):
+        for link, ring in zip(links, obs_rings, strict=True):
             with ring.writing(cfg.wait_timeout_s) as slot:
                 slot["step"] = k
                 sensing.fill(slot["obs"], link.robots, states, k, float(st["sim_time_s"]),
@@ -159,7 +163,7 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
     obs = [np.zeros((), ring.dtype) for ring in obs_rings]  # newest value of every sensor
     for o in obs:
         for s in SENSORS:
-            if f"{s}_time_s" in o.dtype["obs"].names:
+            if f"{s}_time_s" in o.dtype["obs"].base.names:
                 o["obs"][f"{s}_time_s"] = -1.0
     try:
         st = state_ring.read(cfg.wait_timeout_s)  # the engine's first state starts the clocks
@@ -183,7 +187,7 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
         states = st["robots"]
         world.set_state(states)
         k = int(st["step"])
-        for o, link, ring in zip(obs, links, obs_rings):
+        for o, link, ring in zip(obs, links, obs_rings, strict=True):
             o["step"] = k
             sensing.fill(o["obs"], link.robots, states, k, float(st["sim_time_s"]), due)
             ring.write(o)

@@ -80,8 +80,9 @@ _W_READ_SEQ, _W_READS, _W_READER_PID, _W_READER_CTIME = 16, 17, 18, 19
 _B_READER_ROLE = 20 * 8
 _MAX_SEQLOCK_RETRIES = 100_000
 # A cross-core semaphore wake-up costs 25-50 us on a VM; a peer on another
-# core usually answers sooner, so poll that long before sleeping.
-DEFAULT_SPIN_US = 50.0
+# core usually answers sooner, so poll that long before sleeping. The
+# environment variable DMXSHM_SPIN_US sets another default (0: never poll).
+DEFAULT_SPIN_US = float(os.environ.get("DMXSHM_SPIN_US", "50"))
 
 
 class Discipline(str, enum.Enum):

@@ -1,0 +1,66 @@
+"""The floor of a network step: raw semaphore handoffs along the same paths.
+
+``dmxshm bench network`` compares the framework's cost per step with the
+cost of the handoffs alone: the same processes post and wait on plain
+posix_ipc semaphores along the same topology as a step (engine to each
+renderer, each renderer to each of its agents, each agent back to the
+engine), with no payload and no bookkeeping. Run right after start-up, in
+the same processes, pinned the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import posix_ipc
+
+FLOOR_TIMEOUT_S = 10.0
+
+
+def floor_names(plan: Any) -> dict[str, list[str]]:
+    """Semaphore names per role (suffixes of the network's ring names)."""
+    return {
+        "state": [f"{n}.floor" for n in plan.state_rings],
+        "obs": [f"{link.ring}.floor" for link in plan.links],
+        "cmd": [f"{n}.floor" for n in plan.cmd_rings],
+    }
+
+
+def run_floor(plan: Any, role: str, index: int) -> float | None:
+    """Do this process's part of ``plan.config.floor_rounds`` rounds.
+
+    Returns:
+        for the engine, the mean seconds per round; None for the others.
+    """
+    rounds = plan.config.floor_rounds
+    if rounds <= 0:
+        return None
+    names = floor_names(plan)
+    sems = {k: [posix_ipc.Semaphore(n) for n in v] for k, v in names.items()}
+    try:
+        if role == "engine":
+            t0 = time.perf_counter()
+            for _ in range(rounds):
+                for sem in sems["state"]:
+                    sem.release()
+                for sem in sems["cmd"]:
+                    sem.acquire(FLOOR_TIMEOUT_S)
+            return (time.perf_counter() - t0) / rounds
+        if role == "renderer":
+            mine = [sems["obs"][i] for i, link in enumerate(plan.links) if link.renderer == index]
+            for _ in range(rounds):
+                sems["state"][index].acquire(FLOOR_TIMEOUT_S)
+                for sem in mine:
+                    sem.release()
+            return None
+        mine = [sems["obs"][i] for i, link in enumerate(plan.links) if link.agent == index]
+        for _ in range(rounds):
+            for sem in mine:
+                sem.acquire(FLOOR_TIMEOUT_S)
+            sems["cmd"][index].release()
+        return None
+    finally:
+        for group in sems.values():
+            for sem in group:
+                sem.close()

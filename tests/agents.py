@@ -1,0 +1,50 @@
+"""Policies for the network tests, importable by spawned agent processes."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+SLOW_AGENT_S = 0.02
+
+
+class Slow:
+    """Drives straight, but takes SLOW_AGENT_S per answer."""
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        self.n = len(robot_ids)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        time.sleep(SLOW_AGENT_S)  # the behaviour under test: a slow agent, not a wait
+        return np.full((self.n, 2), 5.0)
+
+
+class AnswersOnce:
+    """Answers the first observation, then never again (a hung agent)."""
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        self.n = len(robot_ids)
+        self.calls = 0
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        if self.calls > 1:
+            threading.Event().wait()  # hang until the supervisor stops us
+        return np.full((self.n, 2), 5.0)
+
+
+def raises(obs: np.ndarray) -> np.ndarray:
+    raise RuntimeError("policy exploded on purpose")
+
+
+def wrong_shape(obs: np.ndarray) -> np.ndarray:
+    return np.zeros(3)
+
+
+def nan_wheels(obs: np.ndarray) -> np.ndarray:
+    return np.full((len(obs), 2), np.nan)
+
+
+NOT_CALLABLE = 42

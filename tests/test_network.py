@@ -1,0 +1,151 @@
+"""The simulator network end to end: determinism, the gym barrier, realtime
+drops and expiry, and every failure ending cleanly with a named error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from dmxshm.agent import AgentError
+from dmxshm.network import Network, NetworkError
+from dmxshm.plan import ConfigError, NetworkConfig
+from dmxshm.shm.names import list_entries
+
+RUN_TIMEOUT_S = 120
+# A run's processes take about a second to start; a failure must end it
+# within 2 s of happening.
+DETECT_S = 2.0
+SMALL = dict(camera=(32, 24), steps=40, wait_timeout_s=5.0)
+
+
+def run(**kw: object):  # noqa: ANN201
+    with Network(NetworkConfig(**{**SMALL, **kw})) as net:
+        return net.run()
+
+
+def no_entries_of(pid: int) -> bool:
+    return not [e for e in list_entries() if e.pid == pid]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_same_seed_same_trajectory_whatever_the_process_count() -> None:
+    one = run(robots=4, agent="random", seed=3)
+    again = run(robots=4, agent="random", seed=3)
+    split = run(robots=4, agent="random", seed=3, renderers=2, agents=2)
+    other = run(robots=4, agent="random", seed=4)
+    assert one.trajectory_digest == again.trajectory_digest == split.trajectory_digest
+    assert one.final_poses == split.final_poses
+    assert other.trajectory_digest != one.trajectory_digest
+    assert one.steps == 40 and one.sim_time_s == pytest.approx(40 / 30)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_gym_barrier_waits_for_a_slow_agent_and_loses_nothing() -> None:
+    s = run(agent="tests.agents:Slow", steps=20, camera=(0, 0))
+    assert s.steps == 20
+    assert s.drops == {"commands": 0, "observations": 0, "states": 0}
+    # Every step waited for the agent: the step cannot be shorter than it.
+    assert s.timing["step_s"] >= s.timing["agents_s"] > 0
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_realtime_slow_agent_causes_counted_drops() -> None:
+    s = run(mode="realtime", duration_s=1.5, agent="tests.agents:Slow", camera=(0, 0))
+    assert s.drops["observations"] > 0  # IMU at 100 Hz vs an agent at < 50 Hz
+    assert s.sim_time_s == pytest.approx(1.5, abs=0.05)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_realtime_commands_expire_and_the_robot_stops() -> None:
+    s = run(mode="realtime", duration_s=2.0, robots=1, agent="tests.agents:AnswersOnce",
+            camera=(0, 0), command_timeout_s=0.3)
+    assert s.expired_commands == [1]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_lane_follow_stays_in_lane_for_60_simulated_seconds() -> None:
+    s = run(robots=1, steps=1800, camera=(0, 0), agent="lane-follow")
+    assert s.sim_time_s == pytest.approx(60.0)
+    assert s.lane["off_road_steps"] == [0]
+    assert s.lane["max_abs_offset_m"][0] < 0.08  # the lane is 0.29 m wide
+    x0, y0, _ = s.final_poses[0]
+    assert s.steps == 1800
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_nan_commands_are_rejected_and_the_robot_stopped() -> None:
+    s = run(agent="tests.agents:nan_wheels", camera=(0, 0), steps=10)
+    assert s.rejected_commands == [10, 10]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+@pytest.mark.parametrize("victim", ["engine", "renderer-0", "agent-0"])
+def test_a_killed_process_ends_the_run_with_its_name(victim: str) -> None:
+    net = Network(NetworkConfig(**{**SMALL, "steps": 10**6, "camera": (0, 0)}))
+    net.start()
+    supervisor = os.getpid()
+    try:
+        pid = next(c.proc.pid for c in net.children if c.name == victim)
+        killed_at: list[float] = []
+
+        def progress(step: int) -> None:
+            if step > 5 and not killed_at:
+                os.kill(pid, signal.SIGKILL)
+                killed_at.append(time.monotonic())
+
+        with pytest.raises(NetworkError) as info:
+            net.run(progress)
+        assert time.monotonic() - killed_at[0] < DETECT_S
+        assert info.value.role == victim and info.value.pid == pid
+        assert "SIGKILL" in str(info.value)
+    finally:
+        net.close()
+    assert no_entries_of(supervisor)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_policy_that_raises_is_reported_with_its_traceback() -> None:
+    with pytest.raises(NetworkError) as info:
+        run(agent="tests.agents:raises")
+    assert info.value.role == "agent-0"
+    assert "policy exploded on purpose" in str(info.value)
+    assert "Traceback" in str(info.value)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+@pytest.mark.parametrize("spec, words", [
+    ("tests.agents:wrong_shape", "shape (3,)"),
+    ("tests.agents:NOT_CALLABLE", "not a callable"),
+    ("no_such_module_xyz:act", "cannot import"),
+    ("tests.agents:missing", "has no 'missing'"),
+    ("nonsense", "module:callable"),
+])
+def test_bad_agents_are_clear_errors(spec: str, words: str) -> None:
+    with pytest.raises(NetworkError) as info:
+        run(agent=spec, steps=3)
+    assert info.value.role == "agent-0"
+    assert words in str(info.value)
+    assert "AgentError" in info.value.cause
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"robots": 0}, "robots"),
+    ({"renderers": 3, "robots": 2}, "renderers"),
+    ({"camera": (100000, 100000)}, "larger than"),
+    ({"camera": (0, 10)}, "0x0"),
+    ({"mode": "fast"}, "mode"),
+    ({"pin": {"engine": 4096}}, "CPU 4096"),
+    ({"sensor_rates_hz": {"imu": -1.0}}, "positive"),
+])
+def test_impossible_configs_are_refused_up_front(kw: dict, words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        NetworkConfig(**kw)
+
+
+def test_agent_error_is_a_dmx_error() -> None:
+    from dmxshm.errors import DmxError
+
+    assert issubclass(AgentError, DmxError) and issubclass(NetworkError, DmxError)
