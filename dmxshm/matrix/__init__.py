@@ -1,0 +1,1 @@
+"""Sensors and renderers: what each robot perceives of its world."""

@@ -1,0 +1,140 @@
+"""Per-robot sensors computed from a pybullet client and a robot's state.
+
+Every sensor is a pure function of the scene and one
+:data:`~dmxshm.world.state.ROBOT_STATE_DTYPE` record, so a renderer process
+that mirrors the engine's state produces exactly the engine's readings.
+There is no noise model (yet): readings are deterministic.
+
+================  ==========================================  =========
+sensor            reading                                     rate
+================  ==========================================  =========
+camera            ``(H, W, 3)`` uint8 RGB (:class:`Camera`)   30 Hz
+IMU               acceleration and angular velocity, robot    100 Hz
+                  frame, float32 (:func:`imu`)
+wheel encoders    cumulative ticks, 135 per revolution,       30 Hz
+                  int64 (:func:`encoders`)
+time of flight    range straight ahead, m, at most 1.2        15 Hz
+                  (:class:`TimeOfFlight`)
+================  ==========================================  =========
+
+The rates are the defaults of realtime mode; in gym mode every sensor
+produces once per step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pybullet as pb
+
+from dmxshm.matrix.camera import Camera, CameraError, quat_matrix, to_world
+from dmxshm.matrix.obs import obs_dtype
+from dmxshm.world.robot import CHASSIS_FRONT_X_M
+from dmxshm.world.world import GRAVITY_M_S2
+
+__all__ = [
+    "CAMERA_RATE_HZ", "DEFAULT_RATES_HZ", "ENCODER_RATE_HZ", "ENCODER_TICKS_PER_REV",
+    "IMU_RATE_HZ", "TOF_MOUNT_M", "TOF_RATE_HZ", "Camera", "CameraError", "TimeOfFlight",
+    "encoders", "imu", "obs_dtype",
+]
+
+CAMERA_RATE_HZ = 30.0
+"""Default camera frame rate."""
+
+IMU_RATE_HZ = 100.0
+"""Default IMU rate."""
+
+ENCODER_RATE_HZ = 30.0
+"""Default wheel-encoder rate."""
+
+TOF_RATE_HZ = 15.0
+"""Default time-of-flight rate."""
+
+DEFAULT_RATES_HZ = {"camera": CAMERA_RATE_HZ, "imu": IMU_RATE_HZ,
+                    "encoders": ENCODER_RATE_HZ, "tof": TOF_RATE_HZ}
+"""Default rate of each sensor, by the name used in observations and summaries."""
+
+ENCODER_TICKS_PER_REV = 135
+"""Encoder ticks per wheel revolution (the Duckiebot's hall-effect encoders)."""
+
+TOF_MOUNT_M = (CHASSIS_FRONT_X_M + 0.001, 0.0, 0.02)
+"""Time-of-flight sensor in the robot frame: 1 mm ahead of the chassis front,
+about 5 cm above the ground, so its ray never starts inside its own robot."""
+
+
+def imu(state_row: np.void) -> tuple[np.ndarray, np.ndarray]:
+    """What an IMU fixed to the robot frame reads.
+
+    The accelerometer measures specific force: the state's kinematic
+    acceleration minus gravity, so a robot at rest reads ``+9.81`` on z.
+
+    Args:
+        state_row: one :data:`~dmxshm.world.state.ROBOT_STATE_DTYPE` record.
+
+    Returns:
+        ``(lin_acc_m_s2[3], ang_vel_rad_s[3])``, float32, robot frame.
+
+    Example:
+        >>> from dmxshm.world.state import ROBOT_STATE_DTYPE
+        >>> s = np.zeros((), ROBOT_STATE_DTYPE)
+        >>> s["quat_xyzw"] = [0.0, 0.0, 0.0, 1.0]
+        >>> imu(s)[0]
+        array([0.  , 0.  , 9.81], dtype=float32)
+    """
+    rot = np.array(quat_matrix(tuple(state_row["quat_xyzw"].tolist())))
+    specific = state_row["lin_acc_m_s2"] + (0.0, 0.0, GRAVITY_M_S2)
+    # rot maps robot to world; its transpose maps world to robot.
+    return ((rot.T @ specific).astype(np.float32),
+            (rot.T @ state_row["ang_vel_rad_s"]).astype(np.float32))
+
+
+def encoders(state_row: np.void) -> np.ndarray:
+    """Cumulative encoder ticks of the left and right wheel (int64, may be negative).
+
+    Example:
+        >>> from dmxshm.world.state import ROBOT_STATE_DTYPE
+        >>> s = np.zeros((), ROBOT_STATE_DTYPE)
+        >>> s["wheel_angle_rad"] = [2 * np.pi, -np.pi]
+        >>> encoders(s)
+        array([135, -68])
+    """
+    revolutions = state_row["wheel_angle_rad"] / (2 * math.pi)
+    # A hair of slack so that exactly n revolutions reads n * 135, not one less.
+    return np.floor(revolutions * ENCODER_TICKS_PER_REV + 1e-9).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class TimeOfFlight:
+    """A forward range sensor: one ray along the robot's x axis.
+
+    Args:
+        max_range_m: the reading when nothing is hit.
+        mount_m: ray origin in the robot frame.
+    """
+
+    max_range_m: float = 1.2
+    mount_m: tuple[float, float, float] = TOF_MOUNT_M
+
+    def measure(self, client: int, state_row: np.void) -> float:
+        """Distance from the sensor to the first body ahead, m.
+
+        Only collision shapes are hit (lane markings are visual only). The
+        robot's own body is never seen: the ray starts outside its chassis
+        and points away from it, and Bullet does not report a shape that a
+        ray starts inside (so a mount inside the chassis is blind to it too).
+
+        Args:
+            client: pybullet client holding the scene and the robots.
+            state_row: one :data:`~dmxshm.world.state.ROBOT_STATE_DTYPE` record.
+
+        Returns:
+            Range in m, ``max_range_m`` when nothing is within range.
+        """
+        pos = tuple(state_row["pos_m"].tolist())
+        rot = quat_matrix(tuple(state_row["quat_xyzw"].tolist()))
+        start = to_world(rot, pos, self.mount_m)
+        end = to_world(rot, pos, (self.mount_m[0] + self.max_range_m, *self.mount_m[1:]))
+        hit_id, _, fraction, _, _ = pb.rayTest(start, end, physicsClientId=client)[0]
+        return self.max_range_m if hit_id < 0 else fraction * self.max_range_m

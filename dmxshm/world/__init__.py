@@ -1,0 +1,1 @@
+"""Worlds: road maps, the Duckiebot, and pybullet physics."""
