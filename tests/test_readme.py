@@ -17,14 +17,28 @@ def _blocks(lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", README.read_text(), re.S)
 
 
-@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
-def test_quick_example_runs(tmp_path: Path) -> None:
+def _run_block(tmp_path: Path, needle: str) -> str:
+    (block,) = [b for b in _blocks("python") if needle in b]
     script = tmp_path / "example.py"
-    script.write_text(_blocks("python")[0])
+    script.write_text(block)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert [line.split()[3] for line in out.stdout.splitlines()] == ["0", "1", "2"]
+    return out.stdout
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_ring_example_runs(tmp_path: Path) -> None:
+    lines = [line for line in _run_block(tmp_path, "Ring.create").splitlines()
+             if line.startswith("agent got")]
+    assert [line.split()[3] for line in lines] == ["0", "1", "2"]
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_network_example_runs(tmp_path: Path) -> None:
+    last = _run_block(tmp_path, "Network(").strip().splitlines()[-1]
+    steps_per_s = float(last.split()[0])
+    assert steps_per_s > 0
 
 
 def test_exactly_two_setup_commands() -> None:
