@@ -164,3 +164,46 @@ def test_sigterm_unlinks_everything(tmp_path) -> None:  # noqa: ANN001
             proc.kill()
             proc.wait()
     assert [e for e in list_entries() if e.pid == proc.pid] == []
+
+
+@pytest.mark.timeout(CLI_TIMEOUT_S)
+def test_bench_network_rows_have_the_documented_keys() -> None:
+    from dmxshm.bench import network
+
+    (row,) = network.as_dicts(network.run(quick=True, configs=[(1, (0, 0))]))
+    for key in ("robots", "camera", "steps_per_s", "overhead_fraction", "overhead_us",
+                "floor_us"):
+        assert key in row
+    assert row["robots"] == 1 and row["camera"] == "none"
+    assert row["steps_per_s"] > 0 and row["floor_us"] > 0
+    assert 0 <= row["overhead_fraction"] < 1
+
+
+@pytest.mark.timeout(CLI_TIMEOUT_S)
+def test_run_command_prints_a_summary_and_writes_json(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "run.json"
+    result = CliRunner().invoke(cli, ["run", "--steps", "20", "--camera", "32x24",
+                                      "--record", str(tmp_path / "rec"), "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(path.read_text())
+    for key in ("mode", "steps", "sim_time_s", "wall_time_s", "steps_per_s", "final_poses",
+                "trajectory_digest", "sensors", "drops", "timing"):
+        assert key in data
+    assert data["steps"] == 20 and len(data["final_poses"]) == 2
+    assert (tmp_path / "rec" / "contact_sheet.png").read_bytes()[:4] == b"\x89PNG"
+    assert "steps/s" in result.output and "trajectory digest" in result.output
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--robots", "0"], "robots"),
+    (["--camera", "100000x100000"], "larger than"),
+    (["--camera", "big"], "WIDTHxHEIGHT"),
+    (["--map", "no-such-map"], "no-such-map"),
+    (["--pin", "engine=9999"], "CPU 9999"),
+])
+def test_run_refuses_impossible_values_clearly(args: list[str], words: str, capsys) -> None:  # noqa: ANN001
+    with pytest.raises(SystemExit) as exc:
+        main(["run", *args])
+    assert exc.value.code != 0
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
