@@ -273,10 +273,12 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
 
 
 @bench.command("network")
-@click.option("--quick", is_flag=True, help="Fewer steps: about a minute.")
+@click.option("--quick", is_flag=True, help="Fewer steps: about 15 s.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
               help="Write the rows as a JSON list to this file.")
-def bench_network(quick: bool, json: str | None) -> None:
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Draw the time breakdown as a PNG (needs the plot extra: matplotlib).")
+def bench_network(quick: bool, json: str | None, plot: str | None) -> None:
     """Gym-mode steps/s and the framework's overhead per step, beside its floor.
 
     1, 4 and 8 robots, without and with a 160x120 camera, one renderer and
@@ -286,7 +288,11 @@ def bench_network(quick: bool, json: str | None) -> None:
     """
     from dmxshm.bench import network
 
-    _check_writable(json)
+    _check_writable(json, plot)
+    if plot:
+        from dmxshm.bench.plot import require_matplotlib
+
+        require_matplotlib()
     configs = network.CONFIGS
     with click.progressbar(length=len(configs), label="bench network", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
@@ -301,6 +307,11 @@ def bench_network(quick: bool, json: str | None) -> None:
         with open(json, "w") as fh:
             _json.dump(network.as_dicts(rows), fh, indent=1)
         click.echo(f"wrote {json}")
+    if plot:
+        from dmxshm.bench.plot import plot_network
+
+        plot_network(rows, plot)
+        click.echo(f"wrote {plot}")
     click.echo("")
     for desc, value, ok in network.targets(rows):
         click.echo(f"target {desc}: {value:.3f} {'reached' if ok else 'MISSED'}")

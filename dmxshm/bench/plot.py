@@ -62,3 +62,39 @@ def plot_ipc(rows: Sequence[Any], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_network(rows: Sequence[Any], path: str) -> None:
+    """Stacked bars: where a gym-mode step's time goes, per configuration.
+
+    Args:
+        rows: :class:`dmxshm.bench.network.Row` objects.
+        path: where to write the PNG.
+    """
+    plt = _pyplot()
+    labels = [f"{r.robots} robot{'s' if r.robots > 1 else ''}\ncamera {r.camera}" for r in rows]
+    parts = [("physics", "physics_us", "#4c72b0"), ("rendering", "rendering_us", "#55a868"),
+             ("agents", "agents_us", "#c44e52"), ("framework overhead", "overhead_us", "#8172b2")]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, cam in zip(axes, ("none", "160x120"), strict=True):
+        sel = [(lab, r) for lab, r in zip(labels, rows, strict=True) if r.camera == cam]
+        if not sel:
+            continue
+        xs = range(len(sel))
+        bottom = [0.0] * len(sel)
+        for name, key, color in parts:
+            vals = [getattr(r, key) / 1e3 for _, r in sel]
+            ax.bar(xs, vals, bottom=bottom, color=color, label=name, width=0.6)
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.scatter(xs, [r.floor_us / 1e3 for _, r in sel], marker="_", s=900, color="black",
+                   label="floor (raw semaphore handoffs)", zorder=3)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([lab for lab, _ in sel])
+        ax.set_ylabel("ms per step")
+        ax.set_title(f"camera: {cam}")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8, loc="upper left")
+    fig.suptitle("dmxshm bench network: where a gym-mode step goes (1 renderer, 1 agent)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
