@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 from dmxshm.shm.names import Entry, list_entries
+from dmxshm.shm.registry import Registry
 from tests import procs
 
 # No example database (it would write .hypothesis/ into the working tree) and
@@ -74,3 +75,13 @@ def shm_session_check() -> Iterator[None]:
     for entry in left:
         unlink_entry(entry)
     assert not left, f"the test session left {len(left)} object(s) in /dev/shm: {left}"
+
+
+@pytest.fixture
+def registry() -> Iterator[Registry]:
+    """A fresh network registry, unlinked at teardown whatever the test did."""
+    reg = Registry()
+    try:
+        yield reg
+    finally:
+        reg.unlink_all()

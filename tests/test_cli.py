@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -53,15 +52,6 @@ def _orphan_segment() -> str:
     os.ftruncate(fd, 4096)
     os.close(fd)
     return name
-
-
-@pytest.fixture
-def registry() -> Iterator[Registry]:
-    reg = Registry()
-    try:
-        yield reg
-    finally:
-        reg.unlink_all()
 
 
 def test_clean_removes_orphans_and_keeps_live_objects(registry: Registry) -> None:
