@@ -126,10 +126,11 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     lanes = LaneLog(world)
     states = world.state()
     for k in range(cfg.steps):
+        _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+        # Bookkeeping after the handoff: it overlaps the renderers' work.
         poses = poses_2d(states)
         digest.update(poses.tobytes())
         lanes.update(poses)
-        _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
         for ring, rows in zip(cmd_rings, agent_rows, strict=True):
             wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
         t0 = clock()
