@@ -9,6 +9,7 @@ timeout error the caller built, naming what it waited for and for whom.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -18,6 +19,8 @@ import posix_ipc
 # named within this much of its death, and an idle wait costs ~20 wake-ups/s.
 LIVENESS_POLL_S = 0.05
 DEFAULT_TIMEOUT_S = 10.0
+# Polls longer than this yield the CPU at each turn (see spin_until).
+YIELD_ABOVE_S = 100e-6
 # What an acquire with a timeout raises when it should just be tried again.
 EMPTY_OR_INTERRUPTED = (posix_ipc.BusyError, posix_ipc.SignalError)
 
@@ -28,12 +31,19 @@ def first_chunk(timeout_s: float) -> float:
 
 
 def spin_until(cond: Callable[[], bool], spin_s: float) -> None:
-    """Busy-wait up to ``spin_s`` for ``cond()``; cheaper than sleeping when
-    the peer runs on another core and answers within microseconds."""
+    """Poll up to ``spin_s`` for ``cond()``; cheaper than sleeping when the
+    peer answers within that time: no semaphore wake-up, no idle core to wake."""
     clock = time.perf_counter
     deadline = clock() + spin_s
+    if spin_s <= YIELD_ABOVE_S:
+        while not cond() and clock() < deadline:
+            pass
+        return
+    # A long poll gives the core away at every turn (sched_yield): a process
+    # that shares the core runs almost as if we slept, yet the core never goes
+    # idle, and an idle core of a VM takes 20-50 us to wake.
     while not cond() and clock() < deadline:
-        pass
+        os.sched_yield()
 
 
 def wait_semaphore(
