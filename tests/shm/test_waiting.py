@@ -74,3 +74,20 @@ def test_token_arriving_during_wait_is_taken(sem: posix_ipc.Semaphore) -> None:
 
     wait_semaphore(sem, 60.0, check, never_called)
     assert sem.value == 0
+
+
+@pytest.mark.parametrize("spin_s", [50e-6, 10.0])  # a short plain poll, a long yielding one
+def test_spin_until_returns_as_soon_as_the_condition_holds(spin_s: float) -> None:
+    from dmxshm.shm.waiting import spin_until
+
+    calls = []
+
+    def cond() -> bool:
+        calls.append(1)
+        return len(calls) >= 3
+
+    spin_until(cond, spin_s)
+    if spin_s > 1:
+        assert len(calls) == 3  # stopped polling exactly when it held
+    else:
+        assert 1 <= len(calls) <= 3  # a 50 us poll may also run out first
