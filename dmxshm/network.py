@@ -262,8 +262,13 @@ class Network:
             code = child.proc.exitcode
             cause = (f"signal {-code} ({_signame(-code)})" if code is not None and code < 0
                      else f"exit code {code} without a report")
-            return NetworkError(f"{child.name} (pid {pid}) died: {cause}; the run was stopped",
-                                role=child.name, pid=pid, cause=cause)
+            hint = ""
+            if code is not None and code > 0:
+                hint = (" It failed before it could run: children are spawned and import the"
+                        " main module again, so a script that starts a network must do it under"
+                        " `if __name__ == \"__main__\":`; its stderr above shows the error.")
+            return NetworkError(f"{child.name} (pid {pid}) died: {cause}; the run was stopped."
+                                + hint, role=child.name, pid=pid, cause=cause)
         cause = f"{report.kind}: {report.message}"
         return NetworkError(
             f"{child.name} (pid {pid}) failed: {cause}\n--- traceback of {child.name} ---\n"

@@ -149,3 +149,36 @@ def test_agent_error_is_a_dmx_error() -> None:
     from dmxshm.errors import DmxError
 
     assert issubclass(AgentError, DmxError) and issubclass(NetworkError, DmxError)
+
+
+RUN_FOREVER = ["-m", "dmxshm.cli", "run", "--steps", "100000000", "--camera", "0x0",
+               "--agent", "idle"]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_stops_the_run_and_leaves_nothing(signum: int, code: int) -> None:
+    import subprocess
+    import sys
+
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, *RUN_FOREVER], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S / 2
+        children: list[psutil.Process] = []
+        while len(children) < 3:  # engine, renderer, agent (plus the resource tracker)
+            assert proc.poll() is None and time.monotonic() < deadline
+            children = [c for c in psutil.Process(proc.pid).children()
+                        if c.name().startswith("dmx-")]
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        assert proc.wait(RUN_TIMEOUT_S / 2) == code
+        gone, alive = psutil.wait_procs(children, timeout=DETECT_S)
+        assert not alive
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert no_entries_of(proc.pid)
