@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import signal
 import sys
 import traceback
@@ -54,8 +55,33 @@ def set_process_name(name: str) -> None:
         pass
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+class Terminated(SystemExit):
+    """This child was told to stop by a signal (SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return f"signal {self.signum} ({signal.Signals(self.signum).name})"
+
+
 def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise Terminated(signum)
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel for SIGTERM when the supervisor dies, even by SIGKILL."""
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name:
+        return
+    try:
+        ctypes.CDLL(libc_name).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 # Spawning a child and building its pybullet world takes seconds on a busy machine.
@@ -80,7 +106,7 @@ def wait_for_start(plan: Any, role: str, index: int) -> float | None:
     return run_floor(plan, role, index)
 
 
-def child_main(role: str, index: int, plan: Any, conn: Any) -> None:
+def child_main(role: str, index: int, plan: Any, conn: Any, parent_pid: int) -> None:
     """Entry point of a spawned child (a module-level function: it pickles)."""
     from dmxshm import agent, engine
     from dmxshm.matrix import renderer
@@ -91,12 +117,15 @@ def child_main(role: str, index: int, plan: Any, conn: Any) -> None:
     # it and stops the children with SIGTERM, which unwinds them cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
-    cpu = plan.config.pin.get(name)
-    if cpu is not None:
-        psutil.Process().cpu_affinity([cpu])
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the supervisor died before the line above
+        sys.exit(1)
     mains = {"engine": engine.run_engine, "renderer": renderer.run_renderer,
              "agent": agent.run_agent}
     try:
+        cpu = plan.config.pin.get(name)
+        if cpu is not None:
+            psutil.Process().cpu_affinity([cpu])
         result = mains[role](plan, index)
     except BaseException as exc:  # noqa: BLE001  every failure must reach the supervisor
         report = ErrorReport(

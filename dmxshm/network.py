@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
+import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
-from dmxshm.child import ErrorReport, child_main, role_name
+import psutil
+
+from dmxshm.child import child_main, role_name
 from dmxshm.errors import DmxError
 from dmxshm.plan import (
     NetworkConfig,
@@ -46,7 +51,8 @@ REPORT_GRACE_S = 0.3
 # Once the engine has finished, how long the others get to finish too.
 END_GRACE_S = 2.0
 # Errors of processes that only noticed someone else's death.
-_SECONDARY = {"PeerDiedError", "RingClosedError", "BrokenBarrierError", "SystemExit"}
+_SECONDARY = {"PeerDiedError", "RingClosedError", "BrokenBarrierError", "RingTimeoutError",
+              "BarrierTimeoutError"}
 
 
 class NetworkError(DmxError):
@@ -72,6 +78,8 @@ class _Child:
     proc: Any
     conn: Any
     message: tuple[str, Any] | None = None
+    ended_at: float | None = None
+    hung_for_s: float | None = None
 
     @property
     def name(self) -> str:
@@ -88,6 +96,7 @@ class Network:
         self.children: list[_Child] = []
         self.swept = 0
         self.unfinished: list[str] = []
+        self._restore_sigterm = False
         self._state_ring: Ring | None = None
 
     # -- lifecycle -------------------------------------------------------------
@@ -100,6 +109,7 @@ class Network:
 
     def start(self) -> None:
         """Sweep orphans, create the rings, spawn every process."""
+        self._catch_sigterm()
         self.swept = len(sweep())
         cfg = self.config
         self.registry = reg = Registry()
@@ -138,7 +148,8 @@ class Network:
                      + [("agent", a) for a in range(cfg.agents)])
             for role, index in roles:
                 mine, theirs = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=child_main, args=(role, index, self.plan, theirs),
+                proc = ctx.Process(target=child_main,
+                                   args=(role, index, self.plan, theirs, os.getpid()),
                                    name=f"dmx-{role_name(role, index)}", daemon=True)
                 proc.start()
                 theirs.close()
@@ -147,8 +158,19 @@ class Network:
             self.close()
             raise
 
+    def _catch_sigterm(self) -> None:
+        # SIGTERM must unwind like Ctrl-C so that close() runs. Only from the
+        # main thread, and only if nobody else handles SIGTERM already.
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+            signal.signal(signal.SIGTERM, _sigterm_to_exit)
+            self._restore_sigterm = True
+
     def close(self) -> None:
         """Stop every child (SIGTERM, then SIGKILL) and unlink every ring."""
+        if self._restore_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            self._restore_sigterm = False
         try:
             self._stop(self.children)
             for child in self.children:
@@ -166,6 +188,10 @@ class Network:
         for child in children:
             if child.proc.is_alive():
                 child.proc.terminate()
+                try:
+                    os.kill(child.proc.pid, signal.SIGCONT)  # a stopped child must wake to die
+                except ProcessLookupError:
+                    pass
         deadline = time.monotonic() + STOP_GRACE_S
         for child in children:
             child.proc.join(max(deadline - time.monotonic(), 0.0))
@@ -189,7 +215,6 @@ class Network:
         """
         if self.plan is None:
             self.start()
-        t0 = time.monotonic()
         pending: dict[Any, _Child] = {c.conn: c for c in self.children}
         sentinels: dict[Any, _Child] = {c.proc.sentinel: c for c in self.children}
         failed_at: float | None = None
@@ -208,62 +233,103 @@ class Network:
                     child.proc.join()
                     if child.conn in pending and not child.conn.poll():
                         pending.pop(child.conn)
+                else:
+                    continue
+                if child.ended_at is None:
+                    child.ended_at = time.monotonic()
             if failed_at is None and self._failure() is not None:
                 failed_at = time.monotonic()
             if failed_at is not None and time.monotonic() - failed_at > REPORT_GRACE_S:
                 break
             if engine_done_at is None and self.children[0].message is not None:
                 engine_done_at = time.monotonic()
-            if engine_done_at is not None and time.monotonic() - engine_done_at > END_GRACE_S:
-                # The run is over; whoever still works on it is hung (e.g. a
-                # realtime agent stuck in its policy): stop it, report it.
-                stragglers = [c for c in self.children if c.message is None]
-                self._stop(stragglers)
-                self.unfinished = [c.name for c in stragglers]
+            if engine_done_at is not None and self._stragglers(engine_done_at):
                 break
             if on_progress is not None:
                 on_progress(self.progress())
-        wall_s = time.monotonic() - t0
         failure = self._failure(exclude=set(self.unfinished))
         if failure is not None:
             raise failure
         assert self.plan is not None
         results = {c.name: c.message[1] for c in self.children if c.message}
-        if self.unfinished and self.config.mode == "gym":
-            raise NetworkError(
-                f"{', '.join(self.unfinished)} did not finish within {END_GRACE_S} s of the "
-                "engine's last step", role=self.unfinished[0], pid=0, cause="hung")
-        summary = summarize(self.plan, results, wall_s)
+        summary = summarize(self.plan, results)
         summary.unfinished = list(self.unfinished)
         return summary
 
+    def _stragglers(self, engine_done_at: float) -> bool:
+        """After the engine's end, stop processes that do not finish; True if done.
+
+        A realtime agent stuck in its policy is tolerated (its robots simply
+        stopped, their commands expired): it is stopped after END_GRACE_S and
+        listed in ``unfinished``. A renderer gets ``wait_timeout_s`` (it may be
+        in the middle of a slow frame); in gym mode nothing may be left over.
+        """
+        waited = time.monotonic() - engine_done_at
+        left = [c for c in self.children if c.message is None and c.ended_at is None]
+        if not left:
+            return False
+        tolerated = self.config.mode == "realtime" and all(c.role == "agent" for c in left)
+        limit = END_GRACE_S if tolerated else max(END_GRACE_S, self.config.wait_timeout_s)
+        if waited <= limit:
+            return False
+        self._stop(left)
+        if tolerated:
+            self.unfinished = [c.name for c in left]
+            return True
+        for c in left:  # reported as failures, with how long they were given
+            c.hung_for_s = waited
+        return True
+
     def _failure(self, exclude: set[str] | frozenset[str] = frozenset()) -> NetworkError | None:
-        """The root cause among the children that failed, if any did."""
+        """The root cause among the children that failed, if any did.
+
+        Ranked: a child killed by a signal, stopped, hung or silent first
+        (it is where the trouble started), then one that raised its own
+        error, then one that only saw a peer die or time out; ties go to the
+        one that ended first.
+        """
         failed = []
         for c in self.children:
             if c.name in exclude:
                 continue
             code = c.proc.exitcode
-            if c.message is not None and c.message[0] == "error":
-                failed.append((c, c.message[1]))
+            if c.hung_for_s is not None:
+                failed.append((0, c, None))
+            elif c.message is not None and c.message[0] == "error":
+                report = c.message[1]
+                if report.kind == "Terminated":
+                    failed.append((0, c, report))
+                else:
+                    failed.append((2 if report.kind in _SECONDARY else 1, c, report))
             elif code is not None and (code != 0 or c.message is None):
-                failed.append((c, None))
+                failed.append((0, c, None))
         if not failed:
             return None
-
-        def rank(item: tuple[_Child, ErrorReport | None]) -> int:
-            child, report = item
-            if report is None:
-                return 0  # killed by a signal or died silently: the root cause
-            return 2 if report.kind in _SECONDARY else 1
-        child, report = min(failed, key=rank)
+        if all(rank > 0 for rank, _, _ in failed):
+            stopped = [c for c in self.children if _is_stopped(c)]
+            if stopped:  # the others timed out waiting on it
+                c = stopped[0]
+                cause = "stopped (SIGSTOP?)"
+                return NetworkError(
+                    f"{c.name} (pid {c.proc.pid}) is stopped and stalled the run; the others "
+                    "timed out waiting for it. Resume it with SIGCONT or raise --timeout.",
+                    role=c.name, pid=c.proc.pid or 0, cause=cause)
+        _, child, report = min(failed, key=lambda f: (f[0], f[1].ended_at or float("inf")))
         pid = child.proc.pid or 0
-        if report is None:
+        if child.hung_for_s is not None:
+            cause = f"hung: no end {child.hung_for_s:.1f} s after the engine's last step"
+            return NetworkError(f"{child.name} (pid {pid}) {cause}; it was stopped",
+                                role=child.name, pid=pid, cause=cause)
+        if report is None or report.kind == "Terminated":
             code = child.proc.exitcode
-            cause = (f"signal {-code} ({_signame(-code)})" if code is not None and code < 0
-                     else f"exit code {code} without a report")
+            if report is not None:
+                cause = report.message
+            elif code is not None and code < 0:
+                cause = f"signal {-code} ({_signame(-code)})"
+            else:
+                cause = f"exit code {code} without a report"
             hint = ""
-            if code is not None and code > 0:
+            if report is None and code is not None and code > 0:
                 hint = (" It failed before it could run: children are spawned and import the"
                         " main module again, so a script that starts a network must do it under"
                         " `if __name__ == \"__main__\":`; its stderr above shows the error.")
@@ -275,9 +341,18 @@ class Network:
             f"{report.traceback.rstrip()}", role=child.name, pid=pid, cause=cause)
 
 
-def _signame(signum: int) -> str:
-    import signal
+def _is_stopped(child: _Child) -> bool:
+    try:
+        return psutil.Process(child.proc.pid).status() == psutil.STATUS_STOPPED
+    except (psutil.Error, ValueError, TypeError):
+        return False
 
+
+def _sigterm_to_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _signame(signum: int) -> str:
     try:
         return signal.Signals(signum).name
     except ValueError:

@@ -6,6 +6,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dmxshm.errors import DmxError
 from dmxshm.pngio import contact_sheet, write_png
 
 
@@ -37,14 +38,13 @@ class Summary:
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
-    processes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return asdict(self)
 
 
-def summarize(plan: Any, results: dict[str, dict[str, Any]], wall_s: float) -> Summary:
+def summarize(plan: Any, results: dict[str, dict[str, Any]]) -> Summary:
     """Assemble the children's reports into a :class:`Summary`."""
     cfg = plan.config
     eng = results["engine"]
@@ -53,6 +53,8 @@ def summarize(plan: Any, results: dict[str, dict[str, Any]], wall_s: float) -> S
                  if f"renderer-{r}" in results]
     agents = [results[f"agent-{a}"] for a in range(cfg.agents) if f"agent-{a}" in results]
     agents = agents or [{"busy_s": 0.0, "obs_drops": 0}]
+    if not renderers:
+        raise DmxError("no renderer reported: the run has no observations to summarise")
     steps = max(int(eng["steps"]), 1)
     timing = {
         "step_s": eng["wall_time_s"] / steps,

@@ -82,8 +82,11 @@ def test_nan_commands_are_rejected_and_the_robot_stopped() -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
-@pytest.mark.parametrize("victim", ["engine", "renderer-0", "agent-0"])
-def test_a_killed_process_ends_the_run_with_its_name(victim: str) -> None:
+@pytest.mark.parametrize("victim, signum", [
+    ("engine", signal.SIGKILL), ("renderer-0", signal.SIGKILL), ("agent-0", signal.SIGKILL),
+    ("renderer-0", signal.SIGTERM), ("agent-0", signal.SIGTERM),
+])
+def test_a_killed_process_ends_the_run_with_its_name(victim: str, signum: int) -> None:
     net = Network(NetworkConfig(**{**SMALL, "steps": 10**6, "camera": (0, 0)}))
     net.start()
     supervisor = os.getpid()
@@ -93,14 +96,14 @@ def test_a_killed_process_ends_the_run_with_its_name(victim: str) -> None:
 
         def progress(step: int) -> None:
             if step > 5 and not killed_at:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signum)
                 killed_at.append(time.monotonic())
 
         with pytest.raises(NetworkError) as info:
             net.run(progress)
         assert time.monotonic() - killed_at[0] < DETECT_S
         assert info.value.role == victim and info.value.pid == pid
-        assert "SIGKILL" in str(info.value)
+        assert signal.Signals(signum).name in str(info.value)
     finally:
         net.close()
     assert no_entries_of(supervisor)
@@ -182,3 +185,24 @@ def test_ctrl_c_or_sigterm_stops_the_run_and_leaves_nothing(signum: int, code: i
             proc.kill()
             proc.wait()
     assert no_entries_of(proc.pid)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_stopped_process_is_named_when_the_others_time_out() -> None:
+    net = Network(NetworkConfig(**{**SMALL, "steps": 10**6, "camera": (0, 0),
+                                   "wait_timeout_s": 1.0}))
+    net.start()
+    try:
+        pid = next(c.proc.pid for c in net.children if c.name == "renderer-0")
+        stopped: list[int] = []
+
+        def progress(step: int) -> None:
+            if step > 5 and not stopped:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+
+        with pytest.raises(NetworkError) as info:
+            net.run(progress)
+        assert info.value.role == "renderer-0" and "stopped" in info.value.cause
+    finally:
+        net.close()
