@@ -101,8 +101,8 @@ class LaneFollow:
 BUILTINS: dict[str, type] = {"idle": Idle, "random": RandomWheels, "lane-follow": LaneFollow}
 
 
-def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:
-    """Build the policy named by ``spec`` for ``robot_ids``.
+def resolve(spec: str) -> Any:
+    """The class or function named by ``spec``, not yet instantiated.
 
     Raises:
         AgentError: unknown name, a module that does not import, a missing
@@ -124,6 +124,14 @@ def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:
             obj = getattr(module, attr)
         except AttributeError as exc:
             raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from exc
+    if not callable(obj):
+        raise AgentError(f"agent {spec!r} is a {type(obj).__name__}, not a callable")
+    return obj
+
+
+def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:
+    """Build the policy named by ``spec`` for ``robot_ids`` (see :func:`resolve`)."""
+    obj = resolve(spec)
     if inspect.isclass(obj):
         factory: Any = obj
         policy: Any = factory(robot_ids, seed)
@@ -131,8 +139,6 @@ def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:
         if callable(reset):
             reset(seed)
         return policy
-    if not callable(obj):
-        raise AgentError(f"agent {spec!r} is a {type(obj).__name__}, not a callable")
     return obj
 
 

@@ -160,12 +160,20 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
     steps/s, each sensor's configured and achieved rate, drops, and the time
     per step spent in physics, rendering, agents and the framework.
     """
+    from dmxshm.agent import resolve
     from dmxshm.network import Network
     from dmxshm.plan import NetworkConfig
     from dmxshm.world.maps import load_map
 
     _check_writable(json)
-    load_map(map_name)  # a bad map is reported now, not from inside a child
+    load_map(map_name)  # a bad map or agent is reported now, not from inside a child
+    resolve(agent)
+    if record_dir:
+        try:
+            os.makedirs(record_dir, exist_ok=True)
+        except OSError as exc:
+            raise click.BadParameter(f"cannot create {record_dir}: {exc.strerror}",
+                                     param_hint="--record") from None
     config = NetworkConfig(
         mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
         steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,

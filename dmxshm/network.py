@@ -27,6 +27,7 @@ from typing import Any
 
 import psutil
 
+from dmxshm.agent import resolve
 from dmxshm.child import child_main, role_name
 from dmxshm.errors import DmxError
 from dmxshm.plan import (
@@ -42,6 +43,7 @@ from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.summary import Summary, summarize
+from dmxshm.world.maps import load_map
 
 WATCH_INTERVAL_S = 0.05
 STOP_GRACE_S = 2.0
@@ -109,9 +111,12 @@ class Network:
 
     def start(self) -> None:
         """Sweep orphans, create the rings, spawn every process."""
+        cfg = self.config
+        # What can be checked here fails here, with a plain error, not in a child.
+        resolve(cfg.agent)
+        load_map(cfg.map)
         self._catch_sigterm()
         self.swept = len(sweep())
-        cfg = self.config
         self.registry = reg = Registry()
         try:
             plan = make_plan(cfg)

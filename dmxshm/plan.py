@@ -12,6 +12,7 @@ a step costs one handoff per process pair, not one per robot::
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -100,7 +101,9 @@ class NetworkConfig:
             _check(1 <= n <= self.robots,
                    f"{what} must be between 1 and the number of robots ({self.robots}), not {n}")
         _check(self.steps >= 1, f"steps must be at least 1, not {self.steps}")
-        _check(self.duration_s > 0, f"duration must be positive, not {self.duration_s}")
+        _check(math.isfinite(self.duration_s) and self.duration_s > 0,
+               f"duration must be a positive number of seconds, not {self.duration_s}")
+        _check(self.seed >= 0, f"seed must be 0 or more, not {self.seed}")
         w, h = self.camera
         _check(w >= 0 and h >= 0 and (w == 0) == (h == 0),
                f"camera must be WxH with both positive, or 0x0 to disable it; got {w}x{h}")
@@ -117,7 +120,11 @@ class NetworkConfig:
         _check(self.wait_timeout_s > 0, "wait timeout must be positive")
         _check(self.record_every >= 1, "record_every must be at least 1")
         ncpu = os.cpu_count() or 1
+        roles = {"engine", *(f"renderer-{i}" for i in range(self.renderers)),
+                 *(f"agent-{i}" for i in range(self.agents))}
         for role, cpu in self.pin.items():
+            _check(role in roles, f"cannot pin {role!r}: the roles of this run are "
+                                  f"{', '.join(sorted(roles))}")
             _check(0 <= cpu < ncpu, f"cannot pin {role} to CPU {cpu}: this machine has "
                                     f"CPUs 0-{ncpu - 1}")
 

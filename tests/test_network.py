@@ -119,19 +119,25 @@ def test_a_policy_that_raises_is_reported_with_its_traceback() -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_an_answer_of_the_wrong_shape_ends_the_run_naming_the_agent() -> None:
+    with pytest.raises(NetworkError) as info:
+        run(agent="tests.agents:wrong_shape", steps=3)
+    assert info.value.role == "agent-0"
+    assert "shape (3,)" in str(info.value)
+    assert "AgentError" in info.value.cause
+
+
 @pytest.mark.parametrize("spec, words", [
-    ("tests.agents:wrong_shape", "shape (3,)"),
     ("tests.agents:NOT_CALLABLE", "not a callable"),
     ("no_such_module_xyz:act", "cannot import"),
     ("tests.agents:missing", "has no 'missing'"),
     ("nonsense", "module:callable"),
 ])
-def test_bad_agents_are_clear_errors(spec: str, words: str) -> None:
-    with pytest.raises(NetworkError) as info:
-        run(agent=spec, steps=3)
-    assert info.value.role == "agent-0"
-    assert words in str(info.value)
-    assert "AgentError" in info.value.cause
+def test_bad_agents_are_refused_before_any_process_starts(spec: str, words: str) -> None:
+    net = Network(NetworkConfig(**{**SMALL, "agent": spec}))
+    with pytest.raises(AgentError, match=words):
+        net.start()
+    assert net.children == [] and net.registry is None
 
 
 @pytest.mark.parametrize("kw, words", [
@@ -142,6 +148,9 @@ def test_bad_agents_are_clear_errors(spec: str, words: str) -> None:
     ({"mode": "fast"}, "mode"),
     ({"pin": {"engine": 4096}}, "CPU 4096"),
     ({"sensor_rates_hz": {"imu": -1.0}}, "positive"),
+    ({"seed": -1}, "seed"),
+    ({"mode": "realtime", "duration_s": float("inf")}, "duration"),
+    ({"pin": {"renderer-7": 0}}, "renderer-7"),
 ])
 def test_impossible_configs_are_refused_up_front(kw: dict, words: str) -> None:
     with pytest.raises(ConfigError, match=words):
