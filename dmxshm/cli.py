@@ -202,6 +202,10 @@ def _print_summary(s: Any) -> None:
     click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
     for name, rate in s.sensors.items():
         click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
+    if s.mode == "realtime":
+        missed = sum(s.missed_sensor_ticks.values())
+        click.echo(f"late engine steps: {s.late_steps} (worst lag {s.max_lag_s * 1e3:.1f} ms); "
+                   f"missed sensor ticks: {missed}")
     drops = ", ".join(f"{k} {v}" for k, v in s.drops.items())
     click.echo(f"drops: {drops}; rejected commands {sum(s.rejected_commands)}, "
                f"expired commands {sum(s.expired_commands)}")

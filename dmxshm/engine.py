@@ -57,17 +57,23 @@ def check_commands(wheels: np.ndarray, rejected: np.ndarray) -> np.ndarray:
 
 
 class LaneLog:
-    """How well each robot kept its lane: worst offset, steps off the road."""
+    """How well each robot kept its lane: worst offset, steps off the road,
+    and how far it drove (path length)."""
 
     def __init__(self, world: World) -> None:
         self.world = world
         n = world.num_robots
         self.max_abs_offset_m = np.zeros(n)
         self.off_road_steps = np.zeros(n, np.int64)
+        self.distance_m = np.zeros(n)
+        self._last: np.ndarray | None = None
         self.seconds = 0.0
 
     def update(self, poses: np.ndarray) -> None:
         t0 = time.perf_counter()
+        if self._last is not None:
+            self.distance_m += np.hypot(*(poses[:, :2] - self._last[:, :2]).T)
+        self._last = poses
         for i, (x, y, yaw) in enumerate(poses):
             lane = self.world.road_map.lane_pose(float(x), float(y), float(yaw))
             if not lane.on_road:
@@ -78,7 +84,8 @@ class LaneLog:
 
     def report(self) -> dict[str, Any]:
         return {"max_abs_offset_m": self.max_abs_offset_m.tolist(),
-                "off_road_steps": self.off_road_steps.tolist()}
+                "off_road_steps": self.off_road_steps.tolist(),
+                "distance_m": self.distance_m.tolist()}
 
 
 def run_engine(plan: Any, index: int = 0) -> dict[str, Any]:
@@ -160,6 +167,7 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
     was_live = np.zeros(cfg.robots, bool)
     physics_s = 0.0
     late_steps = 0
+    max_lag_s = 0.0
     steps = int(round(cfg.duration_s / cfg.dt_s))
     lanes = LaneLog(world)
     t_start = clock()
@@ -171,25 +179,31 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
         _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
         for ring, rows in zip(cmd_rings, agent_rows, strict=True):
             cmd = ring.try_read(newest=True)
-            if cmd is not None:
-                wheels[rows] = cmd["wheels_rad_s"]
+            if cmd is not None:  # checked once, when it arrives
+                bad = np.zeros(len(rows), np.int64)
+                wheels[rows] = check_commands(cmd["wheels_rad_s"], bad)
+                rejected[rows] += bad
                 cmd_time[rows] = cmd["wall_time_s"]
         now = clock()
         live = now - cmd_time <= cfg.command_timeout_s
         expired += was_live & ~live  # a command that just ran out
         was_live = live
         t0 = time.perf_counter()
-        world.apply_wheel_speeds(check_commands(np.where(live[:, None], wheels, 0.0), rejected))
+        world.apply_wheel_speeds(np.where(live[:, None], wheels, 0.0))
         world.step()
         physics_s += time.perf_counter() - t0
         # Sleep until the wall clock reaches the simulated time of step k+1.
+        # A late step is counted and the next one starts at once, so the
+        # simulation catches up with the wall clock instead of drifting.
         ahead_s = t_start + (k + 1) * cfg.dt_s - clock()
         if ahead_s > 0:
             time.sleep(ahead_s)
         else:
             late_steps += 1
+            max_lag_s = max(max_lag_s, -ahead_s)
     wall_s = clock() - t_start
     return {"steps": steps, "sim_time_s": world.sim_time_s, "wall_time_s": wall_s,
             "physics_s": physics_s, "trajectory_digest": digest.hexdigest(),
             "rejected_commands": rejected.tolist(), "expired_commands": expired.tolist(),
-            "late_steps": late_steps, "lane": lanes.report(), "metrics_s": lanes.seconds}
+            "late_steps": late_steps, "max_lag_s": max_lag_s, "lane": lanes.report(),
+            "metrics_s": lanes.seconds}

@@ -35,6 +35,9 @@ class Summary:
     expired_commands: list[int]
     timing: dict[str, float]
     lane: dict[str, list[float]] = field(default_factory=dict)
+    late_steps: int = 0
+    max_lag_s: float = 0.0
+    missed_sensor_ticks: dict[str, int] = field(default_factory=dict)
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
@@ -101,4 +104,7 @@ def summarize(plan: Any, results: dict[str, dict[str, Any]]) -> Summary:
         sensors=sensors, drops=drops, rejected_commands=eng["rejected_commands"],
         expired_commands=eng["expired_commands"], timing=timing,
         lane=eng.get("lane", {}), recorded_frames=recorded, contact_sheet=sheet,
+        late_steps=int(eng.get("late_steps", 0)), max_lag_s=float(eng.get("max_lag_s", 0.0)),
+        missed_sensor_ticks={name: sum(int(r.get("missed", {}).get(name, 0)) for r in renderers)
+                             for name in names},
     )

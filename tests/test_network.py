@@ -32,10 +32,15 @@ def no_entries_of(pid: int) -> bool:
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_same_seed_same_trajectory_whatever_the_process_count() -> None:
-    one = run(robots=4, agent="random", seed=3)
-    again = run(robots=4, agent="random", seed=3)
-    split = run(robots=4, agent="random", seed=3, renderers=2, agents=2)
-    other = run(robots=4, agent="random", seed=4)
+    # lane-follow acts on what the camera-era sensors see (lane, time of
+    # flight), so a renderer-count difference in observations would show.
+    one = run(robots=4, agent="lane-follow", seed=3)
+    again = run(robots=4, agent="lane-follow", seed=3)
+    split = run(robots=4, agent="lane-follow", seed=3, renderers=2, agents=3)
+    other = run(robots=4, agent="lane-follow", seed=4)
+    rand = run(robots=4, agent="random", seed=3)
+    rand_split = run(robots=4, agent="random", seed=3, renderers=4, agents=2)
+    assert rand.trajectory_digest == rand_split.trajectory_digest
     assert one.trajectory_digest == again.trajectory_digest == split.trajectory_digest
     assert one.final_poses == split.final_poses
     assert other.trajectory_digest != one.trajectory_digest
@@ -70,9 +75,8 @@ def test_lane_follow_stays_in_lane_for_60_simulated_seconds() -> None:
     s = run(robots=1, steps=1800, camera=(0, 0), agent="lane-follow")
     assert s.sim_time_s == pytest.approx(60.0)
     assert s.lane["off_road_steps"] == [0]
-    assert s.lane["max_abs_offset_m"][0] < 0.08  # the lane is 0.29 m wide
-    x0, y0, _ = s.final_poses[0]
-    assert s.steps == 1800
+    assert s.lane["max_abs_offset_m"][0] < 0.08  # the lane is 0.23 m wide
+    assert s.lane["distance_m"][0] > 10.0  # it drove (0.22 m/s for 60 s), not just stood
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
