@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json as _json
 import os
-import signal
 import sys
 from typing import Any
 
 import click
 
-from dmxshm import __version__
+from dmxshm import __version__, signals
 from dmxshm.errors import DmxError
 
 # Named exit codes.
@@ -348,14 +347,9 @@ def _print_ipc_table(rows: list[Any]) -> None:
                    f"{r.rtt_us_p10:>8.1f} {r.rtt_us_p90:>8.1f} {ratio:>12}")
 
 
-def _terminate(signum: int, frame: object) -> None:
-    # SIGTERM unwinds like Ctrl-C, so every `with Registry()` unlinks its objects.
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: runs the click group, turns DmxError into a message."""
-    signal.signal(signal.SIGTERM, _terminate)
+    signals.install()  # SIGTERM unwinds like Ctrl-C: every `with Registry()` unlinks
     try:
         cli.main(args=argv, prog_name="dmxshm", standalone_mode=False)
     except click.exceptions.Abort:

@@ -15,6 +15,8 @@ from typing import Any
 
 import posix_ipc
 
+from dmxshm.shm.waiting import acquire_raw
+
 FLOOR_TIMEOUT_S = 10.0
 
 
@@ -45,19 +47,19 @@ def run_floor(plan: Any, role: str, index: int) -> float | None:
                 for sem in sems["state"]:
                     sem.release()
                 for sem in sems["cmd"]:
-                    sem.acquire(FLOOR_TIMEOUT_S)
+                    acquire_raw(sem, FLOOR_TIMEOUT_S, "an agent's floor handoff")
             return (time.perf_counter() - t0) / rounds
         if role == "renderer":
             mine = [sems["obs"][i] for i, link in enumerate(plan.links) if link.renderer == index]
             for _ in range(rounds):
-                sems["state"][index].acquire(FLOOR_TIMEOUT_S)
+                acquire_raw(sems["state"][index], FLOOR_TIMEOUT_S, "the engine's floor handoff")
                 for sem in mine:
                     sem.release()
             return None
         mine = [sems["obs"][i] for i, link in enumerate(plan.links) if link.agent == index]
         for _ in range(rounds):
             for sem in mine:
-                sem.acquire(FLOOR_TIMEOUT_S)
+                acquire_raw(sem, FLOOR_TIMEOUT_S, "a renderer's floor handoff")
             sems["cmd"][index].release()
         return None
     finally:

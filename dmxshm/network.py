@@ -19,7 +19,6 @@ import dataclasses
 import multiprocessing as mp
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import wait as wait_any
@@ -27,6 +26,7 @@ from typing import Any
 
 import psutil
 
+from dmxshm import signals
 from dmxshm.agent import resolve
 from dmxshm.child import child_main, role_name
 from dmxshm.errors import DmxError
@@ -166,15 +166,13 @@ class Network:
     def _catch_sigterm(self) -> None:
         # SIGTERM must unwind like Ctrl-C so that close() runs. Only from the
         # main thread, and only if nobody else handles SIGTERM already.
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
-            signal.signal(signal.SIGTERM, _sigterm_to_exit)
-            self._restore_sigterm = True
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            self._restore_sigterm = signals.install()
 
     def close(self) -> None:
         """Stop every child (SIGTERM, then SIGKILL) and unlink every ring."""
         if self._restore_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signals.uninstall()
             self._restore_sigterm = False
         try:
             self._stop(self.children)
@@ -250,6 +248,7 @@ class Network:
                 engine_done_at = time.monotonic()
             if engine_done_at is not None and self._stragglers(engine_done_at):
                 break
+            signals.check()
             if on_progress is not None:
                 on_progress(self.progress())
         failure = self._failure(exclude=set(self.unfinished))
@@ -351,10 +350,6 @@ def _is_stopped(child: _Child) -> bool:
         return psutil.Process(child.proc.pid).status() == psutil.STATUS_STOPPED
     except (psutil.Error, ValueError, TypeError):
         return False
-
-
-def _sigterm_to_exit(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _signame(signum: int) -> str:

@@ -36,8 +36,10 @@ import numpy as np
 import posix_ipc
 import psutil
 
+from dmxshm import signals
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
+from dmxshm.shm.waiting import acquire_raw
 
 TRANSPORTS = ("semaphore", "ring", "ring-nospin", "pipe", "queue")
 PAYLOADS = {"8B": (8,), "frame": (120, 160, 3)}
@@ -80,7 +82,7 @@ def _pong_semaphore(cpu: int | None, names: dict[str, str], shape: tuple[int, ..
     sega, segb = Segment.attach(names["a"]), Segment.attach(names["b"])
     a, b = sega.ndarray(np.uint8, shape), segb.ndarray(np.uint8, shape)
     for _ in range(n):
-        sa.acquire(SYNC_TIMEOUT_S)
+        acquire_raw(sa, SYNC_TIMEOUT_S, "the pinger")
         x = a.copy()
         b[...] = x
         sb.release()
@@ -120,12 +122,14 @@ def _pong_queue(cpu: int | None, queues: Any, shape: tuple[int, ...], n: int) ->
 def _timed(n: int, once: Callable[[], None]) -> list[int]:
     samples = [0] * n
     clock = time.perf_counter_ns
+    check = signals.check
     gc.disable()
     try:
         for k in range(n):
             t0 = clock()
             once()
             samples[k] = clock() - t0
+            check()  # outside the timed span; a lost SIGTERM must still stop us
     finally:
         gc.enable()
     return samples
@@ -157,7 +161,7 @@ def _measure(ctx: Any, transport: str, shape: tuple[int, ...], cpus: tuple[int |
                 def once() -> None:
                     a[...] = payload
                     sa.release()
-                    sb.acquire(SYNC_TIMEOUT_S)
+                    acquire_raw(sb, SYNC_TIMEOUT_S, "the ponger")
                     b.copy()
             elif transport in ("ring", "ring-nospin"):
                 spin = 0.0 if transport == "ring-nospin" else None

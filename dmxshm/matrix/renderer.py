@@ -34,6 +34,7 @@ from dmxshm.world.world import World
 
 SENSORS = ("camera", "imu", "encoders", "tof")
 CONTACT_FRAMES = 8  # frames per robot kept for the contact sheet
+CONTACT_WIDTH_PX = 160
 
 
 class _Sensing:
@@ -108,30 +109,41 @@ def run_renderer(plan: Any, index: int) -> dict[str, Any]:
 class _Recorder:
     """Writes camera frames as PNG and keeps a few for the contact sheet."""
 
-    def __init__(self, cfg: Any, robots: tuple[int, ...]) -> None:
+    def __init__(self, cfg: Any, robots: tuple[int, ...], unit: str) -> None:
         self.dir = cfg.record_dir if cfg.camera_wh else None
         self.every = cfg.record_every
+        self.unit = unit  # "step" (gym) or "frame" (realtime: camera frames)
         self.frames: dict[int, list[np.ndarray]] = {r: [] for r in robots}
+        self.pending: list[tuple[str, np.ndarray]] = []
         self.count = 0
+        # Frames on the contact sheet are at most this wide (every n-th pixel).
+        self.stride = max(1, -(-cfg.camera[0] // CONTACT_WIDTH_PX))
         if self.dir:
             os.makedirs(self.dir, exist_ok=True)
 
     def maybe(self, k: int, link_robots: tuple[int, ...], obs: np.ndarray) -> None:
+        """Copy the frames of tick ``k`` if it is one to record (cheap)."""
         if not self.dir or k % self.every:
             return
         for j, robot in enumerate(link_robots):
-            frame = obs["camera"][j]
-            write_png(os.path.join(self.dir, f"robot{robot:02d}_step{k:06d}.png"), frame)
-            self.count += 1
+            frame = obs["camera"][j].copy()
+            self.pending.append((f"robot{robot:02d}_{self.unit}{k:06d}.png", frame))
             kept = self.frames[robot]
-            kept.append(frame.copy())
+            kept.append(frame[::self.stride, ::self.stride].copy())
             if len(kept) > CONTACT_FRAMES:  # keep frames spread over the whole run
                 del kept[1::2]
+
+    def flush(self) -> None:
+        """Encode and write the copied frames (after the slots are released)."""
+        for name, frame in self.pending:
+            write_png(os.path.join(self.dir or ".", name), frame)
+            self.count += 1
+        self.pending.clear()
 
 
 def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
               obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
-    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots))
+    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "step")
     steps = 0
     while True:
         try:
@@ -149,6 +161,7 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
                 sensing.fill(slot["obs"], link.robots, states, k, float(st["sim_time_s"]),
                              SENSORS)
                 recorder.maybe(k, link.robots, slot["obs"])
+        recorder.flush()
         for name in SENSORS:
             sensing.produced[name] += 1
         steps += 1
@@ -157,7 +170,7 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
 
 def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
                    obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
-    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots))
+    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
     sensors = [s for s in SENSORS if s != "camera" or cfg.camera_wh]
     period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
     obs = [np.zeros((), ring.dtype) for ring in obs_rings]  # newest value of every sensor
@@ -193,6 +206,7 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
             ring.write(o)
             if "camera" in due:
                 recorder.maybe(sensing.produced["camera"], link.robots, o["obs"])
+        recorder.flush()
         for s in due:
             sensing.produced[s] += 1
             # Next tick on the fixed grid; ticks already past are lost, not bunched.

@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 import posix_ipc
 
+from dmxshm.errors import DmxTimeoutError
+
 # How often a blocked wait wakes up to look at its peers: a dead peer is
 # named within this much of its death, and an idle wait costs ~20 wake-ups/s.
 LIVENESS_POLL_S = 0.05
@@ -44,6 +46,24 @@ def spin_until(cond: Callable[[], bool], spin_s: float) -> None:
     # idle, and an idle core of a VM takes 20-50 us to wake.
     while not cond() and clock() < deadline:
         os.sched_yield()
+
+
+def acquire_raw(sem: posix_ipc.Semaphore, timeout_s: float, what: str) -> None:
+    """Acquire a bare semaphore (benchmark floors): retry on signals, clear timeout.
+
+    Raises:
+        DmxTimeoutError: nothing came within ``timeout_s``; names ``what``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            sem.acquire(max(deadline - time.monotonic(), 0.0))
+            return
+        except posix_ipc.SignalError:
+            continue  # the handler has run (PEP 475); it raises if it wants us out
+        except posix_ipc.BusyError:
+            raise DmxTimeoutError(f"waited {timeout_s:.1f} s for {what}; is its peer alive?"
+                                  ) from None
 
 
 def wait_semaphore(
