@@ -123,6 +123,19 @@ def _parse_pin(ctx: Any, param: Any, value: str | None) -> dict[str, int]:
     return pins
 
 
+def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
+    rates: dict[str, float] = {}
+    for item in filter(None, (value or "").split(",")):
+        name, sep, hz = item.partition("=")
+        try:
+            rates[name.strip()] = float(hz)
+        except ValueError:
+            raise click.BadParameter(f"{item!r}: use SENSOR=HZ, e.g. imu=200") from None
+        if not sep:
+            raise click.BadParameter(f"{item!r}: use SENSOR=HZ, e.g. imu=200")
+    return rates
+
+
 @cli.command()
 @click.option("--mode", type=click.Choice(["gym", "realtime"]), default="gym", show_default=True,
               help="gym: lockstep and reproducible; realtime: nobody waits, drops are counted.")
@@ -149,10 +162,15 @@ def _parse_pin(ctx: Any, param: Any, value: str | None) -> dict[str, int]:
               help="Write the summary as JSON to this file.")
 @click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True,
               help="Longest wait of any process for another before it gives up.")
+@click.option("--command-timeout", "command_timeout_s", type=float, default=0.5,
+              show_default=True, help="Realtime: a wheel command older than this stops its robot.")
+@click.option("--rates", callback=_parse_rates, default="",
+              help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 "
+                   "[default: camera=30,imu=100,encoders=30,tof=15].")
 def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: int,
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
-        timeout_s: float) -> None:
+        timeout_s: float, command_timeout_s: float, rates: dict[str, float]) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -161,7 +179,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
     """
     from dmxshm.agent import resolve
     from dmxshm.network import Network
-    from dmxshm.plan import NetworkConfig
+    from dmxshm.plan import DEFAULT_SENSOR_RATES_HZ, NetworkConfig
     from dmxshm.world.maps import load_map
 
     _check_writable(json)
@@ -176,7 +194,9 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
     config = NetworkConfig(
         mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
         steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
-        pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s)
+        pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
+        command_timeout_s=command_timeout_s,
+        sensor_rates_hz={**DEFAULT_SENSOR_RATES_HZ, **rates})
     total = steps if mode == "gym" else int(round(duration_s / config.dt_s))
     with Network(config) as net, click.progressbar(
             length=total, label=f"{mode} run", file=sys.stderr, show_pos=True) as bar:

@@ -190,6 +190,9 @@ def test_run_command_prints_a_summary_and_writes_json(tmp_path) -> None:  # noqa
     (["--camera", "big"], "WIDTHxHEIGHT"),
     (["--map", "no-such-map"], "no-such-map"),
     (["--pin", "engine=9999"], "CPU 9999"),
+    (["--rates", "lidar=10"], "unknown sensor"),
+    (["--rates", "imu=-5"], "positive"),
+    (["--rates", "imu"], "SENSOR=HZ"),
 ])
 def test_run_refuses_impossible_values_clearly(args: list[str], words: str, capsys) -> None:  # noqa: ANN001
     with pytest.raises(SystemExit) as exc:
