@@ -286,19 +286,11 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
         rows = ipc.run(rounds=rounds, repeats=repeats, progress=progress,
                        warmup=200 if quick else 500)
     _print_ipc_table(rows)
-    if json_path:
-        with open(json_path, "w") as fh:
-            _json.dump(ipc.as_dicts(rows), fh, indent=1)
-        click.echo(f"wrote {json_path}")
-    if plot_path:
-        from dmxshm.bench.plot import plot_ipc
+    from dmxshm.bench.plot import plot_ipc
 
-        plot_ipc(rows, plot_path)
-        click.echo(f"wrote {plot_path}")
+    _write_outputs(ipc.as_dicts(rows), json_path, plot_path, lambda p: plot_ipc(rows, p))
     missed = [t for t in ipc.targets(rows) if not t[2]]
-    click.echo("")
-    for desc, value, ok in ipc.targets(rows):
-        click.echo(f"target {desc}: {value:.2f} {'reached' if ok else 'MISSED'}")
+    _print_targets(ipc.targets(rows))
     if check and missed:
         sys.exit(EXIT_TARGET_MISSED)
 
@@ -334,18 +326,28 @@ def bench_network(quick: bool, json: str | None, plot: str | None) -> None:
         click.echo(f"{r.robots:>6} {r.camera:>8} {r.steps_per_s:>9.1f} {r.physics_us:>9.1f} "
                    f"{r.rendering_us:>9.1f} {r.agents_us:>8.1f} {r.overhead_us:>9.1f} "
                    f"{r.overhead_fraction:>6.1%} {r.floor_us:>7.1f}")
-    if json:
-        with open(json, "w") as fh:
-            _json.dump(network.as_dicts(rows), fh, indent=1)
-        click.echo(f"wrote {json}")
-    if plot:
-        from dmxshm.bench.plot import plot_network
+    from dmxshm.bench.plot import plot_network
 
-        plot_network(rows, plot)
-        click.echo(f"wrote {plot}")
+    _write_outputs(network.as_dicts(rows), json, plot, lambda p: plot_network(rows, p))
+    _print_targets(network.targets(rows))
+
+
+def _write_outputs(data: Any, json_path: str | None, plot_path: str | None,
+                   draw: Any) -> None:
+    """Write ``data`` as JSON and ``draw(plot_path)`` a figure, where asked."""
+    if json_path:
+        with open(json_path, "w") as fh:
+            _json.dump(data, fh, indent=1)
+        click.echo(f"wrote {json_path}")
+    if plot_path:
+        draw(plot_path)
+        click.echo(f"wrote {plot_path}")
+
+
+def _print_targets(targets: list[tuple[str, float, bool]]) -> None:
     click.echo("")
-    for desc, value, ok in network.targets(rows):
-        click.echo(f"target {desc}: {value:.3f} {'reached' if ok else 'MISSED'}")
+    for desc, value, ok in targets:
+        click.echo(f"target {desc}: {value:.2f} {'reached' if ok else 'MISSED'}")
 
 
 def _check_writable(*paths: str | None) -> None:
