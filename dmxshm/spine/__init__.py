@@ -1,0 +1,1 @@
+"""The spine: a pinned fixed-frequency loop that times CAN cycles."""

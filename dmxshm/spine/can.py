@@ -1,0 +1,85 @@
+"""CAN actuation interfaces: the bus process that runs CAN cycles.
+
+The bus runs in its own process (on another CPU where there is one), so a
+CAN cycle really runs in parallel with the spine's plan or sleep. The spine
+starts a cycle by writing the servo commands into the command ring; the bus
+answers in the reply ring when the cycle is over.
+
+``mock``: a simulated bus whose cycle lasts ``can_cycle_s`` (0.9 ms as
+measured on a pi3hat) after the spine started it, and whose last servo reply
+is made ``reply_at_s`` into it, plus optional Gaussian jitter. The wheel
+states integrate the commanded speeds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import psutil
+
+from dmxshm.errors import RingClosedError
+from dmxshm.shm.barrier import Barrier
+from dmxshm.shm.ring import Ring
+
+START_TIMEOUT_S = 30.0
+
+
+def wait_start(name: str, party: int, role: str) -> None:
+    """Wait until spine and bus are both ready (their start barrier)."""
+    barrier = Barrier.attach(name, party=party, role=role)
+    try:
+        barrier.wait(START_TIMEOUT_S)
+    finally:
+        barrier.close()
+
+# The bus has a core of its own: poll for new cycles instead of sleeping.
+BUS_SPIN_US = 5000.0
+
+
+def _spin_until(t: float) -> float:
+    clock = time.perf_counter
+    now = clock()
+    while now < t:
+        now = clock()
+    return now
+
+
+def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
+                 jitter_s: float, seed: int, cpu: int | None, timeout_s: float) -> dict[str, Any]:
+    """Main loop of the mock bus process; returns how many cycles it ran."""
+    if cpu is not None:
+        psutil.Process().cpu_affinity([cpu])
+    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=BUS_SPIN_US)
+    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=BUS_SPIN_US)
+    wait_start(names["start"], party=1, role="can-bus")
+    rng = np.random.default_rng(seed)
+    out = np.zeros((), reply.dtype)
+    angle = np.zeros(2)
+    cycles = 0
+    try:
+        while True:
+            try:
+                c = cmd.read(timeout_s)
+            except RingClosedError:
+                break
+            t_start = time.perf_counter()
+            t_send = float(c["t_send"])
+            jitter = float(rng.normal(0.0, jitter_s)) if jitter_s > 0 else 0.0
+            t_reply = _spin_until(t_send + max(reply_at_s + jitter, 0.0))
+            t_end = _spin_until(t_send + max(can_cycle_s + jitter, reply_at_s))
+            angle += c["wheels_rad_s"] * can_cycle_s
+            out["cycle"] = c["cycle"]
+            out["t_start"] = t_start
+            out["t_reply"] = t_reply
+            out["t_end"] = t_end
+            out["wheel_angle_rad"] = angle
+            out["wheel_rate_rad_s"] = c["wheels_rad_s"]
+            reply.write(out, timeout_s)
+            cycles += 1
+        reply.close_writer()
+        return {"cycles": cycles}
+    finally:
+        cmd.close()
+        reply.close()

@@ -1,0 +1,67 @@
+"""A synchronous clock in the spirit of Vulp's ``SynchronousClock``.
+
+It ticks at period T on a fixed grid (tick k at ``t0 + k T``): it sleeps
+until a short margin before the tick, then spins for the last stretch, since
+a sleep on a loaded machine overshoots by tens of microseconds. A cycle that
+overran is not made up: the ticks it covered are counted as skipped, as
+``ceil((now - next_tick) / period)``, and the clock moves to the next tick
+still ahead.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+# Sleep until this long before a tick, then spin (a VM's sleep overshoots
+# by 50-100 us).
+SPIN_MARGIN_S = 200e-6
+
+
+class SynchronousClock:
+    """Ticks every ``period_s`` seconds.
+
+    Attributes:
+        period_s: the period T.
+        skipped: ticks missed since the start.
+        slack_s: time left before the last tick when the cycle ended (< 0 late).
+        measured_period_s: time between the last two ticks as woken.
+        next_tick: the monotonic time of the next tick.
+    """
+
+    def __init__(self, period_s: float, start: float | None = None) -> None:
+        if not period_s > 0:
+            raise ValueError(f"period must be positive, not {period_s}")
+        self.period_s = period_s
+        now = time.perf_counter()
+        self.next_tick = now + period_s if start is None else start
+        self.skipped = 0
+        self.slack_s = 0.0
+        self.measured_period_s = math.nan
+        self._last_wake: float | None = None
+
+    def tick_index(self, t: float, t0: float) -> float:
+        """Where ``t`` falls on the grid started at ``t0``, in periods."""
+        return (t - t0) / self.period_s
+
+    def wait_for_next_tick(self) -> float:
+        """Block until the next tick; returns the time woken (perf_counter)."""
+        clock = time.perf_counter
+        now = clock()
+        self.slack_s = self.next_tick - now
+        if self.slack_s < 0:  # overran: skip the ticks already past
+            missed = math.ceil(-self.slack_s / self.period_s)
+            self.skipped += missed
+            self.next_tick += missed * self.period_s
+        sleep_s = self.next_tick - SPIN_MARGIN_S - clock()
+        if sleep_s > 0:
+            time.sleep(sleep_s)
+        target = self.next_tick
+        while clock() < target:
+            pass
+        woke = clock()
+        if self._last_wake is not None:
+            self.measured_period_s = woke - self._last_wake
+        self._last_wake = woke
+        self.next_tick += self.period_s
+        return woke

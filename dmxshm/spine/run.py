@@ -1,0 +1,257 @@
+"""Run a spine with its CAN bus, collect its records, report the timing.
+
+:func:`run` is what ``dmxshm spine`` calls; usable from Python::
+
+    from dmxshm.spine.run import SpineConfig, run
+    report, records = run(SpineConfig(schedule="after-sleep", duration_s=2))
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import wait as wait_any
+from typing import Any
+
+import numpy as np
+
+from dmxshm import signals
+from dmxshm.errors import DmxError
+from dmxshm.shm.barrier import Barrier
+from dmxshm.shm.registry import Registry
+from dmxshm.shm.ring import Ring
+from dmxshm.spine.can import run_mock_bus
+from dmxshm.spine.law import SCHEDULES, predicted
+from dmxshm.spine.loop import run_spine
+from dmxshm.spine.records import CAN_CMD_DTYPE, CAN_REPLY_DTYPE, RECORD_DTYPE
+
+START_GRACE_S = 30.0  # spawning a child and importing numpy, on a busy machine
+
+
+class SpineError(DmxError):
+    """The spine or its bus failed; the message names which and why."""
+
+
+@dataclass(frozen=True)
+class SpineConfig:
+    """A spine run. Defaults are those of ``dmxshm spine``.
+
+    Attributes:
+        schedule: ``after-action`` or ``after-sleep``.
+        frequency_hz: spine frequency (1/T).
+        cpu: CPU of the spine (None: the last one).
+        bus_cpu: CPU of the CAN bus (None: the one before the spine's, if any).
+        actuation: ``mock``.
+        can_cycle_s: duration T_c of a CAN cycle.
+        reply_at_s: when the last servo reply comes within it (T_o; None: T_c).
+        jitter_s: standard deviation of the CAN cycle's timing jitter.
+        plan_s: the built-in planner's work time T_p.
+        duration_s: acting time (stop cycles come on top).
+        stop_cycles: stop commands sent before acting and before ending.
+        wheel_speed_rad_s: what the built-in planner commands.
+        realtime_priority: ask for SCHED_FIFO.
+        timeout_s: the longest the spine waits for its bus.
+        seed: seed of the jitter.
+    """
+
+    schedule: str = "after-action"
+    frequency_hz: float = 1000.0
+    cpu: int | None = None
+    bus_cpu: int | None = None
+    actuation: str = "mock"
+    can_cycle_s: float = 0.9e-3
+    reply_at_s: float | None = None
+    jitter_s: float = 0.0
+    plan_s: float = 0.3e-3
+    duration_s: float = 10.0
+    stop_cycles: int = 5
+    wheel_speed_rad_s: float = 5.0
+    realtime_priority: bool = True
+    timeout_s: float = 2.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        ncpu = os.cpu_count() or 1
+        checks = [
+            (self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}"),
+            (self.frequency_hz > 0, "frequency must be positive"),
+            (self.actuation == "mock", "actuation must be 'mock' (sim is not built yet)"),
+            (0 < self.can_cycle_s < 1 / self.frequency_hz,
+             f"the CAN cycle ({self.can_cycle_s * 1e3:.3f} ms) must be shorter than the "
+             f"period ({1e3 / self.frequency_hz:.3f} ms)"),
+            (0 <= self.plan_s < 1 / self.frequency_hz,
+             "the plan time must be shorter than the period"),
+            (self.reply_at_s is None or 0 <= self.reply_at_s <= self.can_cycle_s,
+             "the reply instant must lie within the CAN cycle (0 <= reply-at <= can-cycle)"),
+            (self.jitter_s >= 0, "jitter must be 0 or more"),
+            (self.duration_s > 0, "duration must be positive"),
+            (self.stop_cycles >= 5, "a spine sends at least 5 stop cycles"),
+            (self.cpu is None or 0 <= self.cpu < ncpu,
+             f"CPU {self.cpu} does not exist (0-{ncpu - 1})"),
+            (self.bus_cpu is None or 0 <= self.bus_cpu < ncpu,
+             f"CPU {self.bus_cpu} does not exist (0-{ncpu - 1})"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise SpineError(message)
+
+    @property
+    def reply_at(self) -> float:
+        """T_o."""
+        return self.can_cycle_s if self.reply_at_s is None else self.reply_at_s
+
+    def cpus(self) -> tuple[int, int | None]:
+        """(spine CPU, bus CPU)."""
+        allowed = sorted(os.sched_getaffinity(0))
+        spine = self.cpu if self.cpu is not None else allowed[-1]
+        others = [c for c in allowed if c != spine]
+        bus = self.bus_cpu if self.bus_cpu is not None else (others[-1] if others else None)
+        return spine, bus
+
+
+def _child(role: str, fn: Any, args: tuple, conn: Any) -> None:
+    from dmxshm.child import set_process_name
+
+    set_process_name(f"dmx-{role}")
+    try:
+        conn.send(("ok", fn(*args)))
+    except BaseException as exc:  # noqa: BLE001  every failure must reach the parent
+        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+        raise SystemExit(1) from None
+    finally:
+        conn.close()
+
+
+def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
+    """Run the spine and its bus; returns the report and the records.
+
+    Raises:
+        SpineError: a process failed or did not finish in time.
+    """
+    spine_cpu, bus_cpu = cfg.cpus()
+    cfg_run = _with_cpu(cfg, spine_cpu)
+    total = 2 * cfg.stop_cycles + int(round(cfg.duration_s * cfg.frequency_hz))
+    ctx = mp.get_context("spawn")
+    with Registry() as reg:
+        cmd = Ring.create(reg, "spine.cmd", CAN_CMD_DTYPE, 2)
+        reply = Ring.create(reg, "spine.reply", CAN_REPLY_DTYPE, 2)
+        records = Ring.create(reg, "spine.records", RECORD_DTYPE, total + 8, "overwrite")
+        records.bind("reader", "supervisor")
+        start = Barrier.create(reg, "spine.start", 2)
+        names = {"cmd": cmd.name, "reply": reply.name, "records": records.name,
+                 "start": start.name}
+        start.close()
+        cmd.close()
+        reply.close()
+        procs = []
+        try:
+            for role, fn, args in [
+                ("can-bus", run_mock_bus, (names, cfg.can_cycle_s, cfg.reply_at, cfg.jitter_s,
+                                           cfg.seed, bus_cpu, cfg.timeout_s)),
+                ("spine", run_spine, (cfg_run, names)),
+            ]:
+                mine, theirs = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(role, fn, args, theirs), daemon=True)
+                proc.start()
+                theirs.close()
+                procs.append((role, proc, mine))
+            results = _watch(procs, deadline=time.monotonic() + START_GRACE_S
+                             + total / cfg.frequency_hz + 2 * cfg.timeout_s)
+            rows = []
+            while (item := records.try_read(newest=False)) is not None:
+                rows.append(item)
+        finally:
+            for _, proc, conn in procs:
+                if proc.is_alive():
+                    proc.terminate()
+                proc.join(5)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+                conn.close()
+            records.close()
+    recs = np.array(rows, dtype=RECORD_DTYPE) if rows else np.zeros(0, RECORD_DTYPE)
+    return report(cfg, recs, results["spine"], (spine_cpu, bus_cpu)), recs
+
+
+def _watch(procs: list[tuple[str, Any, Any]], deadline: float) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    pending = {conn: role for role, _, conn in procs}
+    while pending:
+        signals.check()
+        for conn in wait_any(list(pending), timeout=0.1):
+            role = pending.pop(conn)
+            try:
+                status, value = conn.recv()
+            except EOFError:
+                proc = next(p for r, p, _ in procs if r == role)
+                proc.join(1)
+                raise SpineError(f"{role} (pid {proc.pid}) died: exit code {proc.exitcode}"
+                                 ) from None
+            if status == "error":
+                raise SpineError(f"{role} failed: {value}")
+            results[role] = value
+        if time.monotonic() > deadline:
+            raise SpineError(f"{', '.join(pending.values())} did not finish in time")
+    return results
+
+
+def _with_cpu(cfg: SpineConfig, cpu: int) -> SpineConfig:
+    from dataclasses import replace
+
+    return replace(cfg, cpu=cpu)
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
+           cpus: tuple[int, int | None]) -> dict[str, Any]:
+    """The summary of a run: figures of the acting cycles, and the law's prediction."""
+    period = 1.0 / cfg.frequency_hz
+    acting = recs[(recs["stopping"] == 0) & (recs["obs_cycle"] >= 0)]
+    periods = recs["period_s"][np.isfinite(recs["period_s"])]
+    can = recs[np.isfinite(recs["can_end"])]
+    can_cycle = can["can_end"] - _sent_at(recs, can["cycle"] - 1)
+    plan_s = (float(np.median(acting["plan_end"] - acting["plan_start"])) if len(acting)
+              else cfg.plan_s)
+    # Medians: one stall of the machine must not move the prediction.
+    reply_at = float(np.nanmedian(can["can_reply"] - _sent_at(recs, can["cycle"] - 1))) \
+        if len(can) else cfg.reply_at
+    s_o = (acting["t_send"] - acting["t_obs"]) * 1e6
+    s_a = (acting["t_send"] - acting["t_act"]) * 1e6
+    law = predicted(cfg.schedule, period, plan_s, reply_at)
+
+    def stats(x: np.ndarray) -> dict[str, float]:
+        return {"mean": float(np.mean(x)) if len(x) else float("nan"),
+                "p50": _pct(x, 50), "p99": _pct(x, 99)}
+
+    return {
+        "schedule": cfg.schedule, "frequency_hz": cfg.frequency_hz, "actuation": cfg.actuation,
+        "cpu": cpus[0], "bus_cpu": cpus[1], "scheduling": spine["scheduling"],
+        "cycles": int(spine["cycles"]), "acting_cycles": int(spine["acting_cycles"]),
+        "skipped_cycles": int(spine["skipped_cycles"]),
+        "period_us": {"p50": _pct(periods * 1e6, 50), "p99": _pct(periods * 1e6, 99),
+                      "max": float(periods.max() * 1e6) if len(periods) else float("nan")},
+        "period_error_us_p99": _pct(np.abs(periods - period) * 1e6, 99),
+        "can_cycle_us": {"p50": _pct(can_cycle * 1e6, 50), "p99": _pct(can_cycle * 1e6, 99)},
+        "plan_us_p50": plan_s * 1e6, "reply_at_us_p50": reply_at * 1e6,
+        "send_minus_obs_us": stats(s_o), "send_minus_act_us": stats(s_a),
+        "predicted": {"send_minus_obs_us": law["send_minus_obs_s"] * 1e6,
+                      "send_minus_act_us": law["send_minus_act_s"] * 1e6},
+        "config": asdict(cfg),
+    }
+
+
+def _sent_at(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
+    """t_send of the CAN cycles started in ``cycles`` (NaN where unknown)."""
+    by_cycle = np.full(len(recs) + 1, np.nan)
+    by_cycle[recs["cycle"]] = recs["t_send"]
+    ok = (cycles >= 0) & (cycles < len(recs))
+    out = np.full(len(cycles), np.nan)
+    out[ok] = by_cycle[cycles[ok]]
+    return out
