@@ -179,10 +179,11 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
 
 def _watch(procs: list[tuple[str, Any, Any]], deadline: float) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    pending = {conn: role for role, _, conn in procs}
+    pending: dict[Any, str] = {conn: role for role, _, conn in procs}
     while pending:
         signals.check()
-        for conn in wait_any(list(pending), timeout=0.1):
+        ready: list[Any] = wait_any(list(pending), timeout=0.1)
+        for conn in ready:
             role = pending.pop(conn)
             try:
                 status, value = conn.recv()
