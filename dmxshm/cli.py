@@ -241,6 +241,75 @@ def _print_summary(s: Any) -> None:
         click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
 
 
+@cli.command()
+@click.option("--schedule", type=click.Choice(["after-action", "after-sleep"]),
+              default="after-action", show_default=True,
+              help="after-action: plan . (can // sleep); after-sleep: (plan // can) . sleep.")
+@click.option("--frequency", "frequency_hz", type=float, default=1000.0, show_default=True,
+              help="Spine frequency, Hz.")
+@click.option("--cpu", type=int, default=None, help="CPU of the spine [default: the last].")
+@click.option("--actuation", type=click.Choice(["mock"]), default="mock", show_default=True,
+              help="CAN actuation interface (mock: a simulated bus).")
+@click.option("--can-cycle", "can_cycle_s", type=float, default=0.9e-3, show_default=True,
+              help="Duration of a CAN cycle T_c, s.")
+@click.option("--reply-at", "reply_at_s", type=float, default=None,
+              help="When the last servo reply comes within a CAN cycle, T_o, s [default: T_c].")
+@click.option("--jitter", "jitter_s", type=float, default=0.0, show_default=True,
+              help="Standard deviation of the CAN cycle's jitter, s.")
+@click.option("--plan-time", "plan_s", type=float, default=0.3e-3, show_default=True,
+              help="Work time of the built-in planner, T_p, s.")
+@click.option("--duration", "duration_s", type=float, default=10.0, show_default=True,
+              help="Acting time, s (5 stop cycles come before and after).")
+@click.option("--json", "json", type=click.Path(dir_okay=False),
+              help="Write the report (and the law's prediction) as JSON.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Draw the timeline and histograms as a PNG (needs matplotlib).")
+def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
+          can_cycle_s: float, reply_at_s: float | None, jitter_s: float, plan_s: float,
+          duration_s: float, json: str | None, plot: str | None) -> None:
+    """Run a pinned fixed-frequency spine that times CAN cycles.
+
+    Each cycle builds an observation from the latest servo replies, plans an
+    action, collects the CAN cycle started in the previous cycle, and starts
+    the next one, in the order the schedule says. Prints the period, the CAN
+    cycle, and t_send - t_obs and t_send - t_act beside the law's prediction.
+    """
+    from dmxshm.spine.run import SpineConfig, run
+
+    _check_writable(json, plot)
+    if plot:
+        from dmxshm.bench.plot import require_matplotlib
+
+        require_matplotlib()
+    cfg = SpineConfig(schedule=schedule, frequency_hz=frequency_hz, cpu=cpu,
+                      actuation=actuation, can_cycle_s=can_cycle_s, reply_at_s=reply_at_s,
+                      jitter_s=jitter_s, plan_s=plan_s, duration_s=duration_s)
+    click.echo(f"spine: {schedule} at {frequency_hz:g} Hz for {duration_s:g} s ...", err=True)
+    report, recs = run(cfg)
+    _print_spine(report)
+    from dmxshm.spine.plot import plot_spine
+
+    _write_outputs(report, json, plot, lambda p: plot_spine(report, recs, p))
+
+
+def _print_spine(r: dict[str, Any]) -> None:
+    click.echo(f"schedule {r['schedule']}, {r['frequency_hz']:g} Hz, spine on CPU {r['cpu']} "
+               f"({r['scheduling']}), CAN bus on CPU {r['bus_cpu']}")
+    click.echo(f"cycles {r['cycles']} (acting {r['acting_cycles']}), skipped "
+               f"{r['skipped_cycles']} ({r['skipped_cycles'] / max(r['cycles'], 1):.3%})")
+    p = r["period_us"]
+    click.echo(f"period us: p50 {p['p50']:.1f}, p99 {p['p99']:.1f}, max {p['max']:.1f}; "
+               f"p99 |period - T| {r['period_error_us_p99']:.1f} us")
+    c = r["can_cycle_us"]
+    click.echo(f"CAN cycle us: p50 {c['p50']:.1f}, p99 {c['p99']:.1f}; measured T_p "
+               f"{r['plan_us_p50']:.1f} us, T_o {r['reply_at_us_p50']:.1f} us")
+    click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10}")
+    for key in ("send_minus_obs_us", "send_minus_act_us"):
+        m = r[key]
+        click.echo(f"{key[:-3].replace('_', ' '):<18} {m['mean']:>9.1f} {m['p50']:>9.1f} "
+                   f"{m['p99']:>9.1f} {r['predicted'][key]:>10.1f}")
+
+
 @cli.group()
 def bench() -> None:
     """Benchmarks that measure dmxshm beside its peers in the same run."""

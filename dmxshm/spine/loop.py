@@ -143,6 +143,7 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring) -> dict[str, Any]:
         rec["slack_s"] = clock.slack_s
         rec["skipped"] = clock.skipped
         rec["stopping"] = int(stopping)
+        rec["wheels_rad_s"] = sent[3] if sent is not None else stop
         records.write(rec)
     collect()
     cmd.close_writer()

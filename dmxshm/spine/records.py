@@ -21,6 +21,7 @@ field            meaning
 ``slack_s``      time left before tick k when cycle k - 1 ended
 ``skipped``      ticks skipped since the start
 ``stopping``     1 while the spine sends stop commands
+``wheels_rad_s``  the servo commands sent in cycle k
 ===============  =====================================================
 """
 
@@ -34,6 +35,7 @@ RECORD_DTYPE = np.dtype([
     ("plan_start", "<f8"), ("plan_end", "<f8"),
     ("can_start", "<f8"), ("can_reply", "<f8"), ("can_end", "<f8"),
     ("period_s", "<f8"), ("slack_s", "<f8"), ("skipped", "<i8"), ("stopping", "<i8"),
+    ("wheels_rad_s", "<f8", (2,)),
 ])
 
 CAN_CMD_DTYPE = np.dtype([("cycle", "<i8"), ("t_send", "<f8"), ("wheels_rad_s", "<f8", (2,))])
