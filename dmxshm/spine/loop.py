@@ -78,8 +78,10 @@ def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
 def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring) -> dict[str, Any]:
     period = 1.0 / cfg.frequency_hz
     acting = int(round(cfg.duration_s * cfg.frequency_hz))
-    total = 2 * cfg.stop_cycles + acting
     after_sleep = cfg.schedule == "after-sleep"
+    # after-sleep sends each action one cycle after planning it: one more
+    # cycle at the end, so that the last stop_cycles sends are all stops.
+    total = 2 * cfg.stop_cycles + acting + int(after_sleep)
     clock = SynchronousClock(period, start=time.perf_counter() + 0.01)
     latest = _Obs()
     inflight = False

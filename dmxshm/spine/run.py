@@ -133,7 +133,7 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
     """
     spine_cpu, bus_cpu = cfg.cpus()
     cfg_run = _with_cpu(cfg, spine_cpu)
-    total = 2 * cfg.stop_cycles + int(round(cfg.duration_s * cfg.frequency_hz))
+    total = 2 * cfg.stop_cycles + int(round(cfg.duration_s * cfg.frequency_hz)) + 1
     ctx = mp.get_context("spawn")
     with Registry() as reg:
         cmd = Ring.create(reg, "spine.cmd", CAN_CMD_DTYPE, 2)

@@ -1,0 +1,123 @@
+"""The spine: its pipeline follows the note's lines, checked by cycle
+indices and orderings (durations are the benchmark's business)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from dmxshm.shm.names import list_entries
+from dmxshm.spine.clock import SynchronousClock
+from dmxshm.spine.law import predicted
+from dmxshm.spine.run import SpineConfig, SpineError, run
+
+SPINE_TIMEOUT_S = 90
+# 200 Hz: a 5 ms period, so a busy CI machine keeps to it.
+SHORT = dict(frequency_hz=200.0, duration_s=0.25, can_cycle_s=2e-3, reply_at_s=1.5e-3,
+             plan_s=1e-3, realtime_priority=False)
+
+
+def acting(recs: np.ndarray) -> np.ndarray:
+    return recs[(recs["stopping"] == 0) & (recs["obs_cycle"] >= 0)]
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+@pytest.mark.parametrize("schedule", ["after-action", "after-sleep"])
+def test_the_pipeline_follows_the_note(schedule: str) -> None:
+    report, recs = run(SpineConfig(schedule=schedule, **SHORT))
+    a = acting(recs)
+    assert len(a) >= 40
+    # t_obs[k] comes from the CAN cycle started two cycles before t_send[k]...
+    assert (a["cycle"] - a["obs_cycle"] == 2).all()
+    # ...and t_act[k] from the plan of cycle k (after-action) or k - 1 (after-sleep).
+    lag = 0 if schedule == "after-action" else 1
+    assert (a["cycle"] - a["act_cycle"] == lag).all()
+    assert (a["t_obs"] < a["t_act"]).all() and (a["t_act"] <= a["t_send"]).all()
+    if schedule == "after-sleep":  # sent at the tick, before any planning of its cycle
+        assert (a["t_send"] <= a["plan_start"]).all()
+    else:  # sent when the plan of its own cycle ends
+        assert (a["t_send"] >= a["plan_end"]).all()
+    assert report["predicted"] == {
+        "send_minus_obs_us": pytest.approx(predicted(
+            schedule, 1 / 200, report["plan_us_p50"] / 1e6,
+            report["reply_at_us_p50"] / 1e6)["send_minus_obs_s"] * 1e6),
+        "send_minus_act_us": pytest.approx(predicted(
+            schedule, 1 / 200, report["plan_us_p50"] / 1e6,
+            report["reply_at_us_p50"] / 1e6)["send_minus_act_s"] * 1e6)}
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+@pytest.mark.parametrize("schedule, overlap", [("after-sleep", True), ("after-action", False)])
+def test_can_runs_beside_the_plan_only_after_sleep(schedule: str, overlap: bool) -> None:
+    _, recs = run(SpineConfig(schedule=schedule, **SHORT))
+    a = np.where((recs["stopping"] == 0) & (recs["obs_cycle"] >= 0))[0][:-1]
+    can_start = recs["t_send"][a]          # CAN cycle started in cycle k...
+    can_end = recs["can_end"][a + 1]       # ...collected in cycle k + 1
+    plan_start, plan_end = recs["plan_start"][a], recs["plan_end"][a]
+    overlapping = (can_start < plan_end) & (can_end > plan_start)
+    assert overlapping.all() if overlap else not overlapping.any()
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+@pytest.mark.parametrize("schedule", ["after-action", "after-sleep"])
+def test_stop_commands_before_and_after_acting(schedule: str) -> None:
+    _, recs = run(SpineConfig(schedule=schedule, **SHORT))
+    sent = recs["wheels_rad_s"][np.isfinite(recs["t_send"])]
+    assert (sent[:5] == 0).all() and (sent[-5:] == 0).all()
+    assert (sent[8:-8] != 0).all()
+
+
+def test_clock_counts_skipped_ticks() -> None:
+    clock = SynchronousClock(1e-3)
+    clock.wait_for_next_tick()
+    deadline = time.perf_counter() + 3.5e-3
+    while time.perf_counter() < deadline:  # overrun by three and a half periods
+        pass
+    clock.wait_for_next_tick()
+    assert clock.slack_s < 0
+    assert clock.skipped in (3, 4)  # ceil of the overrun, whatever the wake-up jitter
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_a_killed_spine_is_named_and_leaves_nothing() -> None:
+    me = os.getpid()
+    outcome: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            run(SpineConfig(**{**SHORT, "duration_s": 60.0}))
+        except BaseException as exc:  # noqa: BLE001  handed to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    deadline = time.monotonic() + SPINE_TIMEOUT_S / 2
+    victim = None
+    while victim is None:
+        assert time.monotonic() < deadline
+        victim = next((c for c in psutil.Process(me).children() if c.name() == "dmx-spine"), None)
+        time.sleep(0.05)
+    os.kill(victim.pid, signal.SIGKILL)
+    thread.join(SPINE_TIMEOUT_S / 2)
+    assert not thread.is_alive()
+    assert outcome and isinstance(outcome[0], SpineError)
+    assert "spine" in str(outcome[0])
+    assert not [e for e in list_entries() if e.pid == me]
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"schedule": "sometimes"}, "schedule"),
+    ({"can_cycle_s": 2e-3}, "shorter than the period"),
+    ({"reply_at_s": 5e-3}, "within the CAN cycle"),
+    ({"cpu": 4096}, "CPU 4096"),
+    ({"actuation": "sim"}, "not built yet"),
+])
+def test_impossible_spines_are_refused(kw: dict, words: str) -> None:
+    with pytest.raises(SpineError, match=words):
+        SpineConfig(**kw)
