@@ -38,9 +38,10 @@ def plot_spine(report: dict[str, Any], recs: np.ndarray, path: str) -> None:
                 ax.plot([ms(nxt["can_reply"])], [0.8], "k|", ms=14,
                         label="last servo reply (T_o)" if k == k0 else None)
         r = recs[k0 + 2]
-        for t, name, y in ((r["t_obs"], "t_obs", 0.15), (r["t_act"], "t_act", 2.55),
-                           (r["t_send"], "t_send", 2.55)):
-            ax.annotate(name, (ms(t), y), ha="center", fontsize=8, color="#c44e52")
+        for t, name, y, ha in ((r["t_obs"], "t_obs", 0.15, "center"),
+                               (r["t_act"], "t_act ", 2.55, "right"),
+                               (r["t_send"], " t_send", 2.55, "left")):
+            ax.annotate(name, (ms(t), y), ha=ha, fontsize=8, color="#c44e52")
             ax.plot([ms(t)], [y + 0.1], "v", color="#c44e52", ms=5)
         ax.set_xlim(-0.05 * period_ms, TIMELINE_CYCLES * period_ms)
         ax.set_yticks([0.8, 2.0])
