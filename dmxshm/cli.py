@@ -248,8 +248,9 @@ def _print_summary(s: Any) -> None:
 @click.option("--frequency", "frequency_hz", type=float, default=1000.0, show_default=True,
               help="Spine frequency, Hz.")
 @click.option("--cpu", type=int, default=None, help="CPU of the spine [default: the last].")
-@click.option("--actuation", type=click.Choice(["mock"]), default="mock", show_default=True,
-              help="CAN actuation interface (mock: a simulated bus).")
+@click.option("--actuation", type=click.Choice(["mock", "sim"]), default="mock",
+              show_default=True,
+              help="CAN actuation: mock (a simulated bus) or sim (pybullet, one step per cycle).")
 @click.option("--can-cycle", "can_cycle_s", type=float, default=0.9e-3, show_default=True,
               help="Duration of a CAN cycle T_c, s.")
 @click.option("--reply-at", "reply_at_s", type=float, default=None,

@@ -9,6 +9,10 @@ answers in the reply ring when the cycle is over.
 measured on a pi3hat) after the spine started it, and whose last servo reply
 is made ``reply_at_s`` into it, plus optional Gaussian jitter. The wheel
 states integrate the commanded speeds.
+
+``sim``: a pybullet world with the robot; a CAN cycle is one physics step
+of ``dt = 1/f`` with the commanded wheel speeds, and the replies are the
+wheels' state after it, made when the step is done.
 """
 
 from __future__ import annotations
@@ -44,6 +48,46 @@ def _spin_until(t: float) -> float:
     while now < t:
         now = clock()
     return now
+
+
+def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int, cpu: int | None,
+                timeout_s: float) -> dict[str, Any]:
+    """Main loop of the sim bus process: one physics step per CAN cycle."""
+    from dmxshm.world.world import World
+
+    if cpu is not None:
+        psutil.Process().cpu_affinity([cpu])
+    world = World("loop", 1, seed=seed, dt_s=1.0 / frequency_hz, substeps=1)
+    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=BUS_SPIN_US)
+    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=BUS_SPIN_US)
+    wait_start(names["start"], party=1, role="can-bus")
+    out = np.zeros((), reply.dtype)
+    cycles = 0
+    try:
+        while True:
+            try:
+                c = cmd.read(timeout_s)
+            except RingClosedError:
+                break
+            t_start = time.perf_counter()
+            world.apply_wheel_speeds(c["wheels_rad_s"][None, :])
+            world.step()
+            state = world.state()[0]
+            t_end = time.perf_counter()
+            out["cycle"] = c["cycle"]
+            out["t_start"] = t_start
+            out["t_reply"] = t_end
+            out["t_end"] = t_end
+            out["wheel_angle_rad"] = state["wheel_angle_rad"]
+            out["wheel_rate_rad_s"] = state["wheel_rate_rad_s"]
+            reply.write(out, timeout_s)
+            cycles += 1
+        reply.close_writer()
+        return {"cycles": cycles, "distance_m": float(np.hypot(*state["pos_m"][:2]))}
+    finally:
+        cmd.close()
+        reply.close()
+        world.close()
 
 
 def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,

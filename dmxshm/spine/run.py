@@ -23,7 +23,7 @@ from dmxshm.errors import DmxError
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.can import run_mock_bus
+from dmxshm.spine.can import run_mock_bus, run_sim_bus
 from dmxshm.spine.law import SCHEDULES, predicted
 from dmxshm.spine.loop import run_spine
 from dmxshm.spine.records import CAN_CMD_DTYPE, CAN_REPLY_DTYPE, RECORD_DTYPE
@@ -44,7 +44,8 @@ class SpineConfig:
         frequency_hz: spine frequency (1/T).
         cpu: CPU of the spine (None: the last one).
         bus_cpu: CPU of the CAN bus (None: the one before the spine's, if any).
-        actuation: ``mock``.
+        actuation: ``mock`` (a simulated bus) or ``sim`` (a pybullet world,
+            one physics step per CAN cycle; T_c is then the step's time).
         can_cycle_s: duration T_c of a CAN cycle.
         reply_at_s: when the last servo reply comes within it (T_o; None: T_c).
         jitter_s: standard deviation of the CAN cycle's timing jitter.
@@ -78,7 +79,7 @@ class SpineConfig:
         checks = [
             (self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}"),
             (self.frequency_hz > 0, "frequency must be positive"),
-            (self.actuation == "mock", "actuation must be 'mock' (sim is not built yet)"),
+            (self.actuation in ("mock", "sim"), "actuation must be 'mock' or 'sim'"),
             (0 < self.can_cycle_s < 1 / self.frequency_hz,
              f"the CAN cycle ({self.can_cycle_s * 1e3:.3f} ms) must be shorter than the "
              f"period ({1e3 / self.frequency_hz:.3f} ms)"),
@@ -148,11 +149,12 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
         reply.close()
         procs = []
         try:
-            for role, fn, args in [
-                ("can-bus", run_mock_bus, (names, cfg.can_cycle_s, cfg.reply_at, cfg.jitter_s,
-                                           cfg.seed, bus_cpu, cfg.timeout_s)),
-                ("spine", run_spine, (cfg_run, names)),
-            ]:
+            bus = (("can-bus", run_mock_bus, (names, cfg.can_cycle_s, cfg.reply_at,
+                                              cfg.jitter_s, cfg.seed, bus_cpu, cfg.timeout_s))
+                   if cfg.actuation == "mock" else
+                   ("can-bus", run_sim_bus, (names, cfg.frequency_hz, cfg.seed, bus_cpu,
+                                             cfg.timeout_s + START_GRACE_S)))
+            for role, fn, args in [bus, ("spine", run_spine, (cfg_run, names))]:
                 mine, theirs = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_child, args=(role, fn, args, theirs), daemon=True)
                 proc.start()

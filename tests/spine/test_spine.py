@@ -116,8 +116,20 @@ def test_a_killed_spine_is_named_and_leaves_nothing() -> None:
     ({"can_cycle_s": 2e-3}, "shorter than the period"),
     ({"reply_at_s": 5e-3}, "within the CAN cycle"),
     ({"cpu": 4096}, "CPU 4096"),
-    ({"actuation": "sim"}, "not built yet"),
+    ({"actuation": "can0"}, "mock' or 'sim"),
 ])
 def test_impossible_spines_are_refused(kw: dict, words: str) -> None:
     with pytest.raises(SpineError, match=words):
         SpineConfig(**kw)
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_sim_actuation_steps_physics_once_per_can_cycle() -> None:
+    report, recs = run(SpineConfig(actuation="sim", **{**SHORT, "can_cycle_s": 1e-3,
+                                                       "reply_at_s": None}))
+    a = acting(recs)
+    assert (a["cycle"] - a["obs_cycle"] == 2).all()
+    # The replies are made when the physics step is done: within the cycle.
+    can = recs[np.isfinite(recs["can_end"])]
+    assert (can["can_reply"] <= can["can_end"]).all()
+    assert report["can_cycle_us"]["p50"] < 1e6 / SHORT["frequency_hz"]
