@@ -261,13 +261,19 @@ def _print_summary(s: Any) -> None:
               help="Work time of the built-in planner, T_p, s.")
 @click.option("--duration", "duration_s", type=float, default=10.0, show_default=True,
               help="Acting time, s (5 stop cycles come before and after).")
+@click.option("--agent", default=None,
+              help="Take actions from an agent process (forward, or module:callable) "
+                   "instead of the built-in planner; reports the agent's round trip.")
+@click.option("--action-timeout", "action_timeout_s", type=float, default=0.1,
+              show_default=True, help="An agent's action is reused until this old, then stops.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
               help="Write the report (and the law's prediction) as JSON.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Draw the timeline and histograms as a PNG (needs matplotlib).")
 def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
           can_cycle_s: float, reply_at_s: float | None, jitter_s: float, plan_s: float,
-          duration_s: float, json: str | None, plot: str | None) -> None:
+          duration_s: float, agent: str | None, action_timeout_s: float, json: str | None,
+          plot: str | None) -> None:
     """Run a pinned fixed-frequency spine that times CAN cycles.
 
     Each cycle builds an observation from the latest servo replies, plans an
@@ -284,7 +290,8 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
         require_matplotlib()
     cfg = SpineConfig(schedule=schedule, frequency_hz=frequency_hz, cpu=cpu,
                       actuation=actuation, can_cycle_s=can_cycle_s, reply_at_s=reply_at_s,
-                      jitter_s=jitter_s, plan_s=plan_s, duration_s=duration_s)
+                      jitter_s=jitter_s, plan_s=plan_s, duration_s=duration_s, agent=agent,
+                      action_timeout_s=action_timeout_s)
     click.echo(f"spine: {schedule} at {frequency_hz:g} Hz for {duration_s:g} s ...", err=True)
     report, recs = run(cfg)
     _print_spine(report)
@@ -307,8 +314,18 @@ def _print_spine(r: dict[str, Any]) -> None:
     click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10}")
     for key in ("send_minus_obs_us", "send_minus_act_us"):
         m = r[key]
+        law = r["predicted"][key]
         click.echo(f"{key[:-3].replace('_', ' '):<18} {m['mean']:>9.1f} {m['p50']:>9.1f} "
-                   f"{m['p99']:>9.1f} {r['predicted'][key]:>10.1f}")
+                   f"{m['p99']:>9.1f} {'-' if law is None else f'{law:.1f}':>10}")
+    if "agent" in r:
+        a = r["agent"]
+        click.echo(f"agent: {a['actions']} actions, {a['expired_actions']} expired"
+                   f"{', hung at the end' if a['hung'] else ''}; round trip (action written to "
+                   f"next observation read) p50 {a['round_trip_us']['p50']:.1f} us, "
+                   f"p99 {a['round_trip_us']['p99']:.1f} us")
+        click.echo("(with an agent, t_act is the agent's: the answer to an observation goes out "
+                   "one cycle later, so the law is 3T - T_o)")
+    click.echo("states: " + ", ".join(f"{k} {v}" for k, v in r["states"].items()))
 
 
 @cli.group()

@@ -17,6 +17,7 @@ again before it ends, and never waits for anything but the bus.
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 import time
@@ -67,29 +68,92 @@ def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
     cmd = Ring.attach(names["cmd"], side="writer", role="spine", spin_us=0)
     reply = Ring.attach(names["reply"], side="reader", role="spine", spin_us=0)
     records = Ring.attach(names["records"], side="writer", role="spine")
+    agent = AgentLink(names, cfg.action_timeout_s) if cfg.agent else None
     wait_start(names["start"], party=0, role="spine")
     try:
-        return {"scheduling": scheduling, **_loop(cfg, cmd, reply, records)}
+        return {"scheduling": scheduling, **_loop(cfg, cmd, reply, records, agent)}
     finally:
+        if agent is not None:
+            agent.close()
         for ring in (cmd, reply, records):
             ring.close()
 
 
-def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring) -> dict[str, Any]:
+class State(enum.IntEnum):
+    """The spine's states, as a real spine's (Vulp's ``State``)."""
+
+    SEND_STOPS = 0  # stop commands until the agent starts us (>= stop_cycles)
+    RESET = 1  # one cycle: forget the last action
+    IDLE = 2  # no fresh action: stop commands
+    ACT = 3  # send the latest action
+    SHUTDOWN = 4  # stop commands again (>= stop_cycles), then the end
+
+
+class AgentLink:
+    """The spine's side of the agent link: observations out, actions in.
+
+    The spine never waits for the agent: it publishes an observation each
+    cycle and takes the newest action if one came. An action is reused
+    until it is ``timeout_s`` old; then the spine sends stops.
+    """
+
+    def __init__(self, names: dict[str, str], timeout_s: float) -> None:
+        self.obs = Ring.attach(names["agent_obs"], side="writer", role="spine")
+        self.actions = Ring.attach(names["agent_action"], side="reader", role="spine")
+        self.timeout_s = timeout_s
+        self.slot = np.zeros((), self.obs.dtype)
+        self.last: np.ndarray | None = None
+        self.received_at = -math.inf
+        self.started = False
+        self.expired = 0
+
+    def publish(self, k: int, obs: _Obs, state: State) -> None:
+        self.slot["cycle"] = k
+        self.slot["obs_cycle"] = obs.cycle
+        self.slot["t_obs"] = obs.t_reply
+        self.slot["state"] = int(state)
+        self.slot["t_published"] = time.perf_counter()
+        self.obs.write(self.slot)
+
+    def take(self) -> np.ndarray | None:
+        """The action to send now, or None (none yet, or expired)."""
+        fresh = self.actions.try_read(newest=True)
+        now = time.perf_counter()
+        if fresh is not None:
+            self.last, self.received_at, self.started = fresh, now, True
+        if self.last is None:
+            return None
+        if now - self.received_at > self.timeout_s:
+            self.expired += self.last is not None
+            self.last = None
+            return None
+        return self.last
+
+    def close(self) -> None:
+        self.obs.close_writer()
+        self.obs.close()
+        self.actions.close()
+
+
+def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring,
+          agent: AgentLink | None = None) -> dict[str, Any]:
     period = 1.0 / cfg.frequency_hz
-    acting = int(round(cfg.duration_s * cfg.frequency_hz))
+    acting_target = int(round(cfg.duration_s * cfg.frequency_hz))
     after_sleep = cfg.schedule == "after-sleep"
     # after-sleep sends each action one cycle after planning it: one more
     # cycle at the end, so that the last stop_cycles sends are all stops.
-    total = 2 * cfg.stop_cycles + acting + int(after_sleep)
+    shutdown_cycles = cfg.stop_cycles + int(after_sleep)
+    start_limit = cfg.stop_cycles + int(cfg.timeout_s * cfg.frequency_hz)
     clock = SynchronousClock(period, start=time.perf_counter() + 0.01)
     latest = _Obs()
     inflight = False
-    pending: tuple[float, int, _Obs, np.ndarray] | None = None  # after-sleep's next action
+    pending: tuple[float, int, _Obs, np.ndarray, bool] | None = None  # after-sleep's next
     slot = np.zeros((), cmd.dtype)
     rec = np.zeros((), RECORD_DTYPE)
     can = np.full(3, math.nan)
     stop = np.zeros(2)
+    state = State.SEND_STOPS
+    counts = dict.fromkeys(State, 0)
 
     def collect() -> None:  # step 3: the CAN cycle started last cycle
         nonlocal latest, inflight
@@ -109,28 +173,56 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring) -> dict[str, Any]:
         inflight = True
         return t_send
 
-    def plan(obs: _Obs, stopping: bool) -> tuple[float, float, np.ndarray]:  # steps 1-2
+    def plan(k: int, obs: _Obs) -> tuple[float, float, _Obs, np.ndarray, bool]:  # steps 1-2
+        nonlocal state
         start = time.perf_counter()
-        end = _spin_until(start + cfg.plan_s)  # the planner's work time T_p
-        return start, end, stop if stopping else np.full(2, cfg.wheel_speed_rad_s)
+        if agent is not None:
+            agent.publish(k, obs, state)
+        if state not in (State.IDLE, State.ACT):
+            return start, start, obs, stop, False
+        if agent is None:  # the built-in planner works T_p
+            end = _spin_until(start + cfg.plan_s)
+            state = State.ACT
+            return start, end, obs, np.full(2, cfg.wheel_speed_rad_s), True
+        action = agent.take()
+        if action is None:
+            state = State.IDLE
+            return start, start, obs, stop, False
+        state = State.ACT
+        answered = _Obs(int(action["obs_cycle"]), float(action["t_obs"]))
+        return start, float(action["t_act"]), answered, action["wheels_rad_s"].copy(), True
 
-    for k in range(total):
-        stopping = k < cfg.stop_cycles or k >= cfg.stop_cycles + acting
+    k = 0
+    while True:
+        # Transitions happen at the top of a cycle; a cycle never raises out.
+        if state is State.SEND_STOPS and counts[State.SEND_STOPS] >= cfg.stop_cycles and (
+                agent is None or agent.started or counts[State.SEND_STOPS] >= start_limit):
+            state = State.RESET if agent is None or agent.started else State.SHUTDOWN
+        elif state is State.RESET:
+            state = State.IDLE
+            if agent is not None:
+                agent.last = None
+        elif state in (State.IDLE, State.ACT) and (
+                counts[State.IDLE] + counts[State.ACT] >= acting_target):
+            state = State.SHUTDOWN
+        elif state is State.SHUTDOWN and counts[State.SHUTDOWN] >= shutdown_cycles:
+            break
+        if agent is not None and state is State.SEND_STOPS:
+            agent.take()  # an agent starts the spine by sending anything
         t_tick = clock.wait_for_next_tick()
         can[:] = math.nan
         if after_sleep:
             collect()
             sent = pending
             t_send = send(k, sent[3]) if sent is not None else math.nan
-            obs = latest
-            p0, p1, wheels = plan(obs, stopping)
-            pending = (p1, k, obs, wheels)
+            p0, p1, obs, wheels, acted = plan(k, latest)
+            pending = (p1, k, obs, wheels, acted)
         else:
-            obs = latest
-            p0, p1, wheels = plan(obs, stopping)
+            p0, p1, obs, wheels, acted = plan(k, latest)
             collect()
             t_send = send(k, wheels)
-            sent = (p1, k, obs, wheels)
+            sent = (p1, k, obs, wheels, acted)
+        counts[state] += 1
         rec["cycle"] = k
         rec["t_tick"] = t_tick
         rec["t_send"] = t_send
@@ -144,10 +236,16 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring) -> dict[str, Any]:
         rec["period_s"] = clock.measured_period_s
         rec["slack_s"] = clock.slack_s
         rec["skipped"] = clock.skipped
-        rec["stopping"] = int(stopping)
+        rec["stopping"] = int(sent is None or not sent[4])  # a stop, not an action, was sent
+        rec["state"] = int(state)
         rec["wheels_rad_s"] = sent[3] if sent is not None else stop
         records.write(rec)
+        k += 1
     collect()
     cmd.close_writer()
     records.close_writer()
-    return {"cycles": total, "acting_cycles": acting, "skipped_cycles": clock.skipped}
+    return {"cycles": k, "acting_cycles": counts[State.ACT],
+            "skipped_cycles": clock.skipped,
+            "states": {s.name: n for s, n in counts.items()},
+            "expired_actions": agent.expired if agent is not None else 0,
+            "agent_started": agent.started if agent is not None else None}

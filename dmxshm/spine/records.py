@@ -22,6 +22,7 @@ field            meaning
 ``skipped``      ticks skipped since the start
 ``stopping``     1 while the spine sends stop commands
 ``wheels_rad_s``  the servo commands sent in cycle k
+``state``        the spine's state in cycle k (:class:`~dmxshm.spine.loop.State`)
 ===============  =====================================================
 """
 
@@ -35,8 +36,19 @@ RECORD_DTYPE = np.dtype([
     ("plan_start", "<f8"), ("plan_end", "<f8"),
     ("can_start", "<f8"), ("can_reply", "<f8"), ("can_end", "<f8"),
     ("period_s", "<f8"), ("slack_s", "<f8"), ("skipped", "<i8"), ("stopping", "<i8"),
-    ("wheels_rad_s", "<f8", (2,)),
+    ("wheels_rad_s", "<f8", (2,)), ("state", "<i8"),
 ])
+
+AGENT_OBS_DTYPE = np.dtype([
+    ("cycle", "<i8"), ("obs_cycle", "<i8"), ("t_obs", "<f8"), ("state", "<i8"),
+    ("t_published", "<f8"),
+])
+"""What the spine tells its agent each cycle: the observation's origin and the state."""
+
+AGENT_ACTION_DTYPE = np.dtype([
+    ("obs_cycle", "<i8"), ("t_obs", "<f8"), ("t_act", "<f8"), ("wheels_rad_s", "<f8", (2,)),
+])
+"""An agent's answer: which observation it answers, when it computed, the command."""
 
 CAN_CMD_DTYPE = np.dtype([("cycle", "<i8"), ("t_send", "<f8"), ("wheels_rad_s", "<f8", (2,))])
 """A CAN cycle to run: the cycle that sent it, when, and the servo commands."""

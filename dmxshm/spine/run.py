@@ -23,12 +23,20 @@ from dmxshm.errors import DmxError
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
+from dmxshm.spine.agent import resolve_policy, run_spine_agent
 from dmxshm.spine.can import run_mock_bus, run_sim_bus
 from dmxshm.spine.law import SCHEDULES, predicted
 from dmxshm.spine.loop import run_spine
-from dmxshm.spine.records import CAN_CMD_DTYPE, CAN_REPLY_DTYPE, RECORD_DTYPE
+from dmxshm.spine.records import (
+    AGENT_ACTION_DTYPE,
+    AGENT_OBS_DTYPE,
+    CAN_CMD_DTYPE,
+    CAN_REPLY_DTYPE,
+    RECORD_DTYPE,
+)
 
 START_GRACE_S = 30.0  # spawning a child and importing numpy, on a busy machine
+AGENT_END_GRACE_S = 2.0  # after the spine's end, an agent still busy is hung
 
 
 class SpineError(DmxError):
@@ -56,6 +64,11 @@ class SpineConfig:
         realtime_priority: ask for SCHED_FIFO.
         timeout_s: the longest the spine waits for its bus.
         seed: seed of the jitter.
+        agent: take actions from an agent process instead of the built-in
+            planner: ``forward`` or ``module:callable`` (see
+            :mod:`dmxshm.spine.agent`).
+        action_timeout_s: an agent's action is reused until it is this old;
+            then the spine sends stops (Vulp: 100 ms).
     """
 
     schedule: str = "after-action"
@@ -73,6 +86,8 @@ class SpineConfig:
     realtime_priority: bool = True
     timeout_s: float = 2.0
     seed: int = 0
+    agent: str | None = None
+    action_timeout_s: float = 0.1
 
     def __post_init__(self) -> None:
         ncpu = os.cpu_count() or 1
@@ -88,6 +103,7 @@ class SpineConfig:
             (self.reply_at_s is None or 0 <= self.reply_at_s <= self.can_cycle_s,
              "the reply instant must lie within the CAN cycle (0 <= reply-at <= can-cycle)"),
             (self.jitter_s >= 0, "jitter must be 0 or more"),
+            (self.action_timeout_s > 0, "the action timeout must be positive"),
             (self.duration_s > 0, "duration must be positive"),
             (self.stop_cycles >= 5, "a spine sends at least 5 stop cycles"),
             (self.cpu is None or 0 <= self.cpu < ncpu,
@@ -98,6 +114,8 @@ class SpineConfig:
         for ok, message in checks:
             if not ok:
                 raise SpineError(message)
+        if self.agent:
+            resolve_policy(self.agent)  # a bad agent fails here, not in a child
 
     @property
     def reply_at(self) -> float:
@@ -141,10 +159,15 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
         reply = Ring.create(reg, "spine.reply", CAN_REPLY_DTYPE, 2)
         records = Ring.create(reg, "spine.records", RECORD_DTYPE, total + 8, "overwrite")
         records.bind("reader", "supervisor")
-        start = Barrier.create(reg, "spine.start", 2)
+        start = Barrier.create(reg, "spine.start", 3 if cfg.agent else 2)
         names = {"cmd": cmd.name, "reply": reply.name, "records": records.name,
                  "start": start.name}
         start.close()
+        if cfg.agent:
+            for key, dt in (("agent_obs", AGENT_OBS_DTYPE), ("agent_action", AGENT_ACTION_DTYPE)):
+                ring = Ring.create(reg, f"spine.{key}", dt, 4, "overwrite")
+                names[key] = ring.name
+                ring.close()
         cmd.close()
         reply.close()
         procs = []
@@ -154,7 +177,11 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
                    if cfg.actuation == "mock" else
                    ("can-bus", run_sim_bus, (names, cfg.frequency_hz, cfg.seed, bus_cpu,
                                              cfg.timeout_s + START_GRACE_S)))
-            for role, fn, args in [bus, ("spine", run_spine, (cfg_run, names))]:
+            children: list[tuple[str, Any, tuple]] = [bus, ("spine", run_spine, (cfg_run, names))]
+            if cfg.agent:
+                children.append(("spine-agent", run_spine_agent,
+                                 (names, cfg.agent, bus_cpu, cfg.timeout_s + START_GRACE_S)))
+            for role, fn, args in children:
                 mine, theirs = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_child, args=(role, fn, args, theirs), daemon=True)
                 proc.start()
@@ -176,14 +203,34 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
                 conn.close()
             records.close()
     recs = np.array(rows, dtype=RECORD_DTYPE) if rows else np.zeros(0, RECORD_DTYPE)
-    return report(cfg, recs, results["spine"], (spine_cpu, bus_cpu)), recs
+    rep = report(cfg, recs, results["spine"], (spine_cpu, bus_cpu))
+    if cfg.agent:
+        rtt = np.array(results.get("spine-agent", {}).get("round_trips_s", []))
+        rep["agent"] = {
+            "started": results["spine"]["agent_started"],
+            "hung": bool(results.get("spine-agent", {}).get("hung", False)),
+            "actions": int(results.get("spine-agent", {}).get("actions", 0)),
+            "expired_actions": int(results["spine"]["expired_actions"]),
+            "round_trip_us": {"p50": _pct(rtt * 1e6, 50), "p99": _pct(rtt * 1e6, 99),
+                              "samples": len(rtt)},
+        }
+    rep["states"] = results["spine"]["states"]
+    return rep, recs
 
 
 def _watch(procs: list[tuple[str, Any, Any]], deadline: float) -> dict[str, Any]:
     results: dict[str, Any] = {}
     pending: dict[Any, str] = {conn: role for role, _, conn in procs}
+    spine_done_at: float | None = None
     while pending:
         signals.check()
+        if "spine" in results and spine_done_at is None:
+            spine_done_at = time.monotonic()
+        if (spine_done_at is not None and set(pending.values()) == {"spine-agent"}
+                and time.monotonic() - spine_done_at > AGENT_END_GRACE_S):
+            # The spine never waits for its agent; neither does its supervisor.
+            results["spine-agent"] = {"hung": True, "actions": 0, "round_trips_s": []}
+            break
         ready: list[Any] = wait_any(list(pending), timeout=0.1)
         for conn in ready:
             role = pending.pop(conn)
@@ -227,7 +274,12 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
         if len(can) else cfg.reply_at
     s_o = (acting["t_send"] - acting["t_obs"]) * 1e6
     s_a = (acting["t_send"] - acting["t_act"]) * 1e6
-    law = predicted(cfg.schedule, period, plan_s, reply_at)
+    law: dict[str, float | None] = dict(predicted(cfg.schedule, period, plan_s, reply_at))
+    if cfg.agent:
+        # The agent answers an observation after the spine has taken this
+        # cycle's action, so its answer goes out one cycle later: one more T.
+        # When it computed depends on the agent, so t_send - t_act has no law.
+        law = {"send_minus_obs_s": 3 * period - reply_at, "send_minus_act_s": None}
 
     def stats(x: np.ndarray) -> dict[str, float]:
         return {"mean": float(np.mean(x)) if len(x) else float("nan"),
@@ -244,8 +296,8 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
         "can_cycle_us": {"p50": _pct(can_cycle * 1e6, 50), "p99": _pct(can_cycle * 1e6, 99)},
         "plan_us_p50": plan_s * 1e6, "reply_at_us_p50": reply_at * 1e6,
         "send_minus_obs_us": stats(s_o), "send_minus_act_us": stats(s_a),
-        "predicted": {"send_minus_obs_us": law["send_minus_obs_s"] * 1e6,
-                      "send_minus_act_us": law["send_minus_act_s"] * 1e6},
+        "predicted": {k.replace("_s", "_us"): (v * 1e6 if v is not None else None)
+                      for k, v in law.items()},
         "config": asdict(cfg),
     }
 

@@ -133,3 +133,33 @@ def test_sim_actuation_steps_physics_once_per_can_cycle() -> None:
     can = recs[np.isfinite(recs["can_end"])]
     assert (can["can_reply"] <= can["can_end"]).all()
     assert report["can_cycle_us"]["p50"] < 1e6 / SHORT["frequency_hz"]
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_an_agent_drives_the_spine_through_its_states() -> None:
+    report, recs = run(SpineConfig(agent="forward", **SHORT))
+    states = recs["state"]
+    # Stops until the agent started it, a reset, then actions, then stops.
+    assert (states[:5] == 0).all()
+    assert 1 in states and (states == 3).sum() >= 40 and (states[-5:] == 4).all()
+    assert report["agent"]["started"] and report["agent"]["round_trip_us"]["samples"] > 10
+    a = acting(recs)
+    assert (a["wheels_rad_s"] == 5.0).all()
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_a_hung_agent_is_tolerated_then_stopped() -> None:
+    timeout_s = 0.05
+    report, recs = run(SpineConfig(agent="tests.spine_agents:hangs_after_20",
+                                   action_timeout_s=timeout_s,
+                                   **{**SHORT, "duration_s": 0.5}))
+    states = recs["state"]
+    acted = np.where(states == 3)[0]
+    idle = np.where(states == 2)[0]
+    assert len(acted) >= 20 and len(idle) > 0
+    # It reused the last action for a while after the agent went silent...
+    assert acted[-1] - acted[0] + 1 > 20
+    # ...then sent stops, and kept its period: every cycle ran.
+    assert (recs["wheels_rad_s"][idle[idle > acted[-1] + 1]] == 0).all()
+    assert report["agent"]["expired_actions"] == 1 and report["agent"]["hung"]
+    assert report["cycles"] == len(recs)
