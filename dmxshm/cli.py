@@ -309,8 +309,9 @@ def _print_spine(r: dict[str, Any]) -> None:
     click.echo(f"period us: p50 {p['p50']:.1f}, p99 {p['p99']:.1f}, max {p['max']:.1f}; "
                f"p99 |period - T| {r['period_error_us_p99']:.1f} us")
     c = r["can_cycle_us"]
+    plan = "an agent" if "agent" in r else f"{r['plan_us_p50']:.1f} us"
     click.echo(f"CAN cycle us: p50 {c['p50']:.1f}, p99 {c['p99']:.1f}; measured T_p "
-               f"{r['plan_us_p50']:.1f} us, T_o {r['reply_at_us_p50']:.1f} us")
+               f"{plan}, T_o {r['reply_at_us_p50']:.1f} us")
     click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10}")
     for key in ("send_minus_obs_us", "send_minus_act_us"):
         m = r[key]
