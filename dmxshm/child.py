@@ -40,7 +40,7 @@ class ErrorReport:
 
 def role_name(role: str, index: int) -> str:
     """``engine``, ``renderer-0``, ``agent-1``..."""
-    return role if role == "engine" else f"{role}-{index}"
+    return role if role in ("engine", "spine") else f"{role}-{index}"
 
 
 def set_process_name(name: str) -> None:
@@ -120,8 +120,10 @@ def child_main(role: str, index: int, plan: Any, conn: Any, parent_pid: int) -> 
     _die_with_parent()
     if os.getppid() != parent_pid:  # the supervisor died before the line above
         sys.exit(1)
+    from dmxshm.spine.network_spine import run_network_spine
+
     mains = {"engine": engine.run_engine, "renderer": renderer.run_renderer,
-             "agent": agent.run_agent}
+             "agent": agent.run_agent, "spine": run_network_spine}
     try:
         cpu = plan.config.pin.get(name)
         if cpu is not None:

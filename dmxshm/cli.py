@@ -162,6 +162,11 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
               help="Write the summary as JSON to this file.")
 @click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True,
               help="Longest wait of any process for another before it gives up.")
+@click.option("--spine", "use_spine", is_flag=True,
+              help="Realtime: put a pinned spine between the agents and the engine "
+                   "(pin it with --pin spine=CPU; default the last CPU).")
+@click.option("--spine-frequency", "spine_hz", type=float, default=1000.0, show_default=True,
+              help="Frequency of the --spine, Hz.")
 @click.option("--command-timeout", "command_timeout_s", type=float, default=0.5,
               show_default=True, help="Realtime: a wheel command older than this stops its robot.")
 @click.option("--rates", callback=_parse_rates, default="",
@@ -170,7 +175,8 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
 def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: int,
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
-        timeout_s: float, command_timeout_s: float, rates: dict[str, float]) -> None:
+        timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
+        rates: dict[str, float]) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -195,7 +201,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
         mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
         steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
         pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
-        command_timeout_s=command_timeout_s,
+        command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
         sensor_rates_hz={**DEFAULT_SENSOR_RATES_HZ, **rates})
     total = steps if mode == "gym" else int(round(duration_s / config.dt_s))
     with Network(config) as net, click.progressbar(
@@ -236,6 +242,12 @@ def _print_summary(s: Any) -> None:
     click.echo("time per step: " + ", ".join(
         f"{k} {v * 1e3:.3f} ms ({v / t['step_s']:.0%})" for k, v in parts)
         + f"; step {t['step_s'] * 1e3:.3f} ms")
+    if s.spine:
+        sp = s.spine
+        click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
+                   f"({sp['scheduling']}), skipped {sp['skipped_cycles']}, period p99 "
+                   f"{sp['period_us']['p99']:.1f} us, expired agent commands "
+                   f"{sum(sp['expired_commands'])}")
     click.echo(f"trajectory digest {s.trajectory_digest}")
     if s.contact_sheet:
         click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")

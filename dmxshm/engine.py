@@ -94,22 +94,32 @@ def run_engine(plan: Any, index: int = 0) -> dict[str, Any]:
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
     state_rings = [Ring.attach(n, side="writer", role="engine", spin_us=plan.spin_us)
                    for n in plan.state_rings]
+    # With a spine, the engine's only command source is the spine's CAN cycle,
+    # carrying every robot; the engine replies with the wheel states.
+    sources = plan.spine_rings[:1] if cfg.spine else plan.cmd_rings
     cmd_rings = [Ring.attach(n, side="reader", role="engine", spin_us=plan.spin_us)
-                 for n in plan.cmd_rings]
-    agent_rows = [np.array(rows) for rows in plan.agent_robots]
+                 for n in sources]
+    agent_rows = ([np.arange(cfg.robots)] if cfg.spine
+                  else [np.array(rows) for rows in plan.agent_robots])
+    spine_reply = (Ring.attach(plan.spine_rings[1], side="writer", role="engine")
+                   if cfg.spine else None)
     try:
         floor_s = wait_for_start(plan, "engine", 0)
-        loop = _gym_loop if cfg.mode == "gym" else _realtime_loop
-        result = loop(cfg, world, state_rings, cmd_rings, agent_rows)
+        if cfg.mode == "gym":
+            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows)
+        else:
+            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, spine_reply)
         for ring in state_rings:
             ring.close_writer()
+        if spine_reply is not None:
+            spine_reply.close_writer()
         result["floor_s"] = floor_s
         result["final_poses"] = poses_2d(world.state()).tolist()
         result["cmd_drops"] = sum(r.stats().drops for r in cmd_rings)
         result["state_drops"] = sum(r.stats().drops for r in state_rings)
         return result
     finally:
-        for ring in (*state_rings, *cmd_rings):
+        for ring in (*state_rings, *cmd_rings, *([spine_reply] if spine_reply else [])):
             ring.close()
         world.close()
 
@@ -156,8 +166,17 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
             "lane": lanes.report(), "metrics_s": lanes.seconds}
 
 
+def _reply_to_spine(ring: Ring, step: int, states: np.ndarray) -> None:
+    with ring.writing() as slot:
+        slot["step"] = step
+        slot["t_reply"] = time.perf_counter()
+        slot["wheel_angle_rad"] = states["wheel_angle_rad"]
+        slot["wheel_rate_rad_s"] = states["wheel_rate_rad_s"]
+
+
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
-                   agent_rows: list[np.ndarray]) -> dict[str, Any]:
+                   agent_rows: list[np.ndarray], spine_reply: Ring | None = None
+                   ) -> dict[str, Any]:
     clock = time.monotonic
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -192,6 +211,8 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
         world.apply_wheel_speeds(np.where(live[:, None], wheels, 0.0))
         world.step()
         physics_s += time.perf_counter() - t0
+        if spine_reply is not None:  # the servo replies of the spine's CAN cycle
+            _reply_to_spine(spine_reply, k, world.state())
         # Sleep until the wall clock reaches the simulated time of step k+1.
         # A late step is counted and the next one starts at once, so the
         # simulation catches up with the wall clock instead of drifting.

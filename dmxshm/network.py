@@ -145,12 +145,24 @@ class Network:
                 for names in floor_names(self.plan).values():
                     for name in names:
                         reg.create_semaphore(name, 0).close()
+            if cfg.spine:
+                from dmxshm.spine.network_spine import spine_reply_dtype
+
+                to_engine = Ring.create(reg, "spine.cmd", cmd_slot_dtype(cfg.robots), nslots,
+                                        disc)
+                to_spine = Ring.create(reg, "spine.reply", spine_reply_dtype(cfg.robots),
+                                       nslots, disc)
+                self.plan = dataclasses.replace(
+                    self.plan, spine_rings=(to_engine.name, to_spine.name))
+                to_engine.close()
+                to_spine.close()
             start = Barrier.create(reg, "start", self.plan.parties)
             self.plan = dataclasses.replace(self.plan, start_barrier=start.name)
             start.close()
             ctx = mp.get_context("spawn")
             roles = ([("engine", 0)] + [("renderer", r) for r in range(cfg.renderers)]
-                     + [("agent", a) for a in range(cfg.agents)])
+                     + [("agent", a) for a in range(cfg.agents)]
+                     + ([("spine", 0)] if cfg.spine else []))
             for role, index in roles:
                 mine, theirs = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=child_main,

@@ -62,6 +62,9 @@ class NetworkConfig:
         record_every: record every this many steps (gym) / frames.
         floor_rounds: before the run, time this many raw semaphore rounds
             along the step's paths (``dmxshm bench network``).
+        spine: realtime mode: put a pinned spine between the agents and the
+            engine (pin it with ``pin={"spine": cpu}``; default: last CPU).
+        spine_hz: the spine's frequency.
         spin_us: how long a ring wait polls before it sleeps. None: the
             environment variable DMXSHM_SPIN_US if set, else the ring's
             default when every process has a core of its own, and
@@ -91,6 +94,8 @@ class NetworkConfig:
     record_every: int = 10
     floor_rounds: int = 0
     spin_us: float | None = None
+    spine: bool = False
+    spine_hz: float = 1000.0
 
     def __post_init__(self) -> None:
         _check(self.mode in MODES, f"mode must be one of {MODES}, not {self.mode!r}")
@@ -119,9 +124,13 @@ class NetworkConfig:
         _check(self.command_timeout_s > 0, "command timeout must be positive")
         _check(self.wait_timeout_s > 0, "wait timeout must be positive")
         _check(self.record_every >= 1, "record_every must be at least 1")
+        _check(not self.spine or self.mode == "realtime",
+               "a spine runs in realtime mode only (use --mode realtime)")
+        _check(self.spine_hz > 0, "spine frequency must be positive")
         ncpu = os.cpu_count() or 1
         roles = {"engine", *(f"renderer-{i}" for i in range(self.renderers)),
-                 *(f"agent-{i}" for i in range(self.agents))}
+                 *(f"agent-{i}" for i in range(self.agents)),
+                 *(("spine",) if self.spine else ())}
         for role, cpu in self.pin.items():
             _check(role in roles, f"cannot pin {role!r}: the roles of this run are "
                                   f"{', '.join(sorted(roles))}")
@@ -160,6 +169,7 @@ class Plan:
     state_rings: tuple[str, ...] = ()
     cmd_rings: tuple[str, ...] = ()
     start_barrier: str = ""
+    spine_rings: tuple[str, ...] = ()  # (commands to the engine, its replies)
 
     @property
     def spin_us(self) -> float | None:
@@ -172,8 +182,9 @@ class Plan:
 
     @property
     def parties(self) -> int:
-        """Processes of the run: engine, renderers, agents."""
-        return 1 + len(self.renderer_robots) + len(self.agent_robots)
+        """Processes of the run: engine, renderers, agents (and the spine)."""
+        return (1 + len(self.renderer_robots) + len(self.agent_robots)
+                + int(self.config.spine))
 
     def party(self, role: str, index: int) -> int:
         """This process's slot in the start barrier."""
@@ -181,6 +192,8 @@ class Plan:
             return 0
         if role == "renderer":
             return 1 + index
+        if role == "spine":
+            return 1 + len(self.renderer_robots) + len(self.agent_robots)
         return 1 + len(self.renderer_robots) + index
 
     def links_of_renderer(self, r: int) -> list[ObsLink]:

@@ -38,6 +38,7 @@ class Summary:
     late_steps: int = 0
     max_lag_s: float = 0.0
     missed_sensor_ticks: dict[str, int] = field(default_factory=dict)
+    spine: dict[str, Any] = field(default_factory=dict)
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
@@ -104,6 +105,7 @@ def summarize(plan: Any, results: dict[str, dict[str, Any]]) -> Summary:
         sensors=sensors, drops=drops, rejected_commands=eng["rejected_commands"],
         expired_commands=eng["expired_commands"], timing=timing,
         lane=eng.get("lane", {}), recorded_frames=recorded, contact_sheet=sheet,
+        spine=results.get("spine", {}),
         late_steps=int(eng.get("late_steps", 0)), max_lag_s=float(eng.get("max_lag_s", 0.0)),
         missed_sensor_ticks={name: sum(int(r.get("missed", {}).get(name, 0)) for r in renderers)
                              for name in names},

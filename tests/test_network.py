@@ -219,3 +219,39 @@ def test_a_stopped_process_is_named_when_the_others_time_out() -> None:
         assert info.value.role == "renderer-0" and "stopped" in info.value.cause
     finally:
         net.close()
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_spine_between_agents_and_engine_drives_the_robots() -> None:
+    s = run(mode="realtime", duration_s=1.5, spine=True, camera=(0, 0), agent="lane-follow")
+    assert s.spine["cycles"] >= 1400  # 1 kHz for 1.5 s, whatever the load
+    assert s.spine["last_engine_step"] > 0  # the engine's replies reached it
+    assert min(s.lane["distance_m"]) > 0.1  # commands went through it to physics
+    assert s.lane["off_road_steps"] == [0, 0]
+
+
+def test_a_spine_needs_realtime_mode() -> None:
+    with pytest.raises(ConfigError, match="realtime"):
+        NetworkConfig(spine=True)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_killed_spine_ends_the_run_with_its_name() -> None:
+    net = Network(NetworkConfig(**{**SMALL, "mode": "realtime", "duration_s": 60.0,
+                                   "spine": True, "camera": (0, 0)}))
+    net.start()
+    try:
+        pid = next(c.proc.pid for c in net.children if c.name == "spine")
+        killed: list[int] = []
+
+        def progress(step: int) -> None:
+            if step > 5 and not killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        with pytest.raises(NetworkError) as info:
+            net.run(progress)
+        assert info.value.role == "spine" and "SIGKILL" in str(info.value)
+    finally:
+        net.close()
+    assert no_entries_of(os.getpid())

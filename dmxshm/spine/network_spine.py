@@ -1,0 +1,88 @@
+"""The spine inside a realtime network (``dmxshm run --mode realtime --spine``).
+
+One pinned spine stands between the agents and the engine, as on a real
+robot: it is the only writer of the robots' commands. Each cycle, at its own
+frequency, it (1) builds the observation from the latest wheel states the
+engine replied, (2) takes the newest command of each agent (reusing one
+until it is ``command_timeout_s`` old, then stopping the robot), (3) keeps
+the engine's latest reply, and (4) starts the next CAN cycle: it sends the
+commands of every robot to the engine, which applies them at its next
+physics step and replies with the wheel states after it. The spine never
+waits for the agents or the engine.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import psutil
+
+from dmxshm.child import wait_for_start
+from dmxshm.shm.ring import Ring
+from dmxshm.spine.clock import SynchronousClock
+from dmxshm.spine.loop import ask_realtime
+
+
+def spine_reply_dtype(robots: int) -> np.dtype:
+    """The engine's reply to the spine: wheel states after a physics step."""
+    return np.dtype([("step", "<u8"), ("t_reply", "<f8"),
+                     ("wheel_angle_rad", "<f8", (robots, 2)),
+                     ("wheel_rate_rad_s", "<f8", (robots, 2))])
+
+
+def run_network_spine(plan: Any, index: int = 0) -> dict[str, Any]:
+    """Main loop of the network's spine process."""
+    cfg = plan.config
+    cpu = cfg.pin.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
+    psutil.Process().cpu_affinity([cpu])
+    scheduling = ask_realtime()
+    agents = [Ring.attach(n, side="reader", role="spine", spin_us=0) for n in plan.cmd_rings]
+    out = Ring.attach(plan.spine_rings[0], side="writer", role="spine", spin_us=0)
+    replies = Ring.attach(plan.spine_rings[1], side="reader", role="spine", spin_us=0)
+    rows = [np.array(r) for r in plan.agent_robots]
+    wheels = np.zeros((cfg.robots, 2))
+    received = np.full(cfg.robots, -np.inf)
+    live = np.zeros(cfg.robots, bool)
+    expired = np.zeros(cfg.robots, np.int64)
+    slot = np.zeros((), out.dtype)
+    periods: list[float] = []
+    latest_step = -1
+    try:
+        wait_for_start(plan, "spine", 0)
+        clock = SynchronousClock(1.0 / cfg.spine_hz)
+        cycles = 0
+        while not (replies.closed and replies.stats().pending == 0):
+            clock.wait_for_next_tick()
+            if cycles:
+                periods.append(clock.measured_period_s)
+            now = time.monotonic()
+            for ring, r in zip(agents, rows, strict=True):  # (2) newest command of each agent
+                cmd = ring.try_read(newest=True)
+                if cmd is not None:
+                    wheels[r] = cmd["wheels_rad_s"]
+                    received[r] = now
+            fresh = now - received <= cfg.command_timeout_s
+            expired += live & ~fresh
+            live = fresh
+            reply = replies.try_read(newest=True)  # (3) the engine's latest reply
+            if reply is not None:
+                latest_step = int(reply["step"])
+            slot["step"] = cycles  # (4) the CAN cycle: every robot's command
+            slot["wall_time_s"] = time.monotonic()
+            slot["wheels_rad_s"] = np.where(live[:, None], wheels, 0.0)
+            out.write(slot)
+            cycles += 1
+        out.close_writer()
+        p = np.array(periods) * 1e6
+        return {"role": "spine", "cpu": cpu, "scheduling": scheduling, "cycles": cycles,
+                "skipped_cycles": clock.skipped, "frequency_hz": cfg.spine_hz,
+                "period_us": {"p50": float(np.percentile(p, 50)) if len(p) else 0.0,
+                              "p99": float(np.percentile(p, 99)) if len(p) else 0.0,
+                              "max": float(p.max()) if len(p) else 0.0},
+                "expired_commands": expired.tolist(), "last_engine_step": latest_step,
+                "agent_command_drops": int(sum(r.stats().drops for r in agents))}
+    finally:
+        for ring in (*agents, out, replies):
+            ring.close()
