@@ -18,6 +18,7 @@ again before it ends, and never waits for anything but the bus.
 from __future__ import annotations
 
 import enum
+import gc
 import math
 import os
 import time
@@ -70,9 +71,12 @@ def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
     records = Ring.attach(names["records"], side="writer", role="spine")
     agent = AgentLink(names, cfg.action_timeout_s) if cfg.agent else None
     wait_start(names["start"], party=0, role="spine")
+    gc.collect()
+    gc.disable()  # a real-time loop takes no garbage-collection pauses
     try:
         return {"scheduling": scheduling, **_loop(cfg, cmd, reply, records, agent)}
     finally:
+        gc.enable()
         if agent is not None:
             agent.close()
         for ring in (cmd, reply, records):
