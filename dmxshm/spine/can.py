@@ -39,8 +39,6 @@ def wait_start(name: str, party: int, role: str) -> None:
     finally:
         barrier.close()
 
-# The sim bus polls for new cycles (it is not real-time scheduled).
-BUS_SPIN_US = 5000.0
 BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
 
@@ -81,8 +79,9 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int, cpu: int 
     if cpu is not None:
         psutil.Process().cpu_affinity([cpu])
     world = World("loop", 1, seed=seed, dt_s=1.0 / frequency_hz, substeps=1)
-    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=BUS_SPIN_US)
-    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=BUS_SPIN_US)
+    scheduling = _realtime_bus()
+    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
+    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
     wait_start(names["start"], party=1, role="can-bus")
     out = np.zeros((), reply.dtype)
     cycles = 0
@@ -106,7 +105,7 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int, cpu: int 
             reply.write(out, timeout_s)
             cycles += 1
         reply.close_writer()
-        return {"cycles": cycles, "distance_m": float(np.hypot(*state["pos_m"][:2]))}
+        return {"cycles": cycles, "scheduling": scheduling}
     finally:
         cmd.close()
         reply.close()

@@ -35,6 +35,14 @@ from dmxshm.spine.records import RECORD_DTYPE
 
 RT_PRIORITY = 10  # SCHED_FIFO priority, as Vulp's SCHED_RR 10
 
+_stop_requested = False
+
+
+def request_stop(signum: int, frame: object) -> None:
+    """Signal handler: only record; the loop moves to SHUTDOWN and sends stops."""
+    global _stop_requested
+    _stop_requested = True
+
 
 @dataclass(frozen=True)
 class _Obs:
@@ -198,8 +206,11 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring,
 
     k = 0
     while True:
-        # Transitions happen at the top of a cycle; a cycle never raises out.
-        if state is State.SEND_STOPS and counts[State.SEND_STOPS] >= cfg.stop_cycles and (
+        # Transitions happen at the top of a cycle. Only the bus can end a
+        # cycle early (a dead or silent bus raises: nothing can be sent then).
+        if _stop_requested and state is not State.SHUTDOWN:
+            state = State.SHUTDOWN
+        elif state is State.SEND_STOPS and counts[State.SEND_STOPS] >= cfg.stop_cycles and (
                 agent is None or agent.started or counts[State.SEND_STOPS] >= start_limit):
             state = State.RESET if agent is None or agent.started else State.SHUTDOWN
         elif state is State.RESET:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import time
 import traceback
 from dataclasses import asdict, dataclass
@@ -131,10 +132,19 @@ class SpineConfig:
         return spine, bus
 
 
-def _child(role: str, fn: Any, args: tuple, conn: Any) -> None:
-    from dmxshm.child import set_process_name
+def _child(role: str, fn: Any, args: tuple, conn: Any, parent_pid: int) -> None:
+    from dmxshm.child import _die_with_parent, set_process_name
+    from dmxshm.spine import loop
 
     set_process_name(f"dmx-{role}")
+    _die_with_parent()  # real-time children must not outlive a SIGKILLed supervisor
+    if os.getppid() != parent_pid:
+        raise SystemExit(1)
+    if role == "spine":  # handlers only record: the loop goes to SHUTDOWN and sends stops
+        signal.signal(signal.SIGINT, loop.request_stop)
+        signal.signal(signal.SIGTERM, loop.request_stop)
+    else:  # the bus and the agent end when the spine closes their rings
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         conn.send(("ok", fn(*args)))
     except BaseException as exc:  # noqa: BLE001  every failure must reach the parent
@@ -152,7 +162,10 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
     """
     spine_cpu, bus_cpu = cfg.cpus()
     cfg_run = _with_cpu(cfg, spine_cpu)
-    total = 2 * cfg.stop_cycles + int(round(cfg.duration_s * cfg.frequency_hz)) + 1
+    # The most cycles the spine can run: stops until its agent starts it (up
+    # to timeout_s), a reset, the acting cycles, the shutdown stops.
+    total = (2 * cfg.stop_cycles + int(cfg.timeout_s * cfg.frequency_hz)
+             + int(round(cfg.duration_s * cfg.frequency_hz)) + 2)
     ctx = mp.get_context("spawn")
     with Registry() as reg:
         cmd = Ring.create(reg, "spine.cmd", CAN_CMD_DTYPE, 2)
@@ -183,7 +196,8 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
                                  (names, cfg.agent, bus_cpu, cfg.timeout_s + START_GRACE_S)))
             for role, fn, args in children:
                 mine, theirs = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(role, fn, args, theirs), daemon=True)
+                proc = ctx.Process(target=_child, args=(role, fn, args, theirs, os.getpid()),
+                                   daemon=True)
                 proc.start()
                 theirs.close()
                 procs.append((role, proc, mine))
@@ -193,7 +207,9 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
             while (item := records.try_read(newest=False)) is not None:
                 rows.append(item)
         finally:
-            for _, proc, conn in procs:
+            # The spine first: SIGTERM makes it send its shutdown stops, which
+            # needs the bus still there; then the others.
+            for _, proc, conn in sorted(procs, key=lambda p: p[0] != "spine"):
                 if proc.is_alive():
                     proc.terminate()
                 proc.join(5)
@@ -204,11 +220,13 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
             records.close()
     recs = np.array(rows, dtype=RECORD_DTYPE) if rows else np.zeros(0, RECORD_DTYPE)
     rep = report(cfg, recs, results["spine"], (spine_cpu, bus_cpu))
+    rep = _no_nan(rep)
     if cfg.agent:
         rtt = np.array(results.get("spine-agent", {}).get("round_trips_s", []))
         rep["agent"] = {
             "started": results["spine"]["agent_started"],
             "hung": bool(results.get("spine-agent", {}).get("hung", False)),
+            "failed": results.get("spine-agent", {}).get("failed"),
             "actions": int(results.get("spine-agent", {}).get("actions", 0)),
             "expired_actions": int(results["spine"]["expired_actions"]),
             "round_trip_us": {"p50": _pct(rtt * 1e6, 50), "p99": _pct(rtt * 1e6, 99),
@@ -242,6 +260,10 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float) -> dict[str, Any]
                 raise SpineError(f"{role} (pid {proc.pid}) died: exit code {proc.exitcode}"
                                  ) from None
             if status == "error":
+                if role == "spine-agent":  # tolerated: the spine expires its action
+                    results[role] = {"failed": value.splitlines()[0], "actions": 0,
+                                     "round_trips_s": []}
+                    continue
                 raise SpineError(f"{role} failed: {value}")
             results[role] = value
         if time.monotonic() > deadline:
@@ -253,6 +275,19 @@ def _with_cpu(cfg: SpineConfig, cpu: int) -> SpineConfig:
     from dataclasses import replace
 
     return replace(cfg, cpu=cpu)
+
+
+def _no_nan(obj: Any) -> Any:
+    """NaN (no data) as None, so that the JSON report is valid JSON."""
+    if isinstance(obj, dict):
+        return {k: _no_nan(v) for k, v in obj.items()}
+    if isinstance(obj, float) and obj != obj:
+        return None
+    return obj
+
+
+def _us(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e6
 
 
 def _pct(x: np.ndarray, q: float) -> float:
@@ -267,8 +302,16 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
     periods = recs["period_s"][np.isfinite(recs["period_s"])]
     can = recs[np.isfinite(recs["can_end"])]
     can_cycle = can["can_end"] - _sent_at(recs, can["cycle"] - 1)
-    plan_s = (float(np.median(acting["plan_end"] - acting["plan_start"])) if len(acting)
-              else cfg.plan_s)
+    # T_p as the note means it: planning time from the start of the cycle's
+    # "plan // can" (after-sleep: the CAN start, after step 3's few us) or the
+    # plan itself (after-action).
+    if not len(acting):
+        plan_s = cfg.plan_s
+    elif cfg.schedule == "after-sleep":
+        plan_s = float(np.nanmedian(_plan_end_of(recs, acting["act_cycle"])
+                                    - _sent_at(recs, acting["act_cycle"])))
+    else:
+        plan_s = float(np.median(acting["plan_end"] - acting["plan_start"]))
     # Medians: one stall of the machine must not move the prediction.
     reply_at = float(np.nanmedian(can["can_reply"] - _sent_at(recs, can["cycle"] - 1))) \
         if len(can) else cfg.reply_at
@@ -296,17 +339,29 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
         "can_cycle_us": {"p50": _pct(can_cycle * 1e6, 50), "p99": _pct(can_cycle * 1e6, 99)},
         "plan_us_p50": plan_s * 1e6, "reply_at_us_p50": reply_at * 1e6,
         "send_minus_obs_us": stats(s_o), "send_minus_act_us": stats(s_a),
-        "predicted": {k.replace("_s", "_us"): (v * 1e6 if v is not None else None)
-                      for k, v in law.items()},
+        "predicted": {"send_minus_obs_us": _us(law["send_minus_obs_s"]),
+                      "send_minus_act_us": _us(law["send_minus_act_s"])},
         "config": asdict(cfg),
     }
 
 
+def _plan_end_of(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
+    """plan_end of the given cycles (NaN where unknown)."""
+    size = int(max(recs["cycle"].max(), cycles.max())) if len(recs) and len(cycles) else 0
+    by_cycle = np.full(size + 2, np.nan)
+    by_cycle[recs["cycle"]] = recs["plan_end"]
+    ok = (cycles >= 0) & (cycles < len(by_cycle))
+    out = np.full(len(cycles), np.nan)
+    out[ok] = by_cycle[cycles[ok]]
+    return out
+
+
 def _sent_at(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
     """t_send of the CAN cycles started in ``cycles`` (NaN where unknown)."""
-    by_cycle = np.full(len(recs) + 1, np.nan)
+    size = int(max(recs["cycle"].max() if len(recs) else 0, cycles.max() if len(cycles) else 0))
+    by_cycle = np.full(size + 2, np.nan)
     by_cycle[recs["cycle"]] = recs["t_send"]
-    ok = (cycles >= 0) & (cycles < len(recs))
+    ok = (cycles >= 0) & (cycles < len(by_cycle))
     out = np.full(len(cycles), np.nan)
     out[ok] = by_cycle[cycles[ok]]
     return out

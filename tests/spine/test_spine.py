@@ -39,6 +39,14 @@ def test_the_pipeline_follows_the_note(schedule: str) -> None:
     lag = 0 if schedule == "after-action" else 1
     assert (a["cycle"] - a["act_cycle"] == lag).all()
     assert (a["t_obs"] < a["t_act"]).all() and (a["t_act"] <= a["t_send"]).all()
+    # The recorded instants are the pipeline's own, not computed: t_obs is the
+    # last reply of the CAN cycle collected in cycle k - 1 (started in k - 2),
+    # and t_act the end of the plan of cycle k - lag.
+    by_cycle = {int(r["cycle"]): r for r in recs}
+    for r in a:
+        k = int(r["cycle"])
+        assert r["t_obs"] == by_cycle[k - 1]["can_reply"]
+        assert r["t_act"] == by_cycle[k - lag]["plan_end"]
     if schedule == "after-sleep":  # sent at the tick, before any planning of its cycle
         assert (a["t_send"] <= a["plan_start"]).all()
     else:  # sent when the plan of its own cycle ends
@@ -163,3 +171,41 @@ def test_a_hung_agent_is_tolerated_then_stopped() -> None:
     assert (recs["wheels_rad_s"][idle[idle > acted[-1] + 1]] == 0).all()
     assert report["agent"]["expired_actions"] == 1 and report["agent"]["hung"]
     assert report["cycles"] == len(recs)
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_a_crashing_agent_is_tolerated_and_reported() -> None:
+    report, recs = run(SpineConfig(agent="tests.spine_agents:crashes_after_20",
+                                   action_timeout_s=0.05, **{**SHORT, "duration_s": 0.5}))
+    assert "agent crashed on purpose" in report["agent"]["failed"]
+    assert (recs["state"][-5:] == 4).all() and (recs["wheels_rad_s"][-5:] == 0).all()
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_an_agent_that_starts_late_keeps_the_spine_sending_stops() -> None:
+    report, recs = run(SpineConfig(agent="tests.spine_agents:starts_late", **SHORT))
+    waited = (recs["state"] == 0).sum()
+    assert waited > 5 + 0.2 * SHORT["frequency_hz"]  # stop cycles while it waited
+    assert (recs["wheels_rad_s"][recs["state"] == 0] == 0).all()
+    assert report["acting_cycles"] > 0
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_ctrl_c_makes_the_spine_send_its_shutdown_stops() -> None:
+    me = os.getpid()
+    out: list[tuple] = []
+    thread = threading.Thread(target=lambda: out.append(
+        run(SpineConfig(**{**SHORT, "duration_s": 60.0}))))
+    thread.start()
+    deadline = time.monotonic() + SPINE_TIMEOUT_S / 2
+    victim = None
+    while victim is None:
+        assert time.monotonic() < deadline
+        victim = next((c for c in psutil.Process(me).children() if c.name() == "dmx-spine"), None)
+        time.sleep(0.05)
+    time.sleep(0.5)  # the behaviour under test: interrupt it while it acts
+    os.kill(victim.pid, signal.SIGINT)
+    thread.join(SPINE_TIMEOUT_S / 2)
+    (report, recs), = out
+    assert report["cycles"] < 60 * SHORT["frequency_hz"]
+    assert (recs["state"][-5:] == 4).all() and (recs["wheels_rad_s"][-5:] == 0).all()
