@@ -1,0 +1,165 @@
+"""``dmxshm/DuckieLane-v0``: one robot keeping its lane on the ``loop`` map.
+
+A Gymnasium environment over one pybullet world, in the calling process.
+
+* **Action**: ``Box(-1, 1, (2,))``, left and right wheel, scaled to
+  ``MAX_WHEEL_SPEED_RAD_S`` (25 rad/s, 0.8 m/s at the rim).
+* **Observation** (``obs=``):
+
+  - ``"state"``: float32 vector of :data:`STATE_FIELDS`: lateral offset from
+    the right-lane centre (m, + left), heading error (rad, + left), forward
+    speed (m/s), yaw rate (rad/s), IMU acceleration x, y, z (m/s^2) and
+    angular velocity x, y, z (rad/s) in the robot frame, time-of-flight
+    range (m, 1.2 when nothing is ahead);
+  - ``"camera"``: uint8 ``(H, W, 3)`` from the robot's camera, size ``camera=(W, H)``;
+  - ``"both"``: ``Dict(state=..., camera=...)``.
+* **Reward**: progress along the lane in the step (m, forward speed times
+  cos of the heading error times dt) minus ``offset_penalty`` times the
+  absolute lateral offset (m) times dt.
+* **Terminated** when the robot leaves the road; **truncated** after
+  ``max_episode_steps`` steps (default 1000, 33 s of simulated time).
+* ``reset(seed=...)`` seeds the start: a lane position anywhere on the map
+  (start tile and place on it) plus pose noise (``pose_noise_m``,
+  ``yaw_noise_rad``).
+
+Example:
+    >>> import gymnasium, dmxshm
+    >>> env = gymnasium.make("dmxshm/DuckieLane-v0")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, obs.dtype
+    ((11,), dtype('float32'))
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from dmxshm.matrix.camera import Camera
+from dmxshm.matrix.sensors import TimeOfFlight, imu
+from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
+from dmxshm.world.state import poses_2d, rest_states, rotation_matrices
+from dmxshm.world.world import World
+
+STATE_FIELDS = ("lane_offset_m", "heading_err_rad", "speed_m_s", "yaw_rate_rad_s",
+                "acc_x", "acc_y", "acc_z", "gyro_x", "gyro_y", "gyro_z", "tof_m")
+OBS_KINDS = ("state", "camera", "both")
+# Bounds of the state vector (values are clipped into them).
+STATE_HIGH = np.array([1.0, np.pi, 2.0, 20.0, 50.0, 50.0, 50.0, 20.0, 20.0, 20.0, 1.2],
+                      dtype=np.float32)
+STATE_LOW = -STATE_HIGH
+STATE_LOW[-1] = 0.0
+
+
+class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
+    """See the module docstring. Keyword arguments:
+
+    Args:
+        obs: ``"state"``, ``"camera"`` or ``"both"``.
+        camera: ``(width, height)`` of the camera.
+        map: bundled map name or map file.
+        max_episode_steps: truncation (0: never).
+        offset_penalty: reward lost per metre of offset per second.
+        pose_noise_m: standard deviation of the start position noise.
+        yaw_noise_rad: standard deviation of the start heading noise.
+        dt_s: simulated time per step.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(self, obs: str = "state", camera: tuple[int, int] = (160, 120),
+                 map: str = "loop", max_episode_steps: int = 1000,  # noqa: A002
+                 offset_penalty: float = 2.0, pose_noise_m: float = 0.02,
+                 yaw_noise_rad: float = 0.1, dt_s: float = 1.0 / 30.0,
+                 render_mode: str | None = None) -> None:
+        if obs not in OBS_KINDS:
+            raise ValueError(f"obs must be one of {OBS_KINDS}, not {obs!r}")
+        self.obs_kind = obs
+        self.world = World(map, 1, seed=0, dt_s=dt_s)
+        self.camera = Camera(*camera) if obs in ("camera", "both") or render_mode else None
+        self.tof = TimeOfFlight()
+        self.max_episode_steps = max_episode_steps
+        self.offset_penalty = offset_penalty
+        self.pose_noise_m = pose_noise_m
+        self.yaw_noise_rad = yaw_noise_rad
+        self.render_mode = render_mode
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        state_space = spaces.Box(STATE_LOW, STATE_HIGH, dtype=np.float32)
+        camera_space = spaces.Box(0, 255, (camera[1], camera[0], 3), np.uint8)
+        self.observation_space: spaces.Space[Any] = {
+            "state": state_space, "camera": camera_space,
+            "both": spaces.Dict({"state": state_space, "camera": camera_space}),
+        }[obs]
+        self._steps = 0
+
+    # -- helpers ---------------------------------------------------------------
+    def _lane(self, state: np.ndarray) -> tuple[float, float, bool]:
+        x, y, yaw = poses_2d(state)[0]
+        lane = self.world.road_map.lane_pose(float(x), float(y), float(yaw))
+        return lane.offset_m, lane.heading_err_rad, lane.on_road
+
+    def _observe(self, state: np.ndarray, lane: tuple[float, float, bool]) -> Any:
+        out: dict[str, Any] = {}
+        if self.obs_kind in ("state", "both"):
+            row = state[0]
+            rot = rotation_matrices(row["quat_xyzw"])
+            v_robot = rot.T @ row["lin_vel_m_s"]
+            acc, gyro = imu(row)
+            offset, heading, _ = lane
+            out["state"] = np.array(
+                [np.nan_to_num(offset), np.nan_to_num(heading), v_robot[0],
+                 row["ang_vel_rad_s"][2], *acc, *gyro,
+                 self.tof.measure(self.world.client, row)], dtype=np.float32)
+            np.clip(out["state"], STATE_LOW, STATE_HIGH, out=out["state"])
+        if self.obs_kind in ("camera", "both"):
+            assert self.camera is not None
+            out["camera"] = self.camera.render(self.world.client, state[0])
+        return out if self.obs_kind == "both" else out[self.obs_kind]
+
+    # -- gymnasium API ---------------------------------------------------------
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        rng = self.np_random
+        self.world.reset(0)
+        x, y, yaw = self.world.road_map.start_poses(1, rng)[0]
+        direction = np.array([np.cos(yaw), np.sin(yaw)])
+        lateral = np.array([-direction[1], direction[0]])
+        offset = rng.normal(0.0, self.pose_noise_m)
+        x, y = np.array([x, y]) + offset * lateral
+        yaw = yaw + rng.normal(0.0, self.yaw_noise_rad)
+        self.world.set_state(rest_states([(float(x), float(y), float(yaw))]))
+        self._steps = 0
+        state = self.world.state()
+        lane = self._lane(state)
+        return self._observe(state, lane), {"lane_offset_m": lane[0], "on_road": lane[2]}
+
+    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        a = np.clip(np.asarray(action, dtype=np.float64).reshape(2), -1.0, 1.0)
+        self.world.apply_wheel_speeds((a * MAX_WHEEL_SPEED_RAD_S)[None, :])
+        self.world.step()
+        self._steps += 1
+        state = self.world.state()
+        offset, heading, on_road = lane = self._lane(state)
+        rot = rotation_matrices(state[0]["quat_xyzw"])
+        speed = float((rot.T @ state[0]["lin_vel_m_s"])[0])
+        dt = self.world.dt_s
+        progress = speed * float(np.cos(np.nan_to_num(heading))) * dt
+        reward = progress - self.offset_penalty * abs(float(np.nan_to_num(offset))) * dt
+        terminated = not on_road
+        truncated = bool(self.max_episode_steps) and self._steps >= self.max_episode_steps
+        info = {"lane_offset_m": offset, "on_road": on_road, "progress_m": progress}
+        return self._observe(state, lane), float(reward), terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode != "rgb_array":
+            return None
+        camera = self.camera or Camera()
+        return camera.render(self.world.client, self.world.state()[0])
+
+    def close(self) -> None:
+        self.world.close()
