@@ -90,10 +90,11 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         state_space = spaces.Box(STATE_LOW, STATE_HIGH, dtype=np.float32)
         camera_space = spaces.Box(0, 255, (camera[1], camera[0], 3), np.uint8)
-        self.observation_space: spaces.Space[Any] = {
+        kinds: dict[str, spaces.Space[Any]] = {
             "state": state_space, "camera": camera_space,
             "both": spaces.Dict({"state": state_space, "camera": camera_space}),
-        }[obs]
+        }
+        self.observation_space = kinds[obs]
         self._steps = 0
 
     # -- helpers ---------------------------------------------------------------
