@@ -1,0 +1,293 @@
+"""Batch mode: a Gymnasium ``VectorEnv`` of DuckieLane worlds over shared memory.
+
+``make_vec(num_envs, num_workers)`` shards N worlds over W worker processes
+(default: one per core). Actions, observations, rewards and flags live in
+shared-memory arrays; a step is one semaphore post to each worker and one
+back, and nothing is pickled on the step path.
+
+Autoreset follows Gymnasium's default, ``NEXT_STEP``: the step after an
+episode ended resets that sub-environment and returns its first observation,
+with reward 0 and both flags False; the action given for it is ignored.
+
+``copy=True`` (default) returns arrays that belong to the caller; with
+``copy=False`` the observations, rewards and flags are views of the shared
+memory, overwritten by the next ``step`` or ``reset``: read or copy them
+before stepping again.
+
+Determinism: sub-environment i is seeded with ``seed + i`` and owns its own
+random stream, so the same seed gives bit-identical observations and
+rewards whatever ``num_workers`` is.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+import traceback
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import posix_ipc
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from dmxshm.errors import DmxError, DmxTimeoutError
+from dmxshm.shm.names import make_name
+from dmxshm.shm.registry import Registry
+from dmxshm.shm.segment import Segment
+from dmxshm.shm.waiting import LIVENESS_POLL_S
+
+STEP, RESET, CLOSE = 1, 2, 3
+DEFAULT_TIMEOUT_S = 60.0
+
+
+class WorkerError(DmxError):
+    """A batch worker died or raised; names the worker, its pid and the cause."""
+
+
+def _fields(space: gym.Space[Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    if isinstance(space, gym.spaces.Dict):
+        return {k: (s.shape, s.dtype) for k, s in space.spaces.items()}  # type: ignore[misc]
+    return {"": (space.shape, space.dtype)}  # type: ignore[dict-item]
+
+
+class _Arrays:
+    """The shared arrays of a batch, laid out in one segment."""
+
+    def __init__(self, seg: Segment, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]],
+                 workers: int) -> None:
+        self.segment = seg
+        layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
+            ("actions", (n, 2), np.dtype(np.float32)), ("rewards", (n,), np.dtype(np.float64)),
+            ("terminated", (n,), np.dtype(np.bool_)), ("truncated", (n,), np.dtype(np.bool_)),
+            ("seeds", (n,), np.dtype(np.int64)), ("command", (workers,), np.dtype(np.int64))]
+        layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
+        self.views: dict[str, np.ndarray] = {}
+        offset = 0
+        for name, shape, dtype in layout:
+            offset = -(-offset // 64) * 64
+            self.views[name] = seg.ndarray(dtype, shape, offset)
+            offset += int(np.prod(shape)) * dtype.itemsize
+
+    @staticmethod
+    def size(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int) -> int:
+        total = 64 * 16 + n * (8 + 8 + 1 + 1 + 8) + workers * 8
+        total += sum(n * int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in obs.values())
+        return total + 64 * (6 + len(obs))
+
+
+def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
+            env_kwargs: dict[str, Any], conn: Any, parent_pid: int) -> None:
+    from dmxshm.child import _die_with_parent, set_process_name
+    from dmxshm.env import DuckieLaneEnv
+
+    set_process_name(f"dmx-batch-{index}")
+    _die_with_parent()
+    envs: list[DuckieLaneEnv] = []
+    try:
+        envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]
+        seg = Segment.attach(names["arrays"])
+        arrays = _Arrays(seg, n, _fields(envs[0].observation_space), workers)
+        v = arrays.views
+        go = posix_ipc.Semaphore(names[f"go.{index}"])
+        done = posix_ipc.Semaphore(names[f"done.{index}"])
+        pending_reset = [False] * len(envs)
+        keys = [k for k in v if k.startswith("obs:")]
+
+        def put(i: int, obs: Any) -> None:
+            for key in keys:
+                v[key][i] = obs[key[4:]] if key != "obs:" else obs
+
+        while True:
+            while True:  # wait for a command; give up if the parent is gone
+                try:
+                    go.acquire(LIVENESS_POLL_S * 20)
+                    break
+                except posix_ipc.BusyError:
+                    if os.getppid() != parent_pid:
+                        return
+            command = int(v["command"][index])
+            if command == CLOSE:
+                break
+            for j, env in enumerate(envs):
+                i = lo + j
+                if command == RESET or pending_reset[j]:
+                    seed = int(v["seeds"][i]) if command == RESET else -1
+                    obs, _ = env.reset(seed=None if seed < 0 else seed)
+                    reward, terminated, truncated = 0.0, False, False
+                    pending_reset[j] = False
+                else:
+                    obs, reward, terminated, truncated, _ = env.step(v["actions"][i])
+                    pending_reset[j] = terminated or truncated
+                put(i, obs)
+                v["rewards"][i] = reward
+                v["terminated"][i] = terminated
+                v["truncated"][i] = truncated
+            done.release()
+        conn.send(("ok", None))
+    except BaseException as exc:  # noqa: BLE001  every failure must reach the parent
+        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+    finally:
+        for env in envs:
+            env.close()
+        conn.close()
+
+
+class DmxVectorEnv(VectorEnv):
+    """N DuckieLane worlds over W worker processes (see the module docstring)."""
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int, num_workers: int | None = None, obs: str = "state",
+                 camera: tuple[int, int] = (160, 120), seed: int | None = None,
+                 copy: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 **env_kwargs: Any) -> None:
+        from dmxshm.env import DuckieLaneEnv
+
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, not {num_envs}")
+        workers = min(num_workers or os.cpu_count() or 1, num_envs)
+        self.num_envs = num_envs
+        self.num_workers = workers
+        self.copy = copy
+        self.timeout_s = timeout_s
+        self._seed = seed
+        kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
+        probe = DuckieLaneEnv(**kwargs)
+        self.single_observation_space = probe.observation_space
+        self.single_action_space = probe.action_space
+        probe.close()
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._fields = _fields(self.single_observation_space)
+        self._registry = Registry()
+        self._procs: list[tuple[Any, Any]] = []
+        self.closed = False
+        try:
+            seg = self._registry.create_segment(
+                "batch", _Arrays.size(num_envs, self._fields, workers))
+            self._arrays = _Arrays(seg, num_envs, self._fields, workers)
+            names = {"arrays": seg.name}
+            self._go: list[Any] = []
+            self._done: list[Any] = []
+            for w in range(workers):
+                for kind, lst in (("go", self._go), ("done", self._done)):
+                    name = make_name(self._registry.token, f"batch.{kind}.{w}")
+                    lst.append(self._registry.create_semaphore(name, 0))
+                    names[f"{kind}.{w}"] = name
+            ctx = mp.get_context("spawn")
+            bounds = np.array_split(np.arange(num_envs), workers)
+            for w, block in enumerate(bounds):
+                mine, theirs = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_worker, daemon=True, args=(
+                    w, names, int(block[0]), int(block[-1]) + 1, num_envs, workers, kwargs,
+                    theirs, os.getpid()))
+                proc.start()
+                theirs.close()
+                self._procs.append((proc, mine))
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the step path ---------------------------------------------------------
+    def _run(self, command: int) -> None:
+        self._arrays.views["command"][:] = command
+        for sem in self._go:
+            sem.release()
+        deadline = time.monotonic() + self.timeout_s
+        for w, sem in enumerate(self._done):
+            while True:
+                try:
+                    sem.acquire(LIVENESS_POLL_S)
+                    break
+                except (posix_ipc.BusyError, posix_ipc.SignalError):
+                    self._check_worker(w)
+                    if time.monotonic() > deadline:
+                        raise DmxTimeoutError(
+                            f"batch worker {w} (pid {self._procs[w][0].pid}) did not answer "
+                            f"within {self.timeout_s:.0f} s") from None
+
+    def _check_worker(self, w: int) -> None:
+        proc, conn = self._procs[w]
+        cause = None
+        message = None
+        if conn.poll():
+            try:
+                message = conn.recv()
+            except EOFError:  # died without a word: its exit code tells how
+                proc.join(1.0)
+        if message is not None:
+            cause = message[1] if message[0] == "error" else "it ended"
+        elif not proc.is_alive():
+            code = proc.exitcode
+            cause = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        if cause is not None:
+            raise WorkerError(f"batch worker {w} (pid {proc.pid}) failed: {cause}")
+
+    def _obs(self) -> Any:
+        v = self._arrays.views
+        if "obs:" in v:
+            return v["obs:"].copy() if self.copy else v["obs:"]
+        return {k[4:]: (v[k].copy() if self.copy else v[k]) for k in v if k.startswith("obs:")}
+
+    def _out(self, name: str) -> np.ndarray:
+        arr = self._arrays.views[name]
+        return arr.copy() if self.copy else arr
+
+    def reset(self, *, seed: int | list[int] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Reset every sub-environment (``seed``: int for seed + i, or one per env)."""
+        self._check_open()
+        if seed is None:
+            seed = self._seed
+            self._seed = None  # later resets continue the random streams
+        if seed is None:
+            seeds = [-1] * self.num_envs
+        elif isinstance(seed, int):
+            seeds = [seed + i for i in range(self.num_envs)]
+        else:
+            seeds = [-1 if s is None else int(s) for s in seed]
+        self._arrays.views["seeds"][:] = seeds
+        self._run(RESET)
+        return self._obs(), {}
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        self._check_open()
+        self._arrays.views["actions"][:] = actions
+        self._run(STEP)
+        return (self._obs(), self._out("rewards"), self._out("terminated"),
+                self._out("truncated"), {})
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise DmxError("this vector env is closed")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Stop the workers and unlink the shared memory; always returns."""
+        procs, self._procs = self._procs, []
+        try:
+            if procs and all(p.is_alive() for p, _ in procs):
+                self._arrays.views["command"][:] = CLOSE
+                for sem in self._go:
+                    sem.release()
+            for proc, conn in procs:
+                proc.join(2.0)
+                if proc.is_alive():
+                    proc.terminate()
+                    proc.join(2.0)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+                conn.close()
+        finally:
+            self._registry.unlink_all()
+
+
+def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
+             camera: tuple[int, int] = (160, 120), seed: int | None = None, copy: bool = True,
+             **env_kwargs: Any) -> DmxVectorEnv:
+    """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring)."""
+    return DmxVectorEnv(num_envs, num_workers, obs=obs, camera=camera, seed=seed, copy=copy,
+                        **env_kwargs)

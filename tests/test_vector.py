@@ -1,0 +1,126 @@
+"""Batch mode: the shared-memory VectorEnv."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import dmxshm
+from dmxshm.shm.names import list_entries
+from dmxshm.vector import WorkerError
+
+VEC_TIMEOUT_S = 120
+DETECT_S = 2.0
+
+
+def actions(n: int, steps: int, seed: int = 7) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1, 1, (steps, n, 2)).astype(np.float32)
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_shapes_dtypes_and_a_smoke_run() -> None:
+    env = dmxshm.make_vec(4, num_workers=2, seed=0)
+    try:
+        assert env.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+        obs, info = env.reset()
+        assert obs.shape == (4, 11) and obs.dtype == np.float32 and info == {}
+        for a in actions(4, 300):
+            obs, reward, terminated, truncated, _ = env.step(a)
+        assert reward.shape == (4,) and reward.dtype == np.float64
+        assert terminated.dtype == np.bool_ and truncated.dtype == np.bool_
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_autoreset_happens_on_the_step_after_the_end() -> None:
+    env = dmxshm.make_vec(2, num_workers=1, seed=0, max_episode_steps=3)
+    try:
+        first, _ = env.reset()
+        a = np.zeros((2, 2), np.float32)
+        for _ in range(2):
+            _, _, _, truncated, _ = env.step(a)
+            assert not truncated.any()
+        _, _, _, truncated, _ = env.step(a)
+        assert truncated.all()  # the episode ended here...
+        obs, reward, terminated, truncated, _ = env.step(a)  # ...and this step resets it
+        assert (reward == 0).all() and not terminated.any() and not truncated.any()
+        assert not np.array_equal(obs, first)  # a new episode: its own seeded start
+    finally:
+        env.close()
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_copy_semantics() -> None:
+    for copy in (True, False):
+        env = dmxshm.make_vec(2, num_workers=1, seed=0, copy=copy)
+        try:
+            obs0, _ = env.reset()
+            kept = obs0.copy()
+            env.step(np.ones((2, 2), np.float32))
+            obs1, *_ = env.step(np.ones((2, 2), np.float32))
+            if copy:
+                assert np.array_equal(obs0, kept)  # ours: the next step cannot touch it
+            else:
+                assert np.shares_memory(obs0, obs1)  # a view of the shared arrays
+                assert not np.array_equal(obs0, kept)
+        finally:
+            env.close()
+
+
+def run(workers: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    env = dmxshm.make_vec(6, num_workers=workers, seed=seed, max_episode_steps=40)
+    try:
+        obs, _ = env.reset()
+        all_obs, all_rew = [obs], []
+        for a in actions(6, 100):
+            obs, reward, *_ = env.step(a)
+            all_obs.append(obs)
+            all_rew.append(reward)
+        return np.array(all_obs), np.array(all_rew)
+    finally:
+        env.close()
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_same_seed_same_batch_whatever_the_worker_count() -> None:
+    (o1, r1), (o2, r2) = run(1), run(2)
+    assert np.array_equal(o1, o2) and np.array_equal(r1, r2)
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_a_killed_worker_is_named_and_nothing_leaks() -> None:
+    env = dmxshm.make_vec(4, num_workers=2, seed=0)
+    try:
+        env.reset()
+        proc = env._procs[1][0]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+        t0 = time.monotonic()
+        with pytest.raises(WorkerError) as info:
+            env.step(np.zeros((4, 2), np.float32))
+        assert time.monotonic() - t0 < DETECT_S
+        assert f"pid {proc.pid}" in str(info.value) and "signal 9" in str(info.value)
+    finally:
+        env.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_gymnasium_make_vec_and_wrappers() -> None:
+    env = gymnasium.make_vec("dmxshm/DuckieLane-v0", num_envs=2,
+                             vectorization_mode="vector_entry_point", num_workers=1)
+    env = gymnasium.wrappers.vector.RecordEpisodeStatistics(env)
+    try:
+        env.reset(seed=0)
+        for a in actions(2, 20):
+            env.step(a)
+    finally:
+        env.close()
