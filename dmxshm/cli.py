@@ -432,6 +432,43 @@ def bench_network(quick: bool, json: str | None, plot: str | None) -> None:
     _print_targets(network.targets(rows))
 
 
+@bench.command("vector")
+@click.option("--num-envs", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Sub-environments in each vector env.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="dmxshm worker processes [default: one per core].")
+@click.option("--quick", is_flag=True, help="1.5 s per measurement instead of 4 s.")
+@click.option("--json", "json", type=click.Path(dir_okay=False),
+              help="Write the rows as a JSON list to this file.")
+def bench_vector(num_envs: int, workers: int | None, quick: bool, json: str | None) -> None:
+    """dmxshm make_vec beside gymnasium's SyncVectorEnv and AsyncVectorEnv.
+
+    Same environment (dmxshm/DuckieLane-v0), same number of sub-environments,
+    random actions; obs "state", and "camera" at 64x64 and 160x120. Reports
+    env-steps/s, dmxshm's ratio to each peer, and its scaling efficiency
+    (dmxshm / (cores x one environment in one process)).
+    """
+    from dmxshm.bench import vector
+
+    _check_writable(json)
+    n_runs = len(vector.OBS_CONFIGS) * 4
+    with click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
+                           item_show_func=lambda s: s) as bar:
+        rows = vector.run(num_envs=num_envs, workers=workers, quick=quick,
+                          progress=lambda label: bar.update(1, label))
+    click.echo(f"{'impl':<8} {'obs':<7} {'camera':<8} {'envs':>5} {'procs':>6} "
+               f"{'env-steps/s':>12}")
+    for r in rows:
+        click.echo(f"{r.impl:<8} {r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>6} "
+                   f"{r.env_steps_per_s:>12.0f}")
+    click.echo("")
+    for srow in vector.summary(rows):
+        click.echo(f"{srow['obs']} {srow['camera']}: dmxshm / sync {srow['vs_sync']:.2f}, "
+                   f"dmxshm / async {srow['vs_async']:.2f}, scaling efficiency "
+                   f"{srow['scaling_efficiency']:.2f}")
+    _write_outputs(vector.as_dicts(rows), json, None, None)
+
+
 def _write_outputs(data: Any, json_path: str | None, plot_path: str | None,
                    draw: Any) -> None:
     """Write ``data`` as JSON and ``draw(plot_path)`` a figure, where asked."""
