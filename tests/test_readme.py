@@ -47,3 +47,14 @@ def test_exactly_two_setup_commands() -> None:
     assert len(setup) == 2
     assert any("pytest" in c for c in setup)
     assert any("pytest" not in c and "dmxshm" in c for c in setup)
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_batch_docs_example_runs(tmp_path: Path) -> None:
+    doc = (README.parent / "docs" / "batch.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", doc, re.S)
+    script = tmp_path / "batch_example.py"
+    script.write_text(block)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
