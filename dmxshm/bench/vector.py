@@ -10,7 +10,8 @@ env-steps per second of:
 * ``async``: gymnasium's ``AsyncVectorEnv(shared_memory=True)``, one process
   per sub-environment, actions pickled through one pipe each.
 
-Scaling efficiency = dmxshm / (cores x single).
+Scaling efficiency = dmxshm / (cores x single). Each rate is the median of
+three equal windows after a half-second warm-up.
 """
 
 from __future__ import annotations
@@ -48,33 +49,50 @@ def _factory(obs: str, camera: tuple[int, int]) -> Callable[[], gym.Env]:
     return make
 
 
-def _time_vec(env: Any, n: int, seconds: float, warmup: int = 5) -> tuple[float, int]:
+WINDOWS = 3  # the rate is the median of this many equal time windows
+WARMUP_S = 0.5  # stepped first, untimed: caches, page faults, lazy imports
+
+
+def _windows(step: Callable[[], int], seconds: float) -> tuple[float, int]:
+    """Median rate over WINDOWS windows of ``seconds / WINDOWS`` each, after a warm-up."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < WARMUP_S:
+        step()
+    rates, total = [], 0
+    for _ in range(WINDOWS):
+        count = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds / WINDOWS:
+            count += step()
+        rates.append(count / (time.perf_counter() - t0))
+        total += count
+    return float(np.median(rates)), total
+
+
+def _time_vec(env: Any, n: int, seconds: float) -> tuple[float, int]:
     rng = np.random.default_rng(0)
     env.reset(seed=0)
-    for _ in range(warmup):
+
+    def step() -> int:
         env.step(rng.uniform(-1, 1, (n, 2)).astype(np.float32))
-    steps = 0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        env.step(rng.uniform(-1, 1, (n, 2)).astype(np.float32))
-        steps += 1
-    return steps * n / (time.perf_counter() - t0), steps * n
+        return n
+    return _windows(step, seconds)
 
 
 def _time_single(obs: str, camera: tuple[int, int], seconds: float) -> tuple[float, int]:
     env = _factory(obs, camera)()
     rng = np.random.default_rng(0)
     env.reset(seed=0)
-    steps = 0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+
+    def step() -> int:
         _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, 2).astype(np.float32))
         if terminated or truncated:
             env.reset()
-        steps += 1
-    rate = steps / (time.perf_counter() - t0)
-    env.close()
-    return rate, steps
+        return 1
+    try:
+        return _windows(step, seconds)
+    finally:
+        env.close()
 
 
 def run(*, num_envs: int = 16, workers: int | None = None, quick: bool = False,
