@@ -126,14 +126,13 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         rng = self.np_random
-        self.world.reset(0)
         x, y, yaw = self.world.road_map.start_poses(1, rng)[0]
         direction = np.array([np.cos(yaw), np.sin(yaw)])
         lateral = np.array([-direction[1], direction[0]])
         offset = rng.normal(0.0, self.pose_noise_m)
         x, y = np.array([x, y]) + offset * lateral
         yaw = yaw + rng.normal(0.0, self.yaw_noise_rad)
-        self.world.set_state(rest_states([(float(x), float(y), float(yaw))]))
+        self.world.replace_robots([(float(x), float(y), float(yaw))])
         self._steps = 0
         state = self.world.state()
         lane = self._lane(state)

@@ -87,3 +87,21 @@ def test_leaving_the_road_terminates() -> None:
         assert terminated and not info["on_road"]
     finally:
         env.close()
+
+
+def test_a_reset_forgets_the_past() -> None:
+    fresh = rollout(5)
+    env = DuckieLaneEnv()
+    try:
+        env.reset(seed=1)
+        for a in np.random.default_rng(9).uniform(-1, 1, (50, 2)).astype(np.float32):
+            env.step(a)
+        obs, _ = env.reset(seed=5)
+        rng = np.random.default_rng(123)
+        again = [obs]
+        for _ in range(60):
+            obs, *_ = env.step(rng.uniform(-1, 1, 2).astype(np.float32))
+            again.append(obs)
+    finally:
+        env.close()
+    assert np.array_equal(fresh, np.array(again))

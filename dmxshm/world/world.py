@@ -156,6 +156,22 @@ class World:
         self._state = self._read_state(previous=None)
         return self._state.copy()
 
+    def replace_robots(self, poses: list[tuple[float, float, float]]) -> np.ndarray:
+        """Remove the robots and load fresh ones at ``poses``; keep the scene.
+
+        A cheap reset (about 1 ms instead of 5): the new robot bodies carry
+        no contact history, and the static scene has none of its own.
+        """
+        c = self.client
+        for body in self.robot_ids:
+            pb.removeBody(body, physicsClientId=c)
+        self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
+        self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
+        self._commands = np.zeros((self.num_robots, 2))
+        self.step_count = 0
+        self._state = self._read_state(previous=None)
+        return self._state.copy()
+
     def apply_wheel_speeds(self, cmd_rad_s: np.ndarray) -> None:
         """Command each robot's wheel speeds until the next command.
 
