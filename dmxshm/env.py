@@ -42,7 +42,7 @@ from gymnasium import spaces
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.sensors import TimeOfFlight, imu
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
-from dmxshm.world.state import poses_2d, rest_states, rotation_matrices
+from dmxshm.world.state import poses_2d, rotation_matrices
 from dmxshm.world.world import World
 
 STATE_FIELDS = ("lane_offset_m", "heading_err_rad", "speed_m_s", "yaw_rate_rad_s",
