@@ -27,6 +27,7 @@ import psutil
 from dmxshm.errors import RingClosedError
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.ring import Ring
+from dmxshm.spine.clock import spin_until_time
 
 START_TIMEOUT_S = 30.0
 
@@ -43,12 +44,6 @@ BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
 
 
-def _spin_until(t: float) -> float:
-    clock = time.perf_counter
-    now = clock()
-    while now < t:
-        now = clock()
-    return now
 
 
 def _sleep_until(t: float) -> float:
@@ -56,7 +51,7 @@ def _sleep_until(t: float) -> float:
     ahead = t - SPIN_MARGIN_S - time.perf_counter()
     if ahead > 0:
         time.sleep(ahead)
-    return _spin_until(t)
+    return spin_until_time(t)
 
 
 def _realtime_bus() -> str:

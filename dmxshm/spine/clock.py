@@ -18,6 +18,15 @@ import time
 SPIN_MARGIN_S = 200e-6
 
 
+def spin_until_time(t: float) -> float:
+    """Busy-wait until ``time.perf_counter() >= t``; returns the time reached."""
+    clock = time.perf_counter
+    now = clock()
+    while now < t:
+        now = clock()
+    return now
+
+
 class SynchronousClock:
     """Ticks every ``period_s`` seconds.
 

@@ -30,7 +30,7 @@ import psutil
 
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.can import wait_start
-from dmxshm.spine.clock import SynchronousClock
+from dmxshm.spine.clock import SynchronousClock, spin_until_time
 from dmxshm.spine.records import RECORD_DTYPE
 
 RT_PRIORITY = 10  # SCHED_FIFO priority, as Vulp's SCHED_RR 10
@@ -61,12 +61,6 @@ def ask_realtime() -> str:
         return f"SCHED_OTHER (SCHED_FIFO refused: {exc}; grant CAP_SYS_NICE or rtprio)"
 
 
-def _spin_until(t: float) -> float:
-    clock = time.perf_counter
-    now = clock()
-    while now < t:
-        now = clock()
-    return now
 
 
 def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
@@ -193,7 +187,7 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring,
         if state not in (State.IDLE, State.ACT):
             return start, start, obs, stop, False
         if agent is None:  # the built-in planner works T_p
-            end = _spin_until(start + cfg.plan_s)
+            end = spin_until_time(start + cfg.plan_s)
             state = State.ACT
             return start, end, obs, np.full(2, cfg.wheel_speed_rad_s), True
         action = agent.take()

@@ -345,23 +345,22 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
     }
 
 
-def _plan_end_of(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
-    """plan_end of the given cycles (NaN where unknown)."""
-    size = int(max(recs["cycle"].max(), cycles.max())) if len(recs) and len(cycles) else 0
+def _of_cycles(recs: np.ndarray, cycles: np.ndarray, field: str) -> np.ndarray:
+    """``field`` of the records of ``cycles`` (NaN where there is none)."""
+    size = int(max(recs["cycle"].max() if len(recs) else 0, cycles.max() if len(cycles) else 0))
     by_cycle = np.full(size + 2, np.nan)
-    by_cycle[recs["cycle"]] = recs["plan_end"]
+    by_cycle[recs["cycle"]] = recs[field]
     ok = (cycles >= 0) & (cycles < len(by_cycle))
     out = np.full(len(cycles), np.nan)
     out[ok] = by_cycle[cycles[ok]]
     return out
+
+
+def _plan_end_of(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
+    """plan_end of the given cycles."""
+    return _of_cycles(recs, cycles, "plan_end")
 
 
 def _sent_at(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
-    """t_send of the CAN cycles started in ``cycles`` (NaN where unknown)."""
-    size = int(max(recs["cycle"].max() if len(recs) else 0, cycles.max() if len(cycles) else 0))
-    by_cycle = np.full(size + 2, np.nan)
-    by_cycle[recs["cycle"]] = recs["t_send"]
-    ok = (cycles >= 0) & (cycles < len(by_cycle))
-    out = np.full(len(cycles), np.nan)
-    out[ok] = by_cycle[cycles[ok]]
-    return out
+    """t_send of the CAN cycles started in ``cycles``."""
+    return _of_cycles(recs, cycles, "t_send")

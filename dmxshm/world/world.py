@@ -148,13 +148,9 @@ class World:
                                      numSolverIterations=SOLVER_ITERATIONS,
                                      deterministicOverlappingPairs=1, physicsClientId=c)
         self.scene: Scene = build_scene(self.road_map, c)
+        self.robot_ids = []
         poses = self.road_map.start_poses(self.num_robots, np.random.default_rng(seed))
-        self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
-        self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
-        self._commands = np.zeros((self.num_robots, 2))
-        self.step_count = 0
-        self._state = self._read_state(previous=None)
-        return self._state.copy()
+        return self.replace_robots(poses)
 
     def replace_robots(self, poses: list[tuple[float, float, float]]) -> np.ndarray:
         """Remove the robots and load fresh ones at ``poses``; keep the scene.
