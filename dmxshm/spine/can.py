@@ -17,8 +17,8 @@ wheels' state after it, made when the step is done.
 
 from __future__ import annotations
 
-import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ import psutil
 from dmxshm.errors import RingClosedError
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.clock import spin_until_time
+from dmxshm.spine.clock import ask_realtime, spin_until_time
 
 START_TIMEOUT_S = 30.0
 
@@ -44,8 +44,6 @@ BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
 
 
-
-
 def _sleep_until(t: float) -> float:
     """Sleep to just before ``t``, then spin: exact, yet the core is mostly free."""
     ahead = t - SPIN_MARGIN_S - time.perf_counter()
@@ -54,16 +52,41 @@ def _sleep_until(t: float) -> float:
     return spin_until_time(t)
 
 
-def _realtime_bus() -> str:
-    # The spine waits for the bus in step 3, so a bus preempted by another
-    # process stalls the spine (measured: ~1 ms late replies, skipped ticks).
-    # A real-time bus must sleep between and within cycles, or the kernel's
-    # real-time throttling (95% of each second) stops it for 50 ms.
+def _serve(names: dict[str, str], cpu: int | None, timeout_s: float,
+           cycle: Callable[[np.ndarray, np.ndarray], None]) -> dict[str, Any]:
+    """The bus loop: take each CAN cycle from the spine, run it, send the replies.
+
+    ``cycle(command, out)`` runs one CAN cycle and fills the reply slot ``out``.
+    The bus runs SCHED_FIFO just below the spine: the spine waits for it in
+    step 3, so a bus preempted by another process stalls the spine (measured:
+    ~1 ms late replies, skipped ticks). It must sleep between and within
+    cycles, or the kernel's real-time throttling (95% of each second) stops
+    it for 50 ms.
+    """
+    if cpu is not None:
+        psutil.Process().cpu_affinity([cpu])
+    scheduling = ask_realtime(BUS_RT_PRIORITY)
+    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
+    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
+    wait_start(names["start"], party=1, role="can-bus")
+    out = np.zeros((), reply.dtype)
+    cycles = 0
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(BUS_RT_PRIORITY))
-        return f"SCHED_FIFO priority {BUS_RT_PRIORITY}"
-    except (PermissionError, OSError, AttributeError) as exc:
-        return f"SCHED_OTHER ({exc})"
+        while True:
+            try:
+                c = cmd.read(timeout_s)
+            except RingClosedError:
+                break
+            out["cycle"] = c["cycle"]
+            out["t_start"] = time.perf_counter()
+            cycle(c, out)
+            reply.write(out, timeout_s)
+            cycles += 1
+        reply.close_writer()
+        return {"cycles": cycles, "scheduling": scheduling}
+    finally:
+        cmd.close()
+        reply.close()
 
 
 def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int, cpu: int | None,
@@ -71,77 +94,35 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int, cpu: int 
     """Main loop of the sim bus process: one physics step per CAN cycle."""
     from dmxshm.world.world import World
 
-    if cpu is not None:
-        psutil.Process().cpu_affinity([cpu])
     world = World("loop", 1, seed=seed, dt_s=1.0 / frequency_hz, substeps=1)
-    scheduling = _realtime_bus()
-    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
-    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
-    wait_start(names["start"], party=1, role="can-bus")
-    out = np.zeros((), reply.dtype)
-    cycles = 0
+
+    def cycle(c: np.ndarray, out: np.ndarray) -> None:
+        world.apply_wheel_speeds(c["wheels_rad_s"][None, :])
+        world.step()
+        state = world.state()[0]
+        out["t_reply"] = out["t_end"] = time.perf_counter()
+        out["wheel_angle_rad"] = state["wheel_angle_rad"]
+        out["wheel_rate_rad_s"] = state["wheel_rate_rad_s"]
+
     try:
-        while True:
-            try:
-                c = cmd.read(timeout_s)
-            except RingClosedError:
-                break
-            t_start = time.perf_counter()
-            world.apply_wheel_speeds(c["wheels_rad_s"][None, :])
-            world.step()
-            state = world.state()[0]
-            t_end = time.perf_counter()
-            out["cycle"] = c["cycle"]
-            out["t_start"] = t_start
-            out["t_reply"] = t_end
-            out["t_end"] = t_end
-            out["wheel_angle_rad"] = state["wheel_angle_rad"]
-            out["wheel_rate_rad_s"] = state["wheel_rate_rad_s"]
-            reply.write(out, timeout_s)
-            cycles += 1
-        reply.close_writer()
-        return {"cycles": cycles, "scheduling": scheduling}
+        return _serve(names, cpu, timeout_s, cycle)
     finally:
-        cmd.close()
-        reply.close()
         world.close()
 
 
 def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
                  jitter_s: float, seed: int, cpu: int | None, timeout_s: float) -> dict[str, Any]:
     """Main loop of the mock bus process; returns how many cycles it ran."""
-    if cpu is not None:
-        psutil.Process().cpu_affinity([cpu])
-    scheduling = _realtime_bus()
-    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
-    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
-    wait_start(names["start"], party=1, role="can-bus")
     rng = np.random.default_rng(seed)
-    out = np.zeros((), reply.dtype)
     angle = np.zeros(2)
-    cycles = 0
-    try:
-        while True:
-            try:
-                c = cmd.read(timeout_s)
-            except RingClosedError:
-                break
-            t_start = time.perf_counter()
-            t_send = float(c["t_send"])
-            jitter = float(rng.normal(0.0, jitter_s)) if jitter_s > 0 else 0.0
-            t_reply = _sleep_until(t_send + max(reply_at_s + jitter, 0.0))
-            t_end = _sleep_until(t_send + max(can_cycle_s + jitter, reply_at_s))
-            angle += c["wheels_rad_s"] * can_cycle_s
-            out["cycle"] = c["cycle"]
-            out["t_start"] = t_start
-            out["t_reply"] = t_reply
-            out["t_end"] = t_end
-            out["wheel_angle_rad"] = angle
-            out["wheel_rate_rad_s"] = c["wheels_rad_s"]
-            reply.write(out, timeout_s)
-            cycles += 1
-        reply.close_writer()
-        return {"cycles": cycles, "scheduling": scheduling}
-    finally:
-        cmd.close()
-        reply.close()
+
+    def cycle(c: np.ndarray, out: np.ndarray) -> None:
+        t_send = float(c["t_send"])
+        jitter = float(rng.normal(0.0, jitter_s)) if jitter_s > 0 else 0.0
+        out["t_reply"] = _sleep_until(t_send + max(reply_at_s + jitter, 0.0))
+        out["t_end"] = _sleep_until(t_send + max(can_cycle_s + jitter, reply_at_s))
+        angle[:] += c["wheels_rad_s"] * can_cycle_s
+        out["wheel_angle_rad"] = angle
+        out["wheel_rate_rad_s"] = c["wheels_rad_s"]
+
+    return _serve(names, cpu, timeout_s, cycle)

@@ -11,11 +11,24 @@ still ahead.
 from __future__ import annotations
 
 import math
+import os
 import time
 
 # Sleep until this long before a tick, then spin (a VM's sleep overshoots
 # by 50-100 us).
 SPIN_MARGIN_S = 200e-6
+
+
+RT_PRIORITY = 10  # the spine's SCHED_FIFO priority, as Vulp's SCHED_RR 10
+
+
+def ask_realtime(priority: int = RT_PRIORITY) -> str:
+    """Try SCHED_FIFO at ``priority`` for this process; say plainly what we got."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return f"SCHED_FIFO priority {priority}"
+    except (PermissionError, OSError, AttributeError) as exc:
+        return f"SCHED_OTHER (SCHED_FIFO refused: {exc}; grant CAP_SYS_NICE or rtprio)"
 
 
 def spin_until_time(t: float) -> float:

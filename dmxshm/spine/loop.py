@@ -20,7 +20,6 @@ from __future__ import annotations
 import enum
 import gc
 import math
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -30,10 +29,8 @@ import psutil
 
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.can import wait_start
-from dmxshm.spine.clock import SynchronousClock, spin_until_time
+from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
 from dmxshm.spine.records import RECORD_DTYPE
-
-RT_PRIORITY = 10  # SCHED_FIFO priority, as Vulp's SCHED_RR 10
 
 _stop_requested = False
 
@@ -50,15 +47,6 @@ class _Obs:
 
     cycle: int = -1
     t_reply: float = math.nan
-
-
-def ask_realtime() -> str:
-    """Try SCHED_FIFO for this process; say plainly what we got."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
-        return f"SCHED_FIFO priority {RT_PRIORITY}"
-    except (PermissionError, OSError, AttributeError) as exc:
-        return f"SCHED_OTHER (SCHED_FIFO refused: {exc}; grant CAP_SYS_NICE or rtprio)"
 
 
 

@@ -21,8 +21,7 @@ import psutil
 
 from dmxshm.child import wait_for_start
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.clock import SynchronousClock
-from dmxshm.spine.loop import ask_realtime
+from dmxshm.spine.clock import SynchronousClock, ask_realtime
 
 
 def spine_reply_dtype(robots: int) -> np.dtype:
