@@ -33,17 +33,17 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dmxshm.matrix.camera import Camera
-from dmxshm.matrix.sensors import TimeOfFlight, imu
+from dmxshm.matrix.camera import Camera, quat_matrix
+from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
-from dmxshm.world.state import poses_2d, rotation_matrices
-from dmxshm.world.world import World
+from dmxshm.world.world import GRAVITY_M_S2, World
 
 STATE_FIELDS = ("lane_offset_m", "heading_err_rad", "speed_m_s", "yaw_rate_rad_s",
                 "acc_x", "acc_y", "acc_z", "gyro_x", "gyro_y", "gyro_z", "tof_m")
@@ -98,28 +98,37 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self._steps = 0
 
     # -- helpers ---------------------------------------------------------------
-    def _lane(self, state: np.ndarray) -> tuple[float, float, bool]:
-        x, y, yaw = poses_2d(state)[0]
-        lane = self.world.road_map.lane_pose(float(x), float(y), float(yaw))
-        return lane.offset_m, lane.heading_err_rad, lane.on_road
-
-    def _observe(self, state: np.ndarray, lane: tuple[float, float, bool]) -> Any:
+    # Plain floats throughout: for one robot, numpy's per-call overhead would
+    # cost more than the physics (see docs/batch.md, "where a step goes").
+    def _measure(self, state: np.ndarray) -> tuple[Any, tuple[float, float, bool], float]:
+        """Observation, lane ``(offset, heading error, on road)`` and forward speed."""
+        (px, py, pz, qx, qy, qz, qw, vx, vy, vz, wx, wy, wz,
+         ax, ay, az) = state.view(np.float64)[:16].tolist()
+        rot = quat_matrix((qx, qy, qz, qw))
+        yaw = math.atan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+        lane = self.world.road_map.lane_pose(px, py, yaw)
+        offset, heading = lane.offset_m, lane.heading_err_rad
+        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
+        # rot maps robot to world; its transpose maps world to robot.
+        speed = r00 * vx + r10 * vy + r20 * vz
         out: dict[str, Any] = {}
-        if self.obs_kind in ("state", "both"):
-            row = state[0]
-            rot = rotation_matrices(row["quat_xyzw"])
-            v_robot = rot.T @ row["lin_vel_m_s"]
-            acc, gyro = imu(row)
-            offset, heading, _ = lane
-            out["state"] = np.array(
-                [np.nan_to_num(offset), np.nan_to_num(heading), v_robot[0],
-                 row["ang_vel_rad_s"][2], *acc, *gyro,
-                 self.tof.measure(self.world.client, row)], dtype=np.float32)
-            np.clip(out["state"], STATE_LOW, STATE_HIGH, out=out["state"])
-        if self.obs_kind in ("camera", "both"):
+        if self.obs_kind != "camera":
+            az += GRAVITY_M_S2  # the accelerometer reads specific force
+            row = [0.0 if offset != offset else offset, 0.0 if heading != heading else heading,
+                   speed, wz,
+                   r00 * ax + r10 * ay + r20 * az, r01 * ax + r11 * ay + r21 * az,
+                   r02 * ax + r12 * ay + r22 * az,
+                   r00 * wx + r10 * wy + r20 * wz, r01 * wx + r11 * wy + r21 * wz,
+                   r02 * wx + r12 * wy + r22 * wz,
+                   self.tof.measure_pose(self.world.client, (px, py, pz), rot)]
+            vector = np.array(row, dtype=np.float32)
+            out["state"] = np.minimum(np.maximum(vector, STATE_LOW, out=vector), STATE_HIGH,
+                                      out=vector)
+        if self.obs_kind != "state":
             assert self.camera is not None
             out["camera"] = self.camera.render(self.world.client, state[0])
-        return out if self.obs_kind == "both" else out[self.obs_kind]
+        obs = out if self.obs_kind == "both" else out[self.obs_kind]
+        return obs, (offset, heading, lane.on_road), speed
 
     # -- gymnasium API ---------------------------------------------------------
     def reset(self, *, seed: int | None = None,
@@ -134,26 +143,26 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         yaw = yaw + rng.normal(0.0, self.yaw_noise_rad)
         self.world.replace_robots([(float(x), float(y), float(yaw))])
         self._steps = 0
-        state = self.world.state()
-        lane = self._lane(state)
-        return self._observe(state, lane), {"lane_offset_m": lane[0], "on_road": lane[2]}
+        obs, lane, _ = self._measure(self.world.state())
+        return obs, {"lane_offset_m": lane[0], "on_road": lane[2]}
 
     def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        a = np.clip(np.asarray(action, dtype=np.float64).reshape(2), -1.0, 1.0)
-        self.world.apply_wheel_speeds((a * MAX_WHEEL_SPEED_RAD_S)[None, :])
+        left, right = np.asarray(action, dtype=np.float64).reshape(2).tolist()
+        if not (math.isfinite(left) and math.isfinite(right)):
+            raise ValueError(f"action must be finite, got {[left, right]}")
+        self.world.apply_wheel_speeds(
+            [[max(-1.0, min(1.0, left)) * MAX_WHEEL_SPEED_RAD_S,
+              max(-1.0, min(1.0, right)) * MAX_WHEEL_SPEED_RAD_S]])
         self.world.step()
         self._steps += 1
-        state = self.world.state()
-        offset, heading, on_road = lane = self._lane(state)
-        rot = rotation_matrices(state[0]["quat_xyzw"])
-        speed = float((rot.T @ state[0]["lin_vel_m_s"])[0])
+        obs, (offset, heading, on_road), speed = self._measure(self.world.state())
         dt = self.world.dt_s
-        progress = speed * float(np.cos(np.nan_to_num(heading))) * dt
-        reward = progress - self.offset_penalty * abs(float(np.nan_to_num(offset))) * dt
+        progress = speed * math.cos(0.0 if heading != heading else heading) * dt
+        reward = progress - self.offset_penalty * abs(0.0 if offset != offset else offset) * dt
         terminated = not on_road
         truncated = bool(self.max_episode_steps) and self._steps >= self.max_episode_steps
         info = {"lane_offset_m": offset, "on_road": on_road, "progress_m": progress}
-        return self._observe(state, lane), float(reward), terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":

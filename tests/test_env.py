@@ -89,12 +89,15 @@ def test_leaving_the_road_terminates() -> None:
         env.close()
 
 
-def test_a_reset_forgets_the_past() -> None:
+@pytest.mark.parametrize(("first_seed", "history"), [(1, 50), (5, 1), (5, 3)])
+def test_a_reset_forgets_the_past(first_seed: int, history: int) -> None:
+    # The robot body is reused across resets: whatever it did before (even a
+    # step from the very same start pose) must not change what follows.
     fresh = rollout(5)
     env = DuckieLaneEnv()
     try:
-        env.reset(seed=1)
-        for a in np.random.default_rng(9).uniform(-1, 1, (50, 2)).astype(np.float32):
+        env.reset(seed=first_seed)
+        for a in np.random.default_rng(9).uniform(-1, 1, (history, 2)).astype(np.float32):
             env.step(a)
         obs, _ = env.reset(seed=5)
         rng = np.random.default_rng(123)

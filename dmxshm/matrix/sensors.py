@@ -132,8 +132,12 @@ class TimeOfFlight:
         Returns:
             Range in m, ``max_range_m`` when nothing is within range.
         """
-        pos = tuple(state_row["pos_m"].tolist())
-        rot = quat_matrix(tuple(state_row["quat_xyzw"].tolist()))
+        return self.measure_pose(client, tuple(state_row["pos_m"].tolist()),
+                                 quat_matrix(tuple(state_row["quat_xyzw"].tolist())))
+
+    def measure_pose(self, client: int, pos: tuple[float, ...],
+                     rot: tuple[tuple[float, ...], ...]) -> float:
+        """:meth:`measure` from the robot's position and rotation matrix (rows, plain floats)."""
         start = to_world(rot, pos, self.mount_m)
         end = to_world(rot, pos, (self.mount_m[0] + self.max_range_m, *self.mount_m[1:]))
         hit_id, _, fraction, _, _ = pb.rayTest(start, end, physicsClientId=client)[0]

@@ -20,12 +20,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 import weakref
 from pathlib import Path
 from types import TracebackType
 
 import numpy as np
 import pybullet as pb
+from numpy.typing import ArrayLike
 
 from dmxshm.errors import DmxError
 from dmxshm.world.maps import RoadMap, load_map
@@ -34,6 +36,7 @@ from dmxshm.world.robot import (
     MAX_WHEEL_SPEED_RAD_S,
     MAX_WHEEL_TORQUE_NM,
     WHEEL_JOINTS,
+    WHEEL_RADIUS_M,
     load_robot,
 )
 from dmxshm.world.scene import Scene, build_scene
@@ -153,22 +156,42 @@ class World:
         return self.replace_robots(poses)
 
     def replace_robots(self, poses: list[tuple[float, float, float]]) -> np.ndarray:
-        """Remove the robots and load fresh ones at ``poses``; keep the scene.
+        """Put robots at rest at ``poses``, with no memory of their past; keep the scene.
 
-        A cheap reset (about 1 ms instead of 5): the new robot bodies carry
-        no contact history, and the static scene has none of its own.
+        With as many poses as robots, the bodies are reused: each is moved far
+        away (the broadphase then drops its contact pairs and their cached
+        impulses), put back at its pose at rest, wheels and motors zeroed.
+        That costs about 0.1 ms, where loading fresh bodies costs 2 ms, and the
+        runs that follow are bit-identical to those of fresh bodies (tested).
+        Otherwise the robots are removed and fresh ones loaded.
         """
         c = self.client
-        for body in self.robot_ids:
-            pb.removeBody(body, physicsClientId=c)
-        self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
-        self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
+        if len(poses) == len(self.robot_ids):
+            for body, (x, y, yaw) in zip(self.robot_ids, poses, strict=True):
+                pb.resetBasePositionAndOrientation(body, _FAR_AWAY_M, (0.0, 0.0, 0.0, 1.0),
+                                                   physicsClientId=c)
+                pb.performCollisionDetection(physicsClientId=c)
+                quat = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+                ox, oy, oz = _com_offset(*quat)
+                pb.resetBasePositionAndOrientation(
+                    body, (x + ox, y + oy, WHEEL_RADIUS_M + oz), quat, physicsClientId=c)
+                pb.resetBaseVelocity(body, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), physicsClientId=c)
+                for joint in WHEEL_JOINTS:
+                    pb.resetJointState(body, joint, 0.0, 0.0, physicsClientId=c)
+                pb.setJointMotorControlArray(
+                    body, WHEEL_JOINTS, pb.VELOCITY_CONTROL, targetVelocities=(0.0, 0.0),
+                    forces=(MAX_WHEEL_TORQUE_NM, MAX_WHEEL_TORQUE_NM), physicsClientId=c)
+        else:
+            for body in self.robot_ids:
+                pb.removeBody(body, physicsClientId=c)
+            self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
+            self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
         self._commands = np.zeros((self.num_robots, 2))
         self.step_count = 0
         self._state = self._read_state(previous=None)
         return self._state.copy()
 
-    def apply_wheel_speeds(self, cmd_rad_s: np.ndarray) -> None:
+    def apply_wheel_speeds(self, cmd_rad_s: ArrayLike) -> None:
         """Command each robot's wheel speeds until the next command.
 
         The motors reach the speed with at most
@@ -285,6 +308,9 @@ class World:
         if previous is not None:
             out["lin_acc_m_s2"] = (out["lin_vel_m_s"] - previous["lin_vel_m_s"]) / self.dt_s
         return out
+
+
+_FAR_AWAY_M = (1e4, 1e4, 1e4)  # where a reused robot goes to lose its contacts
 
 
 def _com_offset(x: float, y: float, z: float, w: float) -> tuple[float, float, float]:
