@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import dmxshm
+from dmxshm.env import DuckieLaneEnv
 from dmxshm.shm.names import list_entries
 from dmxshm.vector import WorkerError
 
@@ -75,10 +77,12 @@ def test_copy_semantics() -> None:
             env.close()
 
 
-def run(workers: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    env = dmxshm.make_vec(6, num_workers=workers, seed=seed, max_episode_steps=40)
+def run(workers: int, seed: int = 3, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+    env: Any = (dmxshm.make_vec(6, num_workers=workers, seed=seed, max_episode_steps=40, **kwargs)
+                if workers else gymnasium.vector.SyncVectorEnv(
+                    [lambda: DuckieLaneEnv(max_episode_steps=40)] * 6))
     try:
-        obs, _ = env.reset()
+        obs, _ = env.reset(seed=seed)
         all_obs, all_rew = [obs], []
         for a in actions(6, 100):
             obs, reward, *_ = env.step(a)
@@ -91,8 +95,22 @@ def run(workers: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_same_seed_same_batch_whatever_the_worker_count() -> None:
-    (o1, r1), (o2, r2) = run(1), run(2)
+    (o1, r1), (o2, r2), (o3, r3) = run(1), run(2), run(2, spin_us=0)
     assert np.array_equal(o1, o2) and np.array_equal(r1, r2)
+    assert np.array_equal(o1, o3) and np.array_equal(r1, r3)
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_the_same_batch_as_gymnasiums_sync_vector_env() -> None:
+    # Same seeds, same actions, 100 steps with episodes of 40 (autoresets
+    # included): every observation and reward agrees bit for bit.
+    (o1, r1), (o0, r0) = run(2), run(0)
+    assert np.array_equal(o1, o0) and np.array_equal(r1, r0)
+
+
+def test_bad_spin_is_refused() -> None:
+    with pytest.raises(ValueError, match="spin_us"):
+        dmxshm.make_vec(2, spin_us=-1)
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
