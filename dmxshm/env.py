@@ -148,6 +148,11 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
 
     def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         left, right = np.asarray(action, dtype=np.float64).reshape(2).tolist()
+        return self.step_wheels(left, right)
+
+    def step_wheels(self, left: float, right: float
+                    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:meth:`step` with the action as two floats (the batch workers' path)."""
         if not (math.isfinite(left) and math.isfinite(right)):
             raise ValueError(f"action must be finite, got {[left, right]}")
         self.world.apply_wheel_speeds(

@@ -137,20 +137,22 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
             command = int(v["command"][index])
             if command == CLOSE:
                 break
+            rewards = [0.0] * len(envs)
+            ended = [False] * len(envs)
+            cut = [False] * len(envs)
+            wheels = v["actions"][lo:hi].tolist()
             for j, env in enumerate(envs):
-                i = lo + j
                 if command == RESET or pending_reset[j]:
-                    seed = int(v["seeds"][i]) if command == RESET else -1
+                    seed = int(v["seeds"][lo + j]) if command == RESET else -1
                     obs, _ = env.reset(seed=None if seed < 0 else seed)
-                    reward, terminated, truncated = 0.0, False, False
                     pending_reset[j] = False
                 else:
-                    obs, reward, terminated, truncated, _ = env.step(v["actions"][i])
-                    pending_reset[j] = terminated or truncated
-                put(i, obs)
-                v["rewards"][i] = reward
-                v["terminated"][i] = terminated
-                v["truncated"][i] = truncated
+                    obs, rewards[j], ended[j], cut[j], _ = env.step_wheels(*wheels[j])
+                    pending_reset[j] = ended[j] or cut[j]
+                put(lo + j, obs)
+            v["rewards"][lo:hi] = rewards
+            v["terminated"][lo:hi] = ended
+            v["truncated"][lo:hi] = cut
             done.release()
         conn.send(("ok", None))
     except BaseException as exc:  # noqa: BLE001  every failure must reach the parent
