@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pybullet as pb
 
+from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
 from dmxshm.world.robot import CHASSIS_FRONT_X_M
 

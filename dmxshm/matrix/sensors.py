@@ -27,8 +27,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pybullet as pb
 
+from dmxshm._pybullet import pb
 from dmxshm.matrix.camera import Camera, CameraError, quat_matrix, to_world
 from dmxshm.matrix.obs import obs_dtype
 from dmxshm.world.robot import CHASSIS_FRONT_X_M

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import pybullet as pb
+from dmxshm._pybullet import pb
 
 URDF_PATH = Path(__file__).parent / "data" / "duckiebot.urdf"
 """The bundled robot description."""

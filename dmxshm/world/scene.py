@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import pybullet as pb
-
+from dmxshm._pybullet import pb
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.tiles import (
     INTERSECTION_KINDS,

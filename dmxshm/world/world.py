@@ -26,9 +26,9 @@ from pathlib import Path
 from types import TracebackType
 
 import numpy as np
-import pybullet as pb
 from numpy.typing import ArrayLike
 
+from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
 from dmxshm.world.maps import RoadMap, load_map
 from dmxshm.world.robot import (

@@ -1,0 +1,19 @@
+"""pybullet's build-date line stays out of dmxshm's output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.timeout(60)
+def test_importing_dmxshm_prints_nothing_and_keeps_stderr() -> None:
+    code = ("import sys, dmxshm.env, pybullet; "
+            "print('out'); print('err', file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=50)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "out\n"
+    assert out.stderr == "err\n"  # the line is gone, stderr itself still works
