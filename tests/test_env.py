@@ -108,3 +108,21 @@ def test_a_reset_forgets_the_past(first_seed: int, history: int) -> None:
     finally:
         env.close()
     assert np.array_equal(fresh, np.array(again))
+
+
+def test_the_camera_sees_what_the_robots_own_world_shows() -> None:
+    # Cameras render in a scene-only client shared by the process; that is
+    # exact only because a robot never sees itself. Check it on a wild run.
+    env = DuckieLaneEnv(obs="camera", camera=(64, 48))
+    rng = np.random.default_rng(4)
+    try:
+        for episode in range(3):
+            env.reset(seed=episode)
+            for _ in range(150):
+                img, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, 2))
+                own = env.camera.render(env.world.client, env.world.state()[0])
+                assert np.array_equal(img, own)
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
