@@ -99,7 +99,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if obs not in OBS_KINDS:
             raise ValueError(f"obs must be one of {OBS_KINDS}, not {obs!r}")
         self.obs_kind = obs
-        self.world = World(map, 1, seed=0, dt_s=dt_s)
+        # Physics only: cameras render in the shared scene client.
+        self.world = World(map, 1, seed=0, dt_s=dt_s, visuals=False)
         self._map = str(map)
         self.camera = Camera(*camera) if obs in ("camera", "both") or render_mode else None
         self.tof = TimeOfFlight()

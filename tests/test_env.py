@@ -11,6 +11,7 @@ import dmxshm  # noqa: F401  registers the environment
 from dmxshm.agent import LaneFollow
 from dmxshm.env import STATE_FIELDS, DuckieLaneEnv
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
+from dmxshm.world.world import World
 
 SMALL_CAMERA = (32, 24)
 
@@ -112,8 +113,11 @@ def test_a_reset_forgets_the_past(first_seed: int, history: int) -> None:
 
 def test_the_camera_sees_what_the_robots_own_world_shows() -> None:
     # Cameras render in a scene-only client shared by the process; that is
-    # exact only because a robot never sees itself. Check it on a wild run.
+    # exact only because a robot never sees itself. Check it on a wild run,
+    # in a world with the map's visuals (the env's own world has none).
     env = DuckieLaneEnv(obs="camera", camera=(64, 48))
+    env.world.close()
+    env.world = World("loop", 1, dt_s=env.world.dt_s)
     rng = np.random.default_rng(4)
     try:
         for episode in range(3):

@@ -81,6 +81,8 @@ class World:
         client: an existing pybullet client to build into (it is then not
             disconnected by :meth:`close`, and :meth:`reset` clears it); by
             default the world connects its own DIRECT client.
+        visuals: False leaves out the map's visual geometry (a world that is
+            never rendered; same physics, cheaper steps).
 
     Raises:
         WorldError: invalid ``num_robots``, ``dt_s`` or ``substeps``.
@@ -105,6 +107,7 @@ class World:
         dt_s: float = DEFAULT_DT_S,
         substeps: int = DEFAULT_SUBSTEPS,
         client: int | None = None,
+        visuals: bool = True,
     ) -> None:
         if not isinstance(num_robots, (int, np.integer)) or num_robots < 0:
             raise WorldError(f"num_robots must be an integer >= 0, not {num_robots!r}")
@@ -116,6 +119,7 @@ class World:
         self.num_robots = int(num_robots)
         self.dt_s = float(dt_s)
         self.substeps = int(substeps)
+        self.visuals = visuals
         self._own_client = client is None
         self.client = pb.connect(pb.DIRECT) if client is None else client
         if self.client < 0:
@@ -150,7 +154,7 @@ class World:
         pb.setPhysicsEngineParameter(fixedTimeStep=self.dt_s / self.substeps, numSubSteps=0,
                                      numSolverIterations=SOLVER_ITERATIONS,
                                      deterministicOverlappingPairs=1, physicsClientId=c)
-        self.scene: Scene = build_scene(self.road_map, c)
+        self.scene: Scene = build_scene(self.road_map, c, self.visuals)
         self.robot_ids = []
         poses = self.road_map.start_poses(self.num_robots, np.random.default_rng(seed))
         return self.replace_robots(poses)

@@ -17,7 +17,12 @@ import pytest
 
 from dmxshm.errors import DmxError
 from dmxshm.world.maps import load_map
-from dmxshm.world.robot import BASELINE_M, WHEEL_RADIUS_M, yaw_rate_rad_s
+from dmxshm.world.robot import (
+    BASELINE_M,
+    MAX_WHEEL_SPEED_RAD_S,
+    WHEEL_RADIUS_M,
+    yaw_rate_rad_s,
+)
 from dmxshm.world.state import ROBOT_STATE_DTYPE, poses_2d, rest_states
 from dmxshm.world.tiles import LANE_OFFSET_M
 from dmxshm.world.world import World, WorldError
@@ -236,3 +241,20 @@ def test_scene_is_few_bodies(world1: World) -> None:
         for body in ids:
             if body != world1.scene.ground_id:
                 assert pb.getCollisionShapeData(body, -1, physicsClientId=world1.client) == ()
+
+
+def test_a_world_without_visuals_moves_exactly_the_same() -> None:
+    rng = np.random.default_rng(11)
+    commands = rng.uniform(-MAX_WHEEL_SPEED_RAD_S, MAX_WHEEL_SPEED_RAD_S, (200, 2, 2))
+    runs = []
+    for visuals in (True, False):
+        with World("loop", 2, seed=3, visuals=visuals) as world:
+            states = []
+            for cmd in commands:
+                world.apply_wheel_speeds(cmd)
+                world.step()
+                states.append(world.state())
+            runs.append(np.array(states))
+            if not visuals:
+                assert world.scene.visual_ids == {}
+    assert np.array_equal(runs[0].view(np.float64), runs[1].view(np.float64))
