@@ -433,28 +433,44 @@ def bench_network(quick: bool, json: str | None, plot: str | None) -> None:
 
 
 @bench.command("vector")
-@click.option("--num-envs", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Sub-environments in each vector env.")
+@click.option("--num-envs", type=click.IntRange(min=1), multiple=True, default=(16,),
+              show_default=True,
+              help="Sub-environments in each vector env; repeat to measure several sizes.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="dmxshm worker processes [default: one per core].")
+@click.option("--obs", "obs", type=click.Choice(["state", "camera64", "camera160"]),
+              multiple=True, help="Observation kinds to measure; repeatable "
+              "[default: all three: state, camera 64x64, camera 160x120].")
 @click.option("--quick", is_flag=True, help="1.5 s per measurement instead of 4 s.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
               help="Write the rows as a JSON list to this file.")
-def bench_vector(num_envs: int, workers: int | None, quick: bool, json: str | None) -> None:
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Draw the rates as a bar chart PNG (needs the plot extra: matplotlib).")
+def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str, ...],
+                 quick: bool, json: str | None, plot: str | None) -> None:
     """dmxshm make_vec beside gymnasium's SyncVectorEnv and AsyncVectorEnv.
 
     Same environment (dmxshm/DuckieLane-v0), same number of sub-environments,
     random actions; obs "state", and "camera" at 64x64 and 160x120. Reports
     env-steps/s, dmxshm's ratio to each peer, and its scaling efficiency
-    (dmxshm / (cores x one environment in one process)).
+    (dmxshm / (cores x one environment in one process)). Each rate is the
+    median of three windows after a 0.5 s warm-up; a full run of one size
+    takes about a minute.
     """
     from dmxshm.bench import vector
 
-    _check_writable(json)
-    n_runs = len(vector.OBS_CONFIGS) * 4
+    _check_writable(json, plot)
+    if plot:
+        from dmxshm.bench.plot import require_matplotlib
+
+        require_matplotlib()
+    kinds = {"state": ("state", (160, 120)), "camera64": ("camera", (64, 64)),
+             "camera160": ("camera", (160, 120))}
+    configs = tuple(kinds[k] for k in obs) or vector.OBS_CONFIGS
+    n_runs = len(configs) * (1 + 3 * len(num_envs))
     with click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
-        rows = vector.run(num_envs=num_envs, workers=workers, quick=quick,
+        rows = vector.run(num_envs=num_envs, workers=workers, quick=quick, configs=configs,
                           progress=lambda label: bar.update(1, label))
     click.echo(f"{'impl':<8} {'obs':<7} {'camera':<8} {'envs':>5} {'procs':>6} "
                f"{'env-steps/s':>12}")
@@ -463,10 +479,14 @@ def bench_vector(num_envs: int, workers: int | None, quick: bool, json: str | No
                    f"{r.env_steps_per_s:>12.0f}")
     click.echo("")
     for srow in vector.summary(rows):
-        click.echo(f"{srow['obs']} {srow['camera']}: dmxshm / sync {srow['vs_sync']:.2f}, "
-                   f"dmxshm / async {srow['vs_async']:.2f}, scaling efficiency "
-                   f"{srow['scaling_efficiency']:.2f}")
-    _write_outputs(vector.as_dicts(rows), json, None, None)
+        click.echo(f"{srow['obs']} {srow['camera']} x{srow['num_envs']}: dmxshm / sync "
+                   f"{srow['vs_sync']:.2f}, dmxshm / async {srow['vs_async']:.2f}, "
+                   f"scaling efficiency {srow['scaling_efficiency']:.2f}")
+    from dmxshm.bench.plot import plot_vector
+
+    _write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))
+    if vector.targets(rows):
+        _print_targets(vector.targets(rows))
 
 
 def _write_outputs(data: Any, json_path: str | None, plot_path: str | None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,6 +96,46 @@ def plot_network(rows: Sequence[Any], path: str) -> None:
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle("dmxshm bench network: where a gym-mode step goes (1 renderer, 1 agent)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_vector(rows: Sequence[Any], path: str) -> None:
+    """Grouped bars: env-steps/s of each implementation, per observation and batch size.
+
+    Args:
+        rows: :class:`dmxshm.bench.vector.Row` objects.
+        path: where to write the PNG.
+    """
+    plt = _pyplot()
+    kinds = list(dict.fromkeys((r.obs, r.camera) for r in rows))
+    sizes = sorted({r.num_envs for r in rows if r.impl != "single"})
+    impls = [("dmxshm", "#4c72b0"), ("async", "#dd8452"), ("sync", "#55a868")]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 4.2), squeeze=False)
+    for ax, (obs, cam) in zip(axes[0], kinds, strict=True):
+        by = {(r.impl, r.num_envs): r.env_steps_per_s for r in rows
+              if (r.obs, r.camera) == (obs, cam)}
+        width = 0.8 / len(impls)
+        for k, (impl, color) in enumerate(impls):
+            xs = [g + (k - (len(impls) - 1) / 2) * width for g, n in enumerate(sizes)
+                  if (impl, n) in by]
+            ys = [by[(impl, n)] for n in sizes if (impl, n) in by]
+            label = {"dmxshm": "dmxshm make_vec", "async": "AsyncVectorEnv (shm)",
+                     "sync": "SyncVectorEnv"}[impl]
+            ax.bar(xs, ys, width, label=label, color=color)
+        single = by.get(("single", 1))
+        if single:
+            cores = os.cpu_count() or 1
+            ax.axhline(cores * single, color="k", ls="--", lw=1,
+                       label=f"{cores} x one env in one process")
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels([f"{n} envs" for n in sizes])
+        ax.set_title(f"obs={obs}" + (f" {cam}" if cam != "-" else ""))
+        ax.set_ylabel("env-steps/s")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="lower left")
+    fig.suptitle("dmxshm bench vector: random actions, same environment, same run")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

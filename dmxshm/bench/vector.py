@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -95,16 +95,29 @@ def _time_single(obs: str, camera: tuple[int, int], seconds: float) -> tuple[flo
         env.close()
 
 
-def run(*, num_envs: int = 16, workers: int | None = None, quick: bool = False,
-        configs: tuple[tuple[str, tuple[int, int]], ...] = OBS_CONFIGS,
-        impls: tuple[str, ...] = ("dmxshm", "sync", "async"),
+TARGETS_AT = 16  # the issue's targets are set for 16 sub-environments on 2 cores
+
+
+def run(*, num_envs: Sequence[int] = (16,), workers: int | None = None, quick: bool = False,
+        configs: Sequence[tuple[str, tuple[int, int]]] = OBS_CONFIGS,
+        impls: Sequence[str] = ("dmxshm", "sync", "async"), seconds: float | None = None,
         progress: Callable[[str], None] | None = None) -> list[Row]:
-    """Measure every implementation for every observation kind."""
+    """Measure every implementation for every observation kind and batch size.
+
+    Args:
+        num_envs: batch sizes to measure (each against the same single rate).
+        workers: dmxshm worker processes (default: one per core).
+        quick: 1.5 s per measurement instead of 4 s.
+        configs: ``(obs, (width, height))`` pairs.
+        impls: which of ``dmxshm``, ``sync``, ``async`` to measure.
+        seconds: time per measurement (overrides ``quick``).
+        progress: called with a label before each measurement.
+    """
     from dmxshm.vector import make_vec
 
     cores = os.cpu_count() or 1
     workers = workers or cores
-    seconds = 1.5 if quick else 4.0
+    seconds = seconds if seconds is not None else (1.5 if quick else 4.0)
     rows = []
     for obs, camera in configs:
         cam = f"{camera[0]}x{camera[1]}" if obs != "state" else "-"
@@ -112,41 +125,66 @@ def run(*, num_envs: int = 16, workers: int | None = None, quick: bool = False,
             progress(f"single {obs} {cam}")
         rate, steps = _time_single(obs, camera, seconds)
         rows.append(Row("single", obs, cam, 1, 1, rate, steps))
-        for impl in impls:
-            if progress:
-                progress(f"{impl} {obs} {cam}")
-            if impl == "dmxshm":
-                env: Any = make_vec(num_envs, num_workers=workers, obs=obs, camera=camera)
-                nproc = min(workers, num_envs)
-            elif impl == "sync":
-                env = gym.vector.SyncVectorEnv([_factory(obs, camera)] * num_envs)
-                nproc = 1
-            else:
-                env = gym.vector.AsyncVectorEnv([_factory(obs, camera)] * num_envs,
-                                                shared_memory=True)
-                nproc = num_envs
-            try:
-                rate, steps = _time_vec(env, num_envs, seconds)
-            finally:
-                env.close()
-            rows.append(Row(impl, obs, cam, num_envs, nproc, rate, steps))
+        for n in num_envs:
+            for impl in impls:
+                if progress:
+                    progress(f"{impl} {obs} {cam} x{n}")
+                if impl == "dmxshm":
+                    env: Any = make_vec(n, num_workers=workers, obs=obs, camera=camera)
+                    nproc = min(workers, n)
+                elif impl == "sync":
+                    env = gym.vector.SyncVectorEnv([_factory(obs, camera)] * n)
+                    nproc = 1
+                elif impl == "async":
+                    env = gym.vector.AsyncVectorEnv([_factory(obs, camera)] * n,
+                                                    shared_memory=True)
+                    nproc = n
+                else:
+                    raise ValueError(f"unknown implementation {impl!r}")
+                try:
+                    rate, steps = _time_vec(env, n, seconds)
+                finally:
+                    env.close()
+                rows.append(Row(impl, obs, cam, n, nproc, rate, steps))
     return rows
 
 
 def summary(rows: list[Row]) -> list[dict[str, Any]]:
-    """Per observation kind: ratios of dmxshm to each peer and scaling efficiency."""
+    """Per observation kind and batch size: dmxshm's ratio to each peer, scaling efficiency."""
     cores = os.cpu_count() or 1
     out = []
-    for obs, cam in dict.fromkeys((r.obs, r.camera) for r in rows):
-        by = {r.impl: r.env_steps_per_s for r in rows if (r.obs, r.camera) == (obs, cam)}
+    for obs, cam, n in dict.fromkeys((r.obs, r.camera, r.num_envs) for r in rows
+                                     if r.impl != "single"):
+        by = {r.impl: r.env_steps_per_s for r in rows
+              if (r.obs, r.camera) == (obs, cam) and r.num_envs in (n, 1)}
         if "dmxshm" not in by:
             continue
         out.append({
-            "obs": obs, "camera": cam,
+            "obs": obs, "camera": cam, "num_envs": n,
             "vs_sync": by["dmxshm"] / by["sync"] if "sync" in by else None,
             "vs_async": by["dmxshm"] / by["async"] if "async" in by else None,
             "scaling_efficiency": by["dmxshm"] / (cores * by["single"]),
         })
+    return out
+
+
+def targets(rows: list[Row]) -> list[tuple[str, float, bool]]:
+    """The issue's targets (16 sub-environments), where this run measured them."""
+    out = []
+    for s in summary(rows):
+        if s["num_envs"] != TARGETS_AT:
+            continue
+        if s["obs"] == "state":
+            if s["vs_async"] is not None:
+                out.append(("state: dmxshm / async >= 2", s["vs_async"], s["vs_async"] >= 2.0))
+            out.append(("state: scaling efficiency >= 0.85", s["scaling_efficiency"],
+                        s["scaling_efficiency"] >= 0.85))
+        elif s["camera"] == "64x64":
+            out.append(("camera 64x64: scaling efficiency >= 0.9", s["scaling_efficiency"],
+                        s["scaling_efficiency"] >= 0.9))
+            if s["vs_async"] is not None:
+                out.append(("camera 64x64: dmxshm / async >= 1", s["vs_async"],
+                            s["vs_async"] >= 1.0))
     return out
 
 
