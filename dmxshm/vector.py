@@ -285,7 +285,13 @@ class DmxVectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         self._check_open()
-        self._arrays.views["actions"][:] = actions
+        a = np.asarray(actions, dtype=np.float32)
+        if a.shape != (self.num_envs, 2):
+            raise ValueError(f"actions must have shape ({self.num_envs}, 2), not {a.shape}")
+        if not np.isfinite(a).all():
+            bad = sorted({int(i) for i in np.argwhere(~np.isfinite(a))[:, 0]})
+            raise ValueError(f"actions of sub-environment(s) {bad} are not finite: {a[bad]}")
+        self._arrays.views["actions"][:] = a
         self._run(STEP)
         return (self._obs(), self._out("rewards"), self._out("terminated"),
                 self._out("truncated"), {})

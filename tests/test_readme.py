@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -50,11 +51,21 @@ def test_exactly_two_setup_commands() -> None:
 
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
-def test_batch_docs_example_runs(tmp_path: Path) -> None:
+def test_batch_docs_example_is_the_example_file_and_it_learns(tmp_path: Path) -> None:
     doc = (README.parent / "docs" / "batch.md").read_text()
     (block,) = re.findall(r"```python\n(.*?)```", doc, re.S)
-    script = tmp_path / "batch_example.py"
-    script.write_text(block)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+    example = README.parent / "examples" / "train_linear.py"
+    assert block == example.read_text()
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
                          timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+    returns = [float(m) for m in re.findall(r"mean return +(-?[0-9.]+) m", out.stdout)]
+    assert len(returns) == 20
+    # Random search makes the policy drive further: the last iterations beat the first.
+    assert np.mean(returns[-3:]) > np.mean(returns[:3]) + 1.0, returns
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_batch_example_runs(tmp_path: Path) -> None:
+    last = _run_block(tmp_path, "make_vec(").strip().splitlines()[-1]
+    assert last.startswith("(16, 11) float64")

@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode
 
 import dmxshm
 from dmxshm.env import DuckieLaneEnv
+from dmxshm.errors import DmxTimeoutError
 from dmxshm.shm.names import list_entries
 from dmxshm.vector import WorkerError
 
@@ -129,6 +130,58 @@ def test_a_killed_worker_is_named_and_nothing_leaks() -> None:
     finally:
         env.close()
     assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_a_worker_that_raises_is_named_with_its_error() -> None:
+    env = dmxshm.make_vec(4, num_workers=2, seed=0)
+    try:
+        env.reset()
+        proc = env._procs[0][0]
+        os.kill(proc.pid, signal.SIGINT)  # KeyboardInterrupt inside the worker
+        proc.join(DETECT_S)
+        with pytest.raises(WorkerError) as info:
+            env.step(np.zeros((4, 2), np.float32))
+        message = str(info.value)
+        assert f"batch worker 0 (pid {proc.pid})" in message
+        assert "KeyboardInterrupt" in message or "SignalError" in message
+    finally:
+        env.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_a_stuck_worker_times_out_and_close_still_returns() -> None:
+    env = dmxshm.make_vec(4, num_workers=2, seed=0, timeout_s=0.5)
+    proc = env._procs[1][0]
+    try:
+        env.reset()
+        os.kill(proc.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        with pytest.raises(DmxTimeoutError, match="batch worker 1"):
+            env.step(np.zeros((4, 2), np.float32))
+        assert 0.5 <= time.monotonic() - t0 < DETECT_S
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        env.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_bad_actions_are_refused_and_the_batch_goes_on() -> None:
+    env = dmxshm.make_vec(3, num_workers=2, seed=0)
+    try:
+        env.reset()
+        bad = np.zeros((3, 2), np.float32)
+        bad[1, 0] = np.nan
+        with pytest.raises(ValueError, match=r"sub-environment\(s\) \[1\]"):
+            env.step(bad)
+        with pytest.raises(ValueError, match="shape"):
+            env.step(np.zeros((2, 2), np.float32))
+        obs, *_ = env.step(np.zeros((3, 2), np.float32))
+        assert obs.shape == (3, 11)
+    finally:
+        env.close()
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)

@@ -129,13 +129,15 @@ def plot_vector(rows: Sequence[Any], path: str) -> None:
             cores = os.cpu_count() or 1
             ax.axhline(cores * single, color="k", ls="--", lw=1,
                        label=f"{cores} x one env in one process")
+        ax.set_ylim(0, 1.1 * max([*by.values(), (os.cpu_count() or 1) * (single or 0)]))
         ax.set_xticks(range(len(sizes)))
         ax.set_xticklabels([f"{n} envs" for n in sizes])
         ax.set_title(f"obs={obs}" + (f" {cam}" if cam != "-" else ""))
         ax.set_ylabel("env-steps/s")
         ax.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="lower left")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
     fig.suptitle("dmxshm bench vector: random actions, same environment, same run")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
