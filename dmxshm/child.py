@@ -125,7 +125,7 @@ def child_main(role: str, index: int, plan: Any, conn: Any, parent_pid: int) -> 
     mains = {"engine": engine.run_engine, "renderer": renderer.run_renderer,
              "agent": agent.run_agent, "spine": run_network_spine}
     try:
-        cpu = plan.config.pin.get(name)
+        cpu = plan.config.pins.get(name)
         if cpu is not None:
             psutil.Process().cpu_affinity([cpu])
         result = mains[role](plan, index)

@@ -113,12 +113,15 @@ def _parse_wh(ctx: Any, param: Any, value: str) -> tuple[int, int]:
     return w, h
 
 
-def _parse_pin(ctx: Any, param: Any, value: str | None) -> dict[str, int]:
+def _parse_pin(ctx: Any, param: Any, value: str | None) -> dict[str, int] | str:
+    if (value or "").strip() == "auto":
+        return "auto"
     pins: dict[str, int] = {}
     for item in filter(None, (value or "").split(",")):
         role, sep, cpu = item.partition("=")
         if not sep or not cpu.strip().isdigit():
-            raise click.BadParameter(f"{item!r}: use ROLE=CPU, e.g. engine=0,renderer-0=1")
+            raise click.BadParameter(f"{item!r}: use ROLE=CPU, e.g. engine=0,renderer-0=1, "
+                                     "or auto")
         pins[role.strip()] = int(cpu)
     return pins
 
@@ -155,7 +158,9 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
 @click.option("--map", "map_name", default="loop", show_default=True,
               help="Bundled map name or path of a map file.")
 @click.option("--pin", callback=_parse_pin, default="",
-              help="Pin processes to CPUs: ROLE=CPU,... (roles: engine, renderer-N, agent-N).")
+              help="Pin processes to CPUs: ROLE=CPU,... (roles: engine, renderer-N, agent-N, "
+                   "spine), or 'auto': the spine alone on the last CPU, the rest dealt "
+                   "round the others.")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False),
               help="Write camera frames as PNG here, plus contact_sheet.png.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
@@ -169,6 +174,11 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
               help="Frequency of the --spine, Hz.")
 @click.option("--command-timeout", "command_timeout_s", type=float, default=0.5,
               show_default=True, help="Realtime: a wheel command older than this stops its robot.")
+@click.option("--profile", is_flag=True,
+              help="Sample every process with psutil: a live table while it runs, CPU, "
+                   "memory and context switches per role at the end (and in --json).")
+@click.option("--profile-interval", "profile_interval_s", type=click.FloatRange(min=0.01),
+              default=0.5, show_default=True, help="Seconds between two profile samples.")
 @click.option("--rates", callback=_parse_rates, default="",
               help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 "
                    "[default: camera=30,imu=100,encoders=30,tof=15].")
@@ -176,7 +186,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
-        rates: dict[str, float]) -> None:
+        profile: bool, profile_interval_s: float, rates: dict[str, float]) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -202,22 +212,85 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
         steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
         pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
         command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
-        sensor_rates_hz={**DEFAULT_SENSOR_RATES_HZ, **rates})
+        sensor_rates_hz={**DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
+        profile_interval_s=profile_interval_s)
     total = steps if mode == "gym" else int(round(duration_s / config.dt_s))
-    with Network(config) as net, click.progressbar(
-            length=total, label=f"{mode} run", file=sys.stderr, show_pos=True) as bar:
-        done = [0]
+    if profile and sys.stderr.isatty():
+        live = _LiveTable(f"{mode} run", total)
+        with Network(config) as net:
+            try:
+                summary = net.run(live.progress, live.draw)
+            finally:
+                live.close()
+    else:
+        with Network(config) as net, click.progressbar(
+                length=total, label=f"{mode} run", file=sys.stderr, show_pos=True) as bar:
+            done = [0]
 
-        def progress(n: int) -> None:
-            bar.update(n - done[0])
-            done[0] = n
+            def progress(n: int) -> None:
+                bar.update(n - done[0])
+                done[0] = n
 
-        summary = net.run(progress)
+            summary = net.run(progress)
     _print_summary(summary)
+    if profile:
+        _print_profile(summary.processes, summary.profile, summary.shm_bytes)
     if json:
         with open(json, "w") as fh:
             _json.dump(summary.to_dict(), fh, indent=1)
         click.echo(f"wrote {json}")
+
+
+class _LiveTable:
+    """The profile table, redrawn in place on a terminal (stderr) at each sample."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.lines = 0
+
+    def progress(self, n: int) -> None:
+        self.done = n
+
+    def draw(self, profiler: Any) -> None:
+        text = [f"{self.label}: {self.done}/{self.total} steps", *profiler.format_table()]
+        up = f"\x1b[{self.lines}F" if self.lines else ""
+        sys.stderr.write(up + "".join(f"\x1b[2K{line}\n" for line in text))
+        sys.stderr.flush()
+        self.lines = len(text)
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _print_profile(processes: list[dict[str, Any]], profile: dict[str, Any],
+                   shm_bytes: int) -> None:
+    click.echo(f"\n{'process':<12} {'pid':>7} {'cpus':>6} {'ran on':>7} {'CPU% mean':>9} "
+               f"{'peak':>6} {'RSS peak':>9} {'USS':>9} {'PSS':>9} {'invol ctx':>9}")
+    for p in processes:
+        click.echo(
+            f"{p['role']:<12} {p['pid']:>7} {_cpus(p['affinity']):>6} "
+            f"{_cpus(p['cores_seen']):>7} {p['cpu_percent_mean']:>9.1f} "
+            f"{p['cpu_percent_peak']:>6.0f} {_fmt_bytes(p['rss_bytes_peak']):>9} "
+            f"{_fmt_bytes(p['uss_bytes']):>9} {_fmt_bytes(p['pss_bytes']):>9} "
+            f"{p['ctx_switches_involuntary']:>9}")
+    moved = [p["role"] for p in processes if not p["stayed_in_affinity"]]
+    click.echo(f"shared memory of the run: {_fmt_bytes(shm_bytes)} in "
+               f"{len(profile.get('shm', {}))} objects (counted once; RSS counts it in "
+               "every process that touched it)")
+    click.echo(f"profiler: {profile['samples']} samples every {profile['interval_s']:g} s, "
+               f"{profile['sampler_cpu_fraction']:.2%} of one core"
+               + (f"; left their CPUs: {', '.join(moved)}" if moved else ""))
+
+
+def _cpus(cpus: list[int]) -> str:
+    if not cpus:
+        return "-"
+    if len(cpus) > 1 and cpus == list(range(cpus[0], cpus[-1] + 1)):
+        return f"{cpus[0]}-{cpus[-1]}"
+    return ",".join(map(str, cpus))
 
 
 def _print_summary(s: Any) -> None:

@@ -38,6 +38,7 @@ from dmxshm.plan import (
     obs_slot_dtype,
     state_slot_dtype,
 )
+from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
@@ -100,6 +101,7 @@ class Network:
         self.unfinished: list[str] = []
         self._restore_sigterm = False
         self._state_ring: Ring | None = None
+        self.profiler: Profiler | None = None
 
     # -- lifecycle -------------------------------------------------------------
     def __enter__(self) -> Network:
@@ -171,6 +173,10 @@ class Network:
                 proc.start()
                 theirs.close()
                 self.children.append(_Child(role, index, proc, mine))
+            if cfg.profile:
+                self.profiler = Profiler(
+                    {"supervisor": os.getpid(), **{c.name: c.proc.pid for c in self.children}},
+                    cfg.profile_interval_s, shm=lambda: shm_sizes(reg.names))
         except BaseException:
             self.close()
             raise
@@ -219,11 +225,13 @@ class Network:
         """Engine steps published so far."""
         return self._state_ring.stats().writes if self._state_ring else 0
 
-    def run(self, on_progress: Callable[[int], None] | None = None) -> Summary:
+    def run(self, on_progress: Callable[[int], None] | None = None,
+            on_profile: Callable[[Profiler], None] | None = None) -> Summary:
         """Watch the processes until they all finish; return the summary.
 
         Args:
             on_progress: called with the engine's step count while it runs.
+            on_profile: with ``profile`` on, called after each sample.
 
         Raises:
             NetworkError: a process died or raised; names it and the cause.
@@ -258,6 +266,10 @@ class Network:
                 break
             if engine_done_at is None and self.children[0].message is not None:
                 engine_done_at = time.monotonic()
+                if self.profiler is not None:  # the others are still there: USS, PSS now
+                    self.profiler.sample(full=True)
+            elif self.profiler is not None and self.profiler.maybe_sample() and on_profile:
+                on_profile(self.profiler)
             if engine_done_at is not None and self._stragglers(engine_done_at):
                 break
             signals.check()
@@ -270,6 +282,12 @@ class Network:
         results = {c.name: c.message[1] for c in self.children if c.message}
         summary = summarize(self.plan, results)
         summary.unfinished = list(self.unfinished)
+        if self.registry is not None:
+            summary.shm_bytes = sum(shm_sizes(self.registry.names).values())
+        if self.profiler is not None:
+            report = self.profiler.report()
+            summary.processes = report.pop("processes")
+            summary.profile = report
         return summary
 
     def _stragglers(self, engine_done_at: float) -> bool:

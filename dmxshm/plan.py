@@ -57,7 +57,8 @@ class NetworkConfig:
         command_timeout_s: realtime mode: a wheel command older than this
             is dropped and the robot stops.
         wait_timeout_s: the longest any process waits for another.
-        pin: role name (``engine``, ``renderer-0``, ``agent-1``) to CPU.
+        pin: role name (``engine``, ``renderer-0``, ``agent-1``, ``spine``)
+            to CPU, or ``"auto"`` for :func:`auto_pins`.
         record_dir: write camera frames as PNG here (None: do not).
         record_every: record every this many steps (gym) / frames.
         floor_rounds: before the run, time this many raw semaphore rounds
@@ -71,6 +72,9 @@ class NetworkConfig:
             :data:`SHARED_CORES_SPIN_US` of polling that yields the core at
             every turn when there are more processes than cores (a plain
             poll would steal the core of the process being waited for).
+        profile: sample every process with psutil (:mod:`dmxshm.profiling`);
+            the summary gains ``processes`` and ``profile``.
+        profile_interval_s: time between two samples.
     """
 
     mode: str = "gym"
@@ -89,13 +93,15 @@ class NetworkConfig:
         default_factory=lambda: dict(DEFAULT_SENSOR_RATES_HZ))
     command_timeout_s: float = 0.5
     wait_timeout_s: float = 10.0
-    pin: dict[str, int] = field(default_factory=dict)
+    pin: dict[str, int] | str = field(default_factory=dict)
     record_dir: str | None = None
     record_every: int = 10
     floor_rounds: int = 0
     spin_us: float | None = None
     spine: bool = False
     spine_hz: float = 1000.0
+    profile: bool = False
+    profile_interval_s: float = 0.5
 
     def __post_init__(self) -> None:
         _check(self.mode in MODES, f"mode must be one of {MODES}, not {self.mode!r}")
@@ -127,20 +133,74 @@ class NetworkConfig:
         _check(not self.spine or self.mode == "realtime",
                "a spine runs in realtime mode only (use --mode realtime)")
         _check(self.spine_hz > 0, "spine frequency must be positive")
-        ncpu = os.cpu_count() or 1
-        roles = {"engine", *(f"renderer-{i}" for i in range(self.renderers)),
-                 *(f"agent-{i}" for i in range(self.agents)),
-                 *(("spine",) if self.spine else ())}
-        for role, cpu in self.pin.items():
+        _check(self.profile_interval_s > 0, "profile interval must be positive")
+        if isinstance(self.pin, str):
+            _check(self.pin == "auto",
+                   f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
+            object.__setattr__(self, "pin", auto_pins(self.roles(), self.spine))
+        cpus = usable_cpus()
+        roles = set(self.roles())
+        for role, cpu in self.pins.items():
             _check(role in roles, f"cannot pin {role!r}: the roles of this run are "
                                   f"{', '.join(sorted(roles))}")
-            _check(0 <= cpu < ncpu, f"cannot pin {role} to CPU {cpu}: this machine has "
-                                    f"CPUs 0-{ncpu - 1}")
+            _check(cpu in cpus, f"cannot pin {role} to CPU {cpu}: this process may use "
+                                f"CPUs {_ranges(cpus)}")
+
+    @property
+    def pins(self) -> dict[str, int]:
+        """``pin`` as resolved at construction (``"auto"`` becomes a plan)."""
+        return self.pin if isinstance(self.pin, dict) else {}
+
+    def roles(self) -> list[str]:
+        """The processes of this run, by role name, in start order."""
+        return ["engine", *(f"renderer-{i}" for i in range(self.renderers)),
+                *(f"agent-{i}" for i in range(self.agents)),
+                *(["spine"] if self.spine else [])]
 
     @property
     def camera_wh(self) -> tuple[int, int] | None:
         """The camera size, or None when disabled."""
         return None if self.camera == (0, 0) else self.camera
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity), sorted."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+def auto_pins(roles: list[str], spine: bool = False,
+              cpus: list[int] | None = None) -> dict[str, int]:
+    """A pinning plan for ``roles`` on ``cpus`` (default: :func:`usable_cpus`).
+
+    With a spine and 2 CPUs or more, the spine gets the last CPU alone (its
+    cycle must not wait for anybody). The other roles are dealt round the
+    remaining CPUs in start order (engine, renderers, agents), so that with
+    as many CPUs as processes each has its own, and otherwise neighbours in
+    the step's pipeline (which take turns in gym mode) share.
+
+    Example:
+        >>> auto_pins(["engine", "renderer-0", "agent-0", "spine"], spine=True, cpus=[0, 1])
+        {'spine': 1, 'engine': 0, 'renderer-0': 0, 'agent-0': 0}
+        >>> auto_pins(["engine", "renderer-0", "renderer-1", "agent-0"], cpus=[0, 1, 2, 3])
+        {'engine': 0, 'renderer-0': 1, 'renderer-1': 2, 'agent-0': 3}
+    """
+    cpus = list(cpus if cpus is not None else usable_cpus())
+    pins: dict[str, int] = {}
+    rest = [r for r in roles if r != "spine"]
+    if spine and "spine" in roles:
+        pins["spine"] = cpus[-1]
+        if len(cpus) >= 2:
+            cpus = cpus[:-1]
+    for i, role in enumerate(rest):
+        pins[role] = cpus[i % len(cpus)]
+    return pins
+
+
+def _ranges(cpus: list[int]) -> str:
+    return ", ".join(str(c) for c in cpus) if cpus else "none"
 
 
 def _check(ok: bool, message: str) -> None:

@@ -19,6 +19,12 @@ class Summary:
     slowest agent's policy calls), ``metrics_s`` (the engine's lane
     bookkeeping), ``framework_s`` (the rest of the step:
     handoffs, copies, waiting; gym mode only) and ``step_s`` (wall time).
+
+    ``shm_bytes`` is the shared memory the run created (rings, barrier,
+    semaphores), counted once. With profiling on, ``processes`` holds one
+    row per process (see :meth:`dmxshm.profiling.Profiler.processes`) and
+    ``profile`` the sampling itself: interval, CPU% timeline per process,
+    the shared-memory objects and the sampler's own cost.
     """
 
     mode: str
@@ -42,6 +48,9 @@ class Summary:
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
+    shm_bytes: int = 0
+    processes: list[dict[str, Any]] = field(default_factory=list)
+    profile: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

@@ -34,7 +34,7 @@ def spine_reply_dtype(robots: int) -> np.dtype:
 def run_network_spine(plan: Any, index: int = 0) -> dict[str, Any]:
     """Main loop of the network's spine process."""
     cfg = plan.config
-    cpu = cfg.pin.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
+    cpu = cfg.pins.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
     psutil.Process().cpu_affinity([cpu])
     scheduling = ask_realtime()
     agents = [Ring.attach(n, side="reader", role="spine", spin_us=0) for n in plan.cmd_rings]

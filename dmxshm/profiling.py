@@ -1,0 +1,278 @@
+"""Every process of a run, sampled through psutil: CPU, cores, switches, memory.
+
+A :class:`Profiler` lives in the process that started the run (the network's
+supervisor, the spine's launcher, a batch's parent). Every ``interval_s``
+(default 0.5 s) it reads, for each process it watches: the CPU time spent in
+user and system mode since the last sample (as a percentage of one core, so
+a process can show up to 100 x cores), the CPU affinity and the core it last
+ran on, voluntary and involuntary context switches, and the resident set
+(RSS). Every ``full_every``-th sample (default every 10th: once each 5 s) it
+also reads USS and PSS, which walk the process's page tables (``smaps``,
+about 0.4 ms a call) and are the honest memory figures: RSS counts every
+shared-memory page a process has touched, so the rings of a run would be
+counted once per process that maps them. The shared memory a run created
+is reported apart, once (``shm``, ``shm_bytes``).
+
+The sampler measures its own CPU time: ``sampler_cpu_fraction`` is the
+fraction of one core it used over the run (about 0.1% for a 5-process run at
+the default interval on the 2-core VM; docs/profiling.md).
+
+Example:
+    >>> import os
+    >>> p = Profiler({"me": os.getpid()}, interval_s=0.0)
+    >>> p.sample(); p.sample()
+    >>> [row["role"] for row in p.processes()]
+    ['me']
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+DEFAULT_INTERVAL_S = 0.5
+"""Time between two samples."""
+
+FULL_EVERY = 10
+"""USS and PSS are read at every this many samples (and at the last one)."""
+
+
+@dataclass
+class _Watched:
+    role: str
+    pid: int
+    proc: psutil.Process | None
+    first_ctx: tuple[int, int] | None = None
+    last_ctx: tuple[int, int] | None = None
+    last_cpu: tuple[float, float] | None = None
+    last_t: float = 0.0
+    affinity: list[int] = field(default_factory=list)
+    affinity_changes: int = 0
+    cores_seen: set[int] = field(default_factory=set)  # since the last affinity change
+    cpu: list[float] = field(default_factory=list)
+    user: list[float] = field(default_factory=list)
+    system: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    rss_peak: int = 0
+    uss: int | None = None
+    pss: int | None = None
+    ended: bool = False
+    live: dict[str, Any] = field(default_factory=dict)
+
+
+class Profiler:
+    """Samples a set of processes (see the module docstring).
+
+    Args:
+        processes: role name (``engine``, ``renderer-0``, ...) to pid.
+        interval_s: time between samples (:meth:`maybe_sample`).
+        full_every: read USS and PSS at every this many samples.
+        shm: returns the run's shared-memory objects as ``{name: bytes}``.
+    """
+
+    def __init__(self, processes: Mapping[str, int] | None = None,
+                 interval_s: float = DEFAULT_INTERVAL_S, full_every: int = FULL_EVERY,
+                 shm: Callable[[], Mapping[str, int]] | None = None) -> None:
+        if interval_s < 0:
+            raise ValueError(f"interval_s must be >= 0, not {interval_s}")
+        if full_every < 1:
+            raise ValueError(f"full_every must be >= 1, not {full_every}")
+        self.interval_s = interval_s
+        self.full_every = full_every
+        self._shm = shm
+        self._watched: list[_Watched] = []
+        self._t0 = time.monotonic()
+        self._next = self._t0
+        self._samples = 0
+        self._own_cpu_s = 0.0
+        self.shm_objects: dict[str, int] = {}
+        for role, pid in (processes or {}).items():
+            self.watch(role, pid)
+
+    def watch(self, role: str, pid: int) -> None:
+        """Add a process; a pid that is already gone is kept as ended."""
+        try:
+            proc: psutil.Process | None = psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            proc = None
+        self._watched.append(_Watched(role, pid, proc, ended=proc is None))
+
+    # -- sampling --------------------------------------------------------------
+    def maybe_sample(self) -> bool:
+        """Sample if ``interval_s`` has passed since the last sample; True if it did."""
+        if time.monotonic() < self._next:
+            return False
+        self.sample()
+        return True
+
+    def sample(self, full: bool | None = None) -> None:
+        """Read every watched process now (``full``: also USS and PSS)."""
+        c0 = time.thread_time()
+        now = time.monotonic()
+        self._next = now + self.interval_s
+        full = full if full is not None else self._samples % self.full_every == 0
+        self._samples += 1
+        for w in self._watched:
+            if not w.ended:
+                self._read(w, now, full)
+        if self._shm is not None:
+            self.shm_objects = dict(self._shm())
+        self._own_cpu_s += time.thread_time() - c0
+
+    def _read(self, w: _Watched, now: float, full: bool) -> None:
+        assert w.proc is not None
+        try:
+            with w.proc.oneshot():
+                cpu_times = w.proc.cpu_times()
+                ctx = w.proc.num_ctx_switches()
+                rss = w.proc.memory_info().rss
+                core = w.proc.cpu_num()
+                affinity = sorted(w.proc.cpu_affinity() or [])
+                status = w.proc.status()
+            mem = w.proc.memory_full_info() if full else None
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            w.ended = True
+            return
+        if status == psutil.STATUS_ZOMBIE:
+            w.ended = True
+            return
+        user, system = cpu_times.user, cpu_times.system
+        if w.affinity and affinity != w.affinity:  # e.g. the process pinned itself
+            w.affinity_changes += 1
+            w.cores_seen.clear()
+        w.cores_seen.add(core)
+        w.affinity = affinity
+        w.rss_peak = max(w.rss_peak, rss)
+        if mem is not None:
+            w.uss, w.pss = int(mem.uss), int(getattr(mem, "pss", 0)) or None
+        live: dict[str, Any] = {"role": w.role, "pid": w.pid, "core": core, "rss_bytes": rss,
+                                "affinity": affinity}
+        if w.last_cpu is not None and w.last_ctx is not None and now > w.last_t:
+            dt = now - w.last_t
+            u = 100.0 * (user - w.last_cpu[0]) / dt
+            s = 100.0 * (system - w.last_cpu[1]) / dt
+            w.user.append(u)
+            w.system.append(s)
+            w.cpu.append(u + s)
+            w.times.append(now - self._t0)
+            live.update(cpu_percent=u + s, vol_per_s=(ctx.voluntary - w.last_ctx[0]) / dt,
+                        invol_per_s=(ctx.involuntary - w.last_ctx[1]) / dt)
+        if w.first_ctx is None:
+            w.first_ctx = (ctx.voluntary, ctx.involuntary)
+        w.last_cpu = (user, system)
+        w.last_ctx = (ctx.voluntary, ctx.involuntary)
+        w.last_t = now
+        w.live = live
+
+    # -- results ---------------------------------------------------------------
+    @property
+    def samples(self) -> int:
+        """Samples taken so far."""
+        return self._samples
+
+    def live_rows(self) -> list[dict[str, Any]]:
+        """The latest reading of each process (``cpu_percent`` after two samples)."""
+        return [dict(w.live, ended=w.ended) for w in self._watched if w.live]
+
+    def format_table(self) -> list[str]:
+        """The live table: one line per process."""
+        lines = [f"{'role':<12} {'pid':>7} {'core':>4} {'CPU%':>6} {'ctx/s':>7} "
+                 f"{'invol/s':>7} {'RSS MiB':>8}"]
+        for row in self.live_rows():
+            cpu = row.get("cpu_percent")
+            vol, invol = row.get("vol_per_s"), row.get("invol_per_s")
+            lines.append(
+                f"{row['role']:<12} {row['pid']:>7} {row['core']:>4} "
+                f"{'-' if cpu is None else f'{cpu:.0f}':>6} "
+                f"{'-' if vol is None else f'{vol + invol:.0f}':>7} "
+                f"{'-' if invol is None else f'{invol:.0f}':>7} "
+                f"{row['rss_bytes'] / 2**20:>8.1f}" + ("  (ended)" if row["ended"] else ""))
+        return lines
+
+    def processes(self) -> list[dict[str, Any]]:
+        """Per process: role, pid, affinity, CPU% mean and peak, memory, switches.
+
+        ``cores_seen`` are the cores the process was found running on since its
+        affinity last changed (a child pins itself after it starts), and
+        ``stayed_in_affinity`` says whether they all lie in ``affinity``.
+        """
+        out = []
+        for w in self._watched:
+            first = w.first_ctx or (0, 0)
+            last = w.last_ctx or first
+            out.append({
+                "role": w.role, "pid": w.pid, "affinity": w.affinity,
+                "affinity_changes": w.affinity_changes,
+                "cores_seen": sorted(w.cores_seen),
+                "stayed_in_affinity": w.cores_seen <= set(w.affinity),
+                "cpu_percent_mean": _mean(w.cpu), "cpu_percent_peak": max(w.cpu, default=0.0),
+                "user_percent_mean": _mean(w.user), "system_percent_mean": _mean(w.system),
+                "rss_bytes_peak": w.rss_peak, "uss_bytes": w.uss, "pss_bytes": w.pss,
+                "ctx_switches_voluntary": last[0] - first[0],
+                "ctx_switches_involuntary": last[1] - first[1],
+                "samples": len(w.cpu),
+            })
+        return out
+
+    def by_role(self) -> dict[str, dict[str, Any]]:
+        """:meth:`processes` summed per role kind (``renderer-0`` and ``-1`` -> ``renderer``)."""
+        out: dict[str, dict[str, Any]] = {}
+        for p in self.processes():
+            kind = p["role"].rsplit("-", 1)[0] if p["role"][-1:].isdigit() else p["role"]
+            agg = out.setdefault(kind, {"processes": 0, "cpu_percent_mean": 0.0,
+                                        "cpu_percent_peak": 0.0, "rss_bytes_peak": 0,
+                                        "uss_bytes": 0, "ctx_switches_involuntary": 0})
+            agg["processes"] += 1
+            agg["cpu_percent_mean"] += p["cpu_percent_mean"]
+            agg["cpu_percent_peak"] = max(agg["cpu_percent_peak"], p["cpu_percent_peak"])
+            agg["rss_bytes_peak"] = max(agg["rss_bytes_peak"], p["rss_bytes_peak"])
+            agg["uss_bytes"] += p["uss_bytes"] or 0
+            agg["ctx_switches_involuntary"] += p["ctx_switches_involuntary"]
+        return out
+
+    def timeline(self) -> dict[str, dict[str, list[float]]]:
+        """CPU% over time per process: ``{role: {"t_s": [...], "cpu_percent": [...]}}``."""
+        return {w.role: {"t_s": [round(t, 4) for t in w.times],
+                         "cpu_percent": [round(c, 2) for c in w.cpu]} for w in self._watched}
+
+    @property
+    def sampler_cpu_fraction(self) -> float:
+        """CPU time of the sampling itself, as a fraction of one core, since the start."""
+        return self._own_cpu_s / max(time.monotonic() - self._t0, 1e-9)
+
+    def report(self) -> dict[str, Any]:
+        """Everything, JSON-ready."""
+        return {
+            "interval_s": self.interval_s, "samples": self._samples,
+            "cores": os.cpu_count() or 1,
+            "sampler_cpu_fraction": self.sampler_cpu_fraction,
+            "sampler_cpu_s": self._own_cpu_s,
+            "processes": self.processes(), "timeline": self.timeline(),
+            "shm": self.shm_objects, "shm_bytes": sum(self.shm_objects.values()),
+        }
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def shm_sizes(names: list[str], shm_dir: str = "/dev/shm") -> dict[str, int]:
+    """``{name: bytes}`` of the shared-memory segments among ``names`` that exist.
+
+    Semaphores (``sem.`` files) are counted too: they are 32 bytes each.
+    """
+    out = {}
+    for name in names:
+        for path in (os.path.join(shm_dir, name.lstrip("/")),
+                     os.path.join(shm_dir, "sem." + name.lstrip("/"))):
+            try:
+                out[name] = os.stat(path).st_size
+                break
+            except OSError:
+                continue
+    return out
