@@ -326,6 +326,40 @@ def _print_summary(s: Any) -> None:
         click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
 
 
+@cli.command("profile")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--plot", "plot", type=click.Path(dir_okay=False),
+              help="Draw CPU% per process over time and the time per step as a PNG "
+                   "(needs the plot extra: matplotlib).")
+def profile_cmd(path: str, plot: str | None) -> None:
+    """Show the profile of a run saved with --profile --json PATH.
+
+    Prints one line per process (CPU% mean and peak, the CPUs it was allowed
+    and the ones it ran on, RSS peak, USS, PSS, involuntary context switches)
+    and, with --plot, draws the run at a glance.
+    """
+    try:
+        with open(path) as fh:
+            run = _json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc}", param_hint="PATH") from None
+    if not isinstance(run, dict) or not run.get("profile") or "processes" not in run:
+        raise click.BadParameter(
+            f"{path} holds no profile: write it with 'dmxshm run --profile --json {path}' "
+            "(or 'dmxshm spine --profile --json ...')", param_hint="PATH")
+    _check_writable(plot)
+    if plot:
+        from dmxshm.bench.plot import require_matplotlib
+
+        require_matplotlib()
+    _print_profile(run["processes"], run["profile"], run.get("shm_bytes", 0))
+    if plot:
+        from dmxshm.bench.plot import plot_profile
+
+        plot_profile(run, plot)
+        click.echo(f"wrote {plot}")
+
+
 @cli.command()
 @click.option("--schedule", type=click.Choice(["after-action", "after-sleep"]),
               default="after-action", show_default=True,

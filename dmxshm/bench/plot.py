@@ -141,3 +141,50 @@ def plot_vector(rows: Sequence[Any], path: str) -> None:
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_profile(run: dict[str, Any], path: str) -> None:
+    """A profiled run at a glance: CPU% per process over time, and where a step went.
+
+    Args:
+        run: the JSON summary of a run with ``--profile`` (``processes``,
+            ``profile`` and ``timing``).
+        path: where to write the PNG.
+    """
+    plt = _pyplot()
+    profile, timing = run["profile"], run.get("timing", {})
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.2),
+                                 gridspec_kw={"width_ratios": [4, 1]})
+    pins = {p["role"]: p["affinity"] for p in run.get("processes", [])}
+    for role, series in profile["timeline"].items():
+        cpus = pins.get(role, [])
+        label = role + (f" (CPU {','.join(map(str, cpus))})"
+                        if cpus and len(cpus) < profile.get("cores", 0) else "")
+        ax.plot(series["t_s"], series["cpu_percent"], marker=".", label=label)
+    ax.axhline(100, color="k", lw=0.8, ls=":")
+    ax.set_xlabel("time since the start, s")
+    ax.set_ylabel("CPU, % of one core")
+    ax.set_title(f"CPU per process (sampled every {profile['interval_s']:g} s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    parts = [("physics", "physics_s", "#4c72b0"), ("rendering", "rendering_s", "#55a868"),
+             ("agents", "agents_s", "#c44e52"), ("lane metrics", "metrics_s", "#937860"),
+             ("framework", "framework_s", "#8172b2")]
+    bottom = 0.0
+    for name, key, color in parts:
+        value = timing.get(key)
+        if not value:
+            continue
+        bx.bar([0], [value * 1e3], bottom=[bottom], color=color, label=name, width=0.5)
+        bottom += value * 1e3
+    if "step_s" in timing:
+        bx.axhline(timing["step_s"] * 1e3, color="k", ls="--", lw=1, label="wall time per step")
+    bx.set_xticks([])
+    bx.set_xlim(-0.6, 0.6)
+    bx.set_ylabel("ms per step (mean)")
+    bx.set_title(f"{run.get('mode', '')} mode, {run.get('robots', '?')} robots")
+    bx.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
