@@ -43,6 +43,7 @@ from gymnasium import spaces
 
 from dmxshm.matrix.camera import Camera, quat_matrix
 from dmxshm.matrix.sensors import TimeOfFlight
+from dmxshm.world.maps import RoadMap
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.world import GRAVITY_M_S2, World
 
@@ -59,8 +60,8 @@ STATE_LOW[-1] = 0.0
 _SCENES: dict[tuple[int, str], World] = {}
 
 
-def scene_client(map_name: str) -> int:
-    """A pybullet client with the scene of ``map_name`` and no robot, one per process.
+def scene_client(road_map: RoadMap) -> int:
+    """A pybullet client with the scene of ``road_map`` and no robot, one per process.
 
     Every camera of this process renders there: the robot never appears in
     its own camera (tested), so the images are exactly those of the robot's
@@ -69,9 +70,11 @@ def scene_client(map_name: str) -> int:
     one per environment: 5% more camera steps per second with 8 worlds.
     The client lives as long as the process.
     """
-    key = (os.getpid(), map_name)  # a forked child builds its own
+    # One per map content (not name: a map file may change between envs);
+    # a forked child builds its own.
+    key = (os.getpid(), road_map.digest())
     if key not in _SCENES:
-        _SCENES[key] = World(map_name, 0)
+        _SCENES[key] = World(road_map, 0)
     return _SCENES[key].client
 
 
@@ -101,7 +104,6 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self.obs_kind = obs
         # Physics only: cameras render in the shared scene client.
         self.world = World(map, 1, seed=0, dt_s=dt_s, visuals=False)
-        self._map = str(map)
         self.camera = Camera(*camera) if obs in ("camera", "both") or render_mode else None
         self.tof = TimeOfFlight()
         self.max_episode_steps = max_episode_steps
@@ -148,7 +150,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                                       out=vector)
         if self.obs_kind != "state":
             assert self.camera is not None
-            out["camera"] = self.camera.render(scene_client(self._map), state[0])
+            out["camera"] = self.camera.render(scene_client(self.world.road_map), state[0])
         obs = out if self.obs_kind == "both" else out[self.obs_kind]
         return obs, (offset, heading, lane.on_road), speed
 
@@ -195,7 +197,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if self.render_mode != "rgb_array":
             return None
         camera = self.camera or Camera()
-        return camera.render(scene_client(self._map), self.world.state()[0])
+        return camera.render(scene_client(self.world.road_map), self.world.state()[0])
 
     def close(self) -> None:
         self.world.close()

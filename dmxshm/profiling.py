@@ -39,7 +39,11 @@ DEFAULT_INTERVAL_S = 0.5
 """Time between two samples."""
 
 FULL_EVERY = 10
-"""USS and PSS are read at every this many samples (and at the last one)."""
+"""USS and PSS are read at every this many samples (and when asked, e.g. as a
+run ends)."""
+
+MIN_RATE_S = 0.05
+"""Shortest time over which a CPU% is computed: CPU time comes in 10 ms ticks."""
 
 
 @dataclass
@@ -152,8 +156,13 @@ class Profiler:
             w.uss, w.pss = int(mem.uss), int(getattr(mem, "pss", 0)) or None
         live: dict[str, Any] = {"role": w.role, "pid": w.pid, "core": core, "rss_bytes": rss,
                                 "affinity": affinity}
-        if w.last_cpu is not None and w.last_ctx is not None and now > w.last_t:
+        if w.last_cpu is not None and w.last_ctx is not None:
             dt = now - w.last_t
+            if dt < max(0.5 * self.interval_s, MIN_RATE_S):
+                # Too soon after the last sample for a rate (CPU time comes in
+                # 10 ms ticks): memory and cores only, the rate waits.
+                w.live.update(core=core, rss_bytes=rss, affinity=affinity)
+                return
             u = 100.0 * (user - w.last_cpu[0]) / dt
             s = 100.0 * (system - w.last_cpu[1]) / dt
             w.user.append(u)

@@ -49,6 +49,7 @@ from dmxshm.shm.waiting import LIVENESS_POLL_S, spin_until
 
 STEP, RESET, CLOSE = 1, 2, 3
 DEFAULT_TIMEOUT_S = 60.0
+CLOSE_GRACE_S = 2.0  # close(): how long workers get to stop, then to die of SIGTERM
 DEFAULT_SPIN_US = 1000.0
 """How long a worker polls for the next command (yielding the core at every
 turn) before it sleeps. Measured on 2 cores, 16 envs, obs "state": the
@@ -184,6 +185,7 @@ class DmxVectorEnv(VectorEnv):
         self.copy = copy
         self.timeout_s = timeout_s
         self._spin_s = _resolve_spin_s(spin_us)
+        self._broken = ""
         self._seed = seed
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = DuckieLaneEnv(**kwargs)
@@ -224,6 +226,15 @@ class DmxVectorEnv(VectorEnv):
 
     # -- the step path ---------------------------------------------------------
     def _run(self, command: int) -> None:
+        try:
+            self._handoff(command)
+        except BaseException as exc:
+            # A worker may still answer this step later: the next one would
+            # read its late answer. Nothing more can be trusted.
+            self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
+            raise
+
+    def _handoff(self, command: int) -> None:
         self._arrays.views["command"][:] = command
         for sem in self._go:
             sem.release()
@@ -241,7 +252,7 @@ class DmxVectorEnv(VectorEnv):
                     if time.monotonic() > deadline:
                         raise DmxTimeoutError(
                             f"batch worker {w} (pid {self._procs[w][0].pid}) did not answer "
-                            f"within {self.timeout_s:.0f} s") from None
+                            f"within {self.timeout_s:g} s") from None
 
     def _check_worker(self, w: int) -> None:
         proc, conn = self._procs[w]
@@ -303,20 +314,28 @@ class DmxVectorEnv(VectorEnv):
     def _check_open(self) -> None:
         if self.closed:
             raise DmxError("this vector env is closed")
+        if self._broken:
+            raise DmxError(f"this vector env stopped at an error ({self._broken}); "
+                           "close it and make a new one")
 
     def close_extras(self, **kwargs: Any) -> None:
         """Stop the workers and unlink the shared memory; always returns."""
         procs, self._procs = self._procs, []
         try:
-            if procs and all(p.is_alive() for p, _ in procs):
+            if procs:
                 self._arrays.views["command"][:] = CLOSE
-                for sem in self._go:
-                    sem.release()
-            for proc, conn in procs:
-                proc.join(2.0)
+                for (proc, _), sem in zip(procs, self._go, strict=True):
+                    if proc.is_alive():
+                        sem.release()
+            deadline = time.monotonic() + CLOSE_GRACE_S
+            for proc, _ in procs:
+                proc.join(max(deadline - time.monotonic(), 0.0))
+            for proc, _ in procs:
                 if proc.is_alive():
                     proc.terminate()
-                    proc.join(2.0)
+            deadline = time.monotonic() + CLOSE_GRACE_S
+            for proc, conn in procs:
+                proc.join(max(deadline - time.monotonic(), 0.0))
                 if proc.is_alive():
                     proc.kill()
                     proc.join()

@@ -227,3 +227,16 @@ def test_bench_vector_measures_every_peer_and_draws_them(tmp_path) -> None:  # n
 def test_bench_vector_refuses_an_unknown_observation() -> None:
     result = CliRunner().invoke(cli, ["bench", "vector", "--obs", "lidar"])
     assert result.exit_code == 2 and "lidar" in result.output
+
+
+def test_bench_vector_summary_keeps_each_size_apart() -> None:
+    from dmxshm.bench.vector import Row, summary
+
+    rows = [Row("single", "state", "-", 1, 1, 100.0, 1)]
+    for n, rate in ((1, 50.0), (16, 300.0)):
+        rows += [Row("dmxshm", "state", "-", n, 2, rate, 1),
+                 Row("async", "state", "-", n, n, rate / 2, 1)]
+    by_n = {s["num_envs"]: s for s in summary(rows)}
+    assert by_n[1]["vs_async"] == by_n[16]["vs_async"] == 2.0
+    assert by_n[16]["scaling_efficiency"] == 300.0 / ((os.cpu_count() or 1) * 100.0)
+    assert by_n[1]["scaling_efficiency"] == 50.0 / ((os.cpu_count() or 1) * 100.0)

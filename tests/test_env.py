@@ -130,3 +130,14 @@ def test_the_camera_sees_what_the_robots_own_world_shows() -> None:
                     break
     finally:
         env.close()
+
+
+def test_a_road_map_object_and_a_camera() -> None:
+    from dmxshm.world.maps import load_map
+
+    env = DuckieLaneEnv(obs="camera", camera=(32, 24), map=load_map("grid"))  # type: ignore[arg-type]
+    try:
+        img, _ = env.reset(seed=0)
+        assert img.shape == (24, 32, 3) and img.any()
+    finally:
+        env.close()

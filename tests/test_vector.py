@@ -14,7 +14,7 @@ from gymnasium.vector import AutoresetMode
 
 import dmxshm
 from dmxshm.env import DuckieLaneEnv
-from dmxshm.errors import DmxTimeoutError
+from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.shm.names import list_entries
 from dmxshm.vector import WorkerError
 
@@ -127,8 +127,13 @@ def test_a_killed_worker_is_named_and_nothing_leaks() -> None:
             env.step(np.zeros((4, 2), np.float32))
         assert time.monotonic() - t0 < DETECT_S
         assert f"pid {proc.pid}" in str(info.value) and "signal 9" in str(info.value)
+        with pytest.raises(DmxError, match="close it"):  # nothing more can be trusted
+            env.step(np.zeros((4, 2), np.float32))
     finally:
+        t0 = time.monotonic()
         env.close()
+        assert time.monotonic() - t0 < DETECT_S  # the live worker is told to stop
+
     assert not [e for e in list_entries() if e.pid == os.getpid()]
 
 
@@ -161,6 +166,9 @@ def test_a_stuck_worker_times_out_and_close_still_returns() -> None:
         with pytest.raises(DmxTimeoutError, match="batch worker 1"):
             env.step(np.zeros((4, 2), np.float32))
         assert 0.5 <= time.monotonic() - t0 < DETECT_S
+        os.kill(proc.pid, signal.SIGCONT)  # it answers late: that answer must not be read
+        with pytest.raises(DmxError, match="close it"):
+            env.reset()
     finally:
         os.kill(proc.pid, signal.SIGCONT)
         env.close()

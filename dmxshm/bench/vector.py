@@ -155,8 +155,8 @@ def summary(rows: list[Row]) -> list[dict[str, Any]]:
     out = []
     for obs, cam, n in dict.fromkeys((r.obs, r.camera, r.num_envs) for r in rows
                                      if r.impl != "single"):
-        by = {r.impl: r.env_steps_per_s for r in rows
-              if (r.obs, r.camera) == (obs, cam) and r.num_envs in (n, 1)}
+        by = {r.impl: r.env_steps_per_s for r in rows if (r.obs, r.camera) == (obs, cam)
+              and (r.impl == "single" or r.num_envs == n)}
         if "dmxshm" not in by:
             continue
         out.append({

@@ -263,6 +263,16 @@ class RoadMap:
             for (r, c) in self._paths
         }
 
+    def digest(self) -> str:
+        """A key of what the map looks like (tiles and tile size), not of its name.
+
+        Example:
+            >>> load_map("loop").digest() == load_map("loop").digest() != load_map("grid").digest()
+            True
+        """
+        return repr((self.tile_size_m, tuple(tuple((t.kind, t.rotation_deg) for t in row)
+                                             for row in self.tiles)))
+
     @property
     def size_m(self) -> tuple[float, float]:
         """``(width, height)`` of the map, east-west and north-south."""

@@ -162,15 +162,16 @@ class World:
     def replace_robots(self, poses: list[tuple[float, float, float]]) -> np.ndarray:
         """Put robots at rest at ``poses``, with no memory of their past; keep the scene.
 
-        With as many poses as robots, the bodies are reused: each is moved far
-        away (the broadphase then drops its contact pairs and their cached
+        A single robot replaced by a single robot is reused: moved far away
+        (the broadphase then drops its contact pairs and their cached
         impulses), put back at its pose at rest, wheels and motors zeroed.
-        That costs about 0.1 ms, where loading fresh bodies costs 2 ms, and the
-        runs that follow are bit-identical to those of fresh bodies (tested).
-        Otherwise the robots are removed and fresh ones loaded.
+        That costs about 0.1 ms, where loading a fresh body costs 2 ms, and the
+        runs that follow are bit-identical to those of a fresh body (tested).
+        With several robots, reused bodies are not (Bullet's pair caches
+        then depend on the past), so they are removed and fresh ones loaded.
         """
         c = self.client
-        if len(poses) == len(self.robot_ids):
+        if len(poses) == len(self.robot_ids) == 1:
             for body, (x, y, yaw) in zip(self.robot_ids, poses, strict=True):
                 pb.resetBasePositionAndOrientation(body, _FAR_AWAY_M, (0.0, 0.0, 0.0, 1.0),
                                                    physicsClientId=c)

@@ -258,3 +258,26 @@ def test_a_world_without_visuals_moves_exactly_the_same() -> None:
             if not visuals:
                 assert world.scene.visual_ids == {}
     assert np.array_equal(runs[0].view(np.float64), runs[1].view(np.float64))
+
+
+@pytest.mark.parametrize("robots", [1, 2, 4])
+def test_replaced_robots_move_like_fresh_ones(robots: int) -> None:
+    # Hardest case: each robot is put back where a robot stands after a long
+    # past (contacts with the ground and each other nearby).
+    rng = np.random.default_rng(1)
+    limit = MAX_WHEEL_SPEED_RAD_S
+    with World("loop", robots, seed=3) as used, World("loop", robots, seed=5) as fresh:
+        for _ in range(300):
+            used.apply_wheel_speeds(rng.uniform(-limit, limit, (robots, 2)))
+            used.step()
+        now = [tuple(p) for p in poses_2d(used.state()).tolist()]
+        poses = now[1:] + now[:1]
+        used.replace_robots(poses)
+        fresh.replace_robots(poses)
+        for _ in range(100):
+            cmd = rng.uniform(-limit, limit, (robots, 2))
+            for world in (used, fresh):
+                world.apply_wheel_speeds(cmd)
+                world.step()
+            assert np.array_equal(used.state().view(np.float64),
+                                  fresh.state().view(np.float64))
