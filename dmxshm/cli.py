@@ -254,7 +254,8 @@ class _LiveTable:
         self.done = n
 
     def draw(self, profiler: Any) -> None:
-        text = [f"{self.label}: {self.done}/{self.total} steps", *profiler.format_table()]
+        head = f"{self.label}: {self.done}/{self.total} steps" if self.total else self.label
+        text = [head, *profiler.format_table()]
         up = f"\x1b[{self.lines}F" if self.lines else ""
         sys.stderr.write(up + "".join(f"\x1b[2K{line}\n" for line in text))
         sys.stderr.flush()
@@ -268,7 +269,7 @@ class _LiveTable:
 def _print_profile(processes: list[dict[str, Any]], profile: dict[str, Any],
                    shm_bytes: int) -> None:
     click.echo(f"\n{'process':<12} {'pid':>7} {'cpus':>6} {'ran on':>7} {'CPU% mean':>9} "
-               f"{'peak':>6} {'RSS peak':>9} {'USS':>9} {'PSS':>9} {'invol ctx':>9}")
+               f"{'peak':>6} {'RSS peak':>9} {'USS peak':>9} {'PSS peak':>9} {'invol ctx':>9}")
     for p in processes:
         click.echo(
             f"{p['role']:<12} {p['pid']:>7} {_cpus(p['affinity']):>6} "
@@ -335,7 +336,7 @@ def profile_cmd(path: str, plot: str | None) -> None:
     """Show the profile of a run saved with --profile --json PATH.
 
     Prints one line per process (CPU% mean and peak, the CPUs it was allowed
-    and the ones it ran on, RSS peak, USS, PSS, involuntary context switches)
+    and the ones it ran on, peaks of RSS, USS and PSS, involuntary context switches)
     and, with --plot, draws the run at a glance.
     """
     try:
@@ -389,10 +390,15 @@ def profile_cmd(path: str, plot: str | None) -> None:
               help="Write the report (and the law's prediction) as JSON.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False),
               help="Draw the timeline and histograms as a PNG (needs matplotlib).")
+@click.option("--profile", is_flag=True,
+              help="Sample the spine, its bus (and agent) with psutil: a live table, then "
+                   "CPU, cores, memory and context switches per process (and in --json).")
+@click.option("--profile-interval", "profile_interval_s", type=click.FloatRange(min=0.01),
+              default=0.5, show_default=True, help="Seconds between two profile samples.")
 def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
           can_cycle_s: float, reply_at_s: float | None, jitter_s: float, plan_s: float,
           duration_s: float, agent: str | None, action_timeout_s: float, json: str | None,
-          plot: str | None) -> None:
+          plot: str | None, profile: bool, profile_interval_s: float) -> None:
     """Run a pinned fixed-frequency spine that times CAN cycles.
 
     Each cycle builds an observation from the latest servo replies, plans an
@@ -412,8 +418,16 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
                       jitter_s=jitter_s, plan_s=plan_s, duration_s=duration_s, agent=agent,
                       action_timeout_s=action_timeout_s)
     click.echo(f"spine: {schedule} at {frequency_hz:g} Hz for {duration_s:g} s ...", err=True)
-    report, recs = run(cfg)
+    live = _LiveTable("spine", 0) if profile and sys.stderr.isatty() else None
+    try:
+        report, recs = run(cfg, profile_interval_s if profile else None,
+                           live.draw if live else None)
+    finally:
+        if live:
+            live.close()
     _print_spine(report)
+    if profile:
+        _print_profile(report["processes"], report["profile"], report["shm_bytes"])
     from dmxshm.spine.plot import plot_spine
 
     _write_outputs(report, json, plot, lambda p: plot_spine(report, recs, p))

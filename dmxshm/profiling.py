@@ -6,8 +6,9 @@ supervisor, the spine's launcher, a batch's parent). Every ``interval_s``
 user and system mode since the last sample (as a percentage of one core, so
 a process can show up to 100 x cores), the CPU affinity and the core it last
 ran on, voluntary and involuntary context switches, and the resident set
-(RSS). Every ``full_every``-th sample (default every 10th: once each 5 s) it
-also reads USS and PSS, which walk the process's page tables (``smaps``,
+(RSS). At the second and third samples and every ``full_every``-th (default
+every 10th: once each 5 s) it also reads USS and PSS (their peaks are
+reported), which walk the process's page tables (``smaps``,
 about 0.4 ms a call) and are the honest memory figures: RSS counts every
 shared-memory page a process has touched, so the rings of a run would be
 counted once per process that maps them. The shared memory a run created
@@ -119,7 +120,8 @@ class Profiler:
         c0 = time.thread_time()
         now = time.monotonic()
         self._next = now + self.interval_s
-        full = full if full is not None else self._samples % self.full_every == 0
+        if full is None:  # at the start (once things run), then every full_every-th
+            full = self._samples in (1, 2) or self._samples % self.full_every == 0
         self._samples += 1
         for w in self._watched:
             if not w.ended:
@@ -152,8 +154,10 @@ class Profiler:
         w.cores_seen.add(core)
         w.affinity = affinity
         w.rss_peak = max(w.rss_peak, rss)
-        if mem is not None:
-            w.uss, w.pss = int(mem.uss), int(getattr(mem, "pss", 0)) or None
+        if mem is not None:  # peaks: a process that is ending gives its memory back
+            w.uss = max(w.uss or 0, int(mem.uss))
+            pss = int(getattr(mem, "pss", 0))
+            w.pss = max(w.pss or 0, pss) if pss else w.pss
         live: dict[str, Any] = {"role": w.role, "pid": w.pid, "core": core, "rss_bytes": rss,
                                 "affinity": affinity}
         if w.last_cpu is not None and w.last_ctx is not None:

@@ -153,8 +153,12 @@ def plot_profile(run: dict[str, Any], path: str) -> None:
     """
     plt = _pyplot()
     profile, timing = run["profile"], run.get("timing", {})
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.2),
-                                 gridspec_kw={"width_ratios": [4, 1]})
+    bx = None
+    if timing.get("step_s"):
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 4.2),
+                                     gridspec_kw={"width_ratios": [4, 1]})
+    else:  # a spine run: no steps to break down
+        fig, ax = plt.subplots(figsize=(10, 4.2))
     pins = {p["role"]: p["affinity"] for p in run.get("processes", [])}
     for role, series in profile["timeline"].items():
         cpus = pins.get(role, [])
@@ -168,6 +172,11 @@ def plot_profile(run: dict[str, Any], path: str) -> None:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
+    if bx is None:
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return
     parts = [("physics", "physics_s", "#4c72b0"), ("rendering", "rendering_s", "#55a868"),
              ("agents", "agents_s", "#c44e52"), ("lane metrics", "metrics_s", "#937860"),
              ("framework", "framework_s", "#8172b2")]

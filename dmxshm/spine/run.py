@@ -13,6 +13,7 @@ import os
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import wait as wait_any
 from typing import Any
@@ -21,6 +22,7 @@ import numpy as np
 
 from dmxshm import signals
 from dmxshm.errors import DmxError
+from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
@@ -154,8 +156,17 @@ def _child(role: str, fn: Any, args: tuple, conn: Any, parent_pid: int) -> None:
         conn.close()
 
 
-def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
+def run(cfg: SpineConfig, profile_interval_s: float | None = None,
+        on_profile: Callable[[Profiler], None] | None = None
+        ) -> tuple[dict[str, Any], np.ndarray]:
     """Run the spine and its bus; returns the report and the records.
+
+    Args:
+        cfg: the run.
+        profile_interval_s: sample every process of the run this often
+            (:mod:`dmxshm.profiling`); the report gains ``processes``,
+            ``profile`` and ``shm_bytes``. None: no profiling.
+        on_profile: called after each sample.
 
     Raises:
         SpineError: a process failed or did not finish in time.
@@ -184,6 +195,7 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
         cmd.close()
         reply.close()
         procs = []
+        profiler: Profiler | None = None
         try:
             bus = (("can-bus", run_mock_bus, (names, cfg.can_cycle_s, cfg.reply_at,
                                               cfg.jitter_s, cfg.seed, bus_cpu, cfg.timeout_s))
@@ -201,8 +213,14 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
                 proc.start()
                 theirs.close()
                 procs.append((role, proc, mine))
+            if profile_interval_s is not None:
+                profiler = Profiler({"supervisor": os.getpid(),
+                                     **{role: proc.pid or 0 for role, proc, _ in procs}},
+                                    profile_interval_s, shm=lambda: shm_sizes(reg.names))
             results = _watch(procs, deadline=time.monotonic() + START_GRACE_S
-                             + total / cfg.frequency_hz + 2 * cfg.timeout_s)
+                             + total / cfg.frequency_hz + 2 * cfg.timeout_s,
+                             profiler=profiler, on_profile=on_profile)
+            shm_bytes = sum(shm_sizes(reg.names).values())
             rows = []
             while (item := records.try_read(newest=False)) is not None:
                 rows.append(item)
@@ -233,10 +251,17 @@ def run(cfg: SpineConfig) -> tuple[dict[str, Any], np.ndarray]:
                               "samples": len(rtt)},
         }
     rep["states"] = results["spine"]["states"]
+    rep["shm_bytes"] = shm_bytes
+    if profiler is not None:
+        prof = profiler.report()
+        rep["processes"] = prof.pop("processes")
+        rep["profile"] = prof
     return rep, recs
 
 
-def _watch(procs: list[tuple[str, Any, Any]], deadline: float) -> dict[str, Any]:
+def _watch(procs: list[tuple[str, Any, Any]], deadline: float,
+           profiler: Profiler | None = None,
+           on_profile: Callable[[Profiler], None] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     pending: dict[Any, str] = {conn: role for role, _, conn in procs}
     spine_done_at: float | None = None
@@ -244,6 +269,8 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float) -> dict[str, Any]
         signals.check()
         if "spine" in results and spine_done_at is None:
             spine_done_at = time.monotonic()
+        if profiler is not None and profiler.maybe_sample() and on_profile is not None:
+            on_profile(profiler)
         if (spine_done_at is not None and set(pending.values()) == {"spine-agent"}
                 and time.monotonic() - spine_done_at > AGENT_END_GRACE_S):
             # The spine never waits for its agent; neither does its supervisor.
@@ -259,6 +286,8 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float) -> dict[str, Any]
                 proc.join(1)
                 raise SpineError(f"{role} (pid {proc.pid}) died: exit code {proc.exitcode}"
                                  ) from None
+            if role == "spine" and profiler is not None:  # the others are still there
+                profiler.sample(full=True)
             if status == "error":
                 if role == "spine-agent":  # tolerated: the spine expires its action
                     results[role] = {"failed": value.splitlines()[0], "actions": 0,
