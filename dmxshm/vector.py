@@ -22,6 +22,11 @@ or the environment variable ``DMXSHM_SPIN_US``), giving the core away at
 every turn, then sleeps: it shows as busy in ``top`` for up to that long
 after each step. The parent always sleeps while the workers step.
 
+Profiling: ``make_vec(..., profile=True)`` samples the parent and every
+worker with psutil every ``profile_interval_s`` (0.5 s) in a background
+thread; :meth:`DmxVectorEnv.profile` returns what it saw (see
+:mod:`dmxshm.profiling`).
+
 Determinism: sub-environment i is seeded with ``seed + i`` and owns its own
 random stream, so the same seed gives bit-identical observations and
 rewards whatever ``num_workers`` is.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 import time
 import traceback
 from typing import Any
@@ -42,6 +48,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dmxshm.errors import DmxError, DmxTimeoutError
+from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import Segment
@@ -174,7 +181,8 @@ class DmxVectorEnv(VectorEnv):
     def __init__(self, num_envs: int, num_workers: int | None = None, obs: str = "state",
                  camera: tuple[int, int] = (160, 120), seed: int | None = None,
                  copy: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 spin_us: float | None = None, **env_kwargs: Any) -> None:
+                 spin_us: float | None = None, profile: bool = False,
+                 profile_interval_s: float = 0.5, **env_kwargs: Any) -> None:
         from dmxshm.env import DuckieLaneEnv
 
         if num_envs < 1:
@@ -220,9 +228,53 @@ class DmxVectorEnv(VectorEnv):
                 proc.start()
                 theirs.close()
                 self._procs.append((proc, mine))
+            self._profiler: Profiler | None = None
+            if profile:
+                self._start_profiler(profile_interval_s)
         except BaseException:
             self.close()
             raise
+
+    # -- profiling -------------------------------------------------------------
+    def _start_profiler(self, interval_s: float) -> None:
+        registry = self._registry
+        self._profiler = Profiler(
+            {"parent": os.getpid(),
+             **{f"worker-{w}": proc.pid for w, (proc, _) in enumerate(self._procs)}},
+            interval_s, shm=lambda: shm_sizes(registry.names))
+        self._profile_lock = threading.Lock()
+        self._profile_stop = threading.Event()
+
+        def sample() -> None:
+            while True:
+                with self._profile_lock:
+                    if self._profiler is not None:
+                        self._profiler.sample()
+                if self._profile_stop.wait(interval_s):
+                    return
+
+        self._profile_thread = threading.Thread(target=sample, name="dmx-profile",
+                                                daemon=True)
+        self._profile_thread.start()
+
+    def profile(self) -> dict[str, Any]:
+        """The profile so far (``make_vec(..., profile=True)``): one row per process.
+
+        Returns:
+            :meth:`dmxshm.profiling.Profiler.report`: ``processes`` (the
+            parent and each ``worker-W``: CPU% mean and peak, affinity, cores
+            run on, RSS/USS/PSS peaks, context switches), ``timeline`` (CPU%
+            over time), ``shm`` and ``shm_bytes`` (the batch's shared memory),
+            ``sampler_cpu_fraction``.
+
+        Raises:
+            DmxError: profiling was not asked for.
+        """
+        if getattr(self, "_profiler", None) is None:
+            raise DmxError("this vector env was made without profile=True")
+        with self._profile_lock:
+            assert self._profiler is not None
+            return self._profiler.report()
 
     # -- the step path ---------------------------------------------------------
     def _run(self, command: int) -> None:
@@ -319,7 +371,13 @@ class DmxVectorEnv(VectorEnv):
                            "close it and make a new one")
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Stop the workers and unlink the shared memory; always returns."""
+        """Stop the workers and unlink the shared memory; always returns.
+
+        With ``profile=True``, the profile stays readable after ``close()``.
+        """
+        if getattr(self, "_profiler", None) is not None:
+            self._profile_stop.set()
+            self._profile_thread.join(5.0)
         procs, self._procs = self._procs, []
         try:
             if procs:

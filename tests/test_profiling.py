@@ -107,3 +107,38 @@ def test_the_profile_command_explains_a_file_without_a_profile(tmp_path) -> None
     path.write_text(json.dumps({"mode": "gym", "processes": []}))
     result = CliRunner().invoke(cli, ["profile", str(path)])
     assert result.exit_code == 2 and "--profile" in result.output
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_batch_profiles_its_workers() -> None:
+    import numpy as np
+
+    import dmxshm
+    from dmxshm.errors import DmxError
+
+    envs = dmxshm.make_vec(4, num_workers=2, seed=0, profile=True, profile_interval_s=0.05)
+    try:
+        pids = {f"worker-{w}": proc.pid for w, (proc, _) in enumerate(envs._procs)}
+        envs.reset()
+        actions = np.zeros((4, 2), np.float32)
+        while envs.profile()["samples"] < 6:
+            envs.step(actions)
+        live = envs.profile()
+    finally:
+        envs.close()
+    rows = {p["role"]: p for p in live["processes"]}
+    assert set(rows) == {"parent", "worker-0", "worker-1"}
+    assert rows["parent"]["pid"] == os.getpid()
+    for role, pid in pids.items():
+        assert rows[role]["pid"] == pid
+        assert 0 < rows[role]["cpu_percent_mean"] <= 100 * CORES + 10
+        assert rows[role]["rss_bytes_peak"] > 0
+    assert live["shm_bytes"] > 0
+    assert envs.profile()["samples"] >= live["samples"]  # still readable after close
+    plain = dmxshm.make_vec(2, num_workers=1)
+    try:
+        with pytest.raises(DmxError, match="profile=True"):
+            plain.profile()
+    finally:
+        plain.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
