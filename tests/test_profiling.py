@@ -142,3 +142,28 @@ def test_a_batch_profiles_its_workers() -> None:
     finally:
         plain.close()
     assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_profiled_spine_shows_its_bus_and_itself_on_their_cpus() -> None:
+    from dmxshm.spine.run import SpineConfig, run
+
+    report, _ = run(SpineConfig(duration_s=0.6, frequency_hz=500.0), profile_interval_s=0.1)
+    rows = {p["role"]: p for p in report["processes"]}
+    assert set(rows) == {"supervisor", "can-bus", "spine"}
+    assert rows["spine"]["affinity"] == [report["cpu"]]
+    assert rows["spine"]["stayed_in_affinity"]
+    assert report["shm_bytes"] > 0 and report["profile"]["samples"] >= 2
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_run_profile_prints_the_processes_and_writes_them(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "run.json"
+    result = CliRunner().invoke(cli, ["run", "--steps", "40", "--camera", "32x24", "--profile",
+                                      "--profile-interval", "0.05", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    for words in ("supervisor", "engine", "renderer-0", "agent-0", "of one core"):
+        assert words in result.output
+    data = json.loads(path.read_text())
+    assert {p["role"] for p in data["processes"]} >= {"engine", "renderer-0", "agent-0"}
+    assert data["shm_bytes"] > 0
