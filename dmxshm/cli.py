@@ -177,7 +177,7 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
 @click.option("--profile", is_flag=True,
               help="Sample every process with psutil: a live table while it runs, CPU, "
                    "memory and context switches per role at the end (and in --json).")
-@click.option("--profile-interval", "profile_interval_s", type=click.FloatRange(min=0.01),
+@click.option("--profile-interval", "profile_interval_s", type=click.FloatRange(min=0.1),
               default=0.5, show_default=True, help="Seconds between two profile samples.")
 @click.option("--rates", callback=_parse_rates, default="",
               help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 "
@@ -393,7 +393,7 @@ def profile_cmd(path: str, plot: str | None) -> None:
 @click.option("--profile", is_flag=True,
               help="Sample the spine, its bus (and agent) with psutil: a live table, then "
                    "CPU, cores, memory and context switches per process (and in --json).")
-@click.option("--profile-interval", "profile_interval_s", type=click.FloatRange(min=0.01),
+@click.option("--profile-interval", "profile_interval_s", type=click.FloatRange(min=0.1),
               default=0.5, show_default=True, help="Seconds between two profile samples.")
 def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
           can_cycle_s: float, reply_at_s: float | None, jitter_s: float, plan_s: float,

@@ -267,7 +267,7 @@ class Network:
             if engine_done_at is None and self.children[0].message is not None:
                 engine_done_at = time.monotonic()
                 if self.profiler is not None:  # the others are still there: USS, PSS now
-                    self.profiler.sample(full=True)
+                    self.profiler.final_sample()
             elif self.profiler is not None and self.profiler.maybe_sample() and on_profile:
                 on_profile(self.profiler)
             if engine_done_at is not None and self._stragglers(engine_done_at):
@@ -285,6 +285,7 @@ class Network:
         if self.registry is not None:
             summary.shm_bytes = sum(shm_sizes(self.registry.names).values())
         if self.profiler is not None:
+            self.profiler.stop()
             report = self.profiler.report()
             summary.processes = report.pop("processes")
             summary.profile = report

@@ -102,6 +102,7 @@ class NetworkConfig:
     spine_hz: float = 1000.0
     profile: bool = False
     profile_interval_s: float = 0.5
+    _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         _check(self.mode in MODES, f"mode must be one of {MODES}, not {self.mode!r}")
@@ -134,10 +135,11 @@ class NetworkConfig:
                "a spine runs in realtime mode only (use --mode realtime)")
         _check(self.spine_hz > 0, "spine frequency must be positive")
         _check(self.profile_interval_s > 0, "profile interval must be positive")
-        if isinstance(self.pin, str):
-            _check(self.pin == "auto",
-                   f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
-            object.__setattr__(self, "pin", auto_pins(self.roles(), self.spine))
+        _check(self.pin == "auto" or isinstance(self.pin, dict),
+               f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
+        pins = (auto_pins(self.roles(), self.spine) if self.pin == "auto"
+                else dict(self.pin))  # type: ignore[arg-type]
+        object.__setattr__(self, "_pins", pins)
         cpus = usable_cpus()
         roles = set(self.roles())
         for role, cpu in self.pins.items():
@@ -148,8 +150,8 @@ class NetworkConfig:
 
     @property
     def pins(self) -> dict[str, int]:
-        """``pin`` as resolved at construction (``"auto"`` becomes a plan)."""
-        return self.pin if isinstance(self.pin, dict) else {}
+        """``pin`` resolved for this run's roles (``"auto"``: :func:`auto_pins`)."""
+        return self._pins
 
     def roles(self) -> list[str]:
         """The processes of this run, by role name, in start order."""

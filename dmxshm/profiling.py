@@ -6,9 +6,9 @@ supervisor, the spine's launcher, a batch's parent). Every ``interval_s``
 user and system mode since the last sample (as a percentage of one core, so
 a process can show up to 100 x cores), the CPU affinity and the core it last
 ran on, voluntary and involuntary context switches, and the resident set
-(RSS). At the second and third samples and every ``full_every``-th (default
-every 10th: once each 5 s) it also reads USS and PSS (their peaks are
-reported), which walk the process's page tables (``smaps``,
+(RSS). At the first three samples, every ``full_every``-th after (default
+every 10th: once each 5 s) and at the :meth:`Profiler.final_sample` it also
+reads USS and PSS (their peaks are reported), which walk the process's page tables (``smaps``,
 about 0.4 ms a call) and are the honest memory figures: RSS counts every
 shared-memory page a process has touched, so the rings of a run would be
 counted once per process that maps them. The shared memory a run created
@@ -52,10 +52,12 @@ class _Watched:
     role: str
     pid: int
     proc: psutil.Process | None
+    light: bool = False
     first_ctx: tuple[int, int] | None = None
     last_ctx: tuple[int, int] | None = None
-    last_cpu: tuple[float, float] | None = None
-    last_t: float = 0.0
+    rate_cpu: tuple[float, float] | None = None  # the baseline of the next CPU% rate
+    rate_ctx: tuple[int, int] | None = None
+    rate_t: float = 0.0
     affinity: list[int] = field(default_factory=list)
     affinity_changes: int = 0
     cores_seen: set[int] = field(default_factory=set)  # since the last affinity change
@@ -78,11 +80,14 @@ class Profiler:
         interval_s: time between samples (:meth:`maybe_sample`).
         full_every: read USS and PSS at every this many samples.
         shm: returns the run's shared-memory objects as ``{name: bytes}``.
+        light: roles whose USS and PSS are read only by :meth:`final_sample`
+            (a pinned spine: walking its page tables could stall a cycle).
     """
 
     def __init__(self, processes: Mapping[str, int] | None = None,
                  interval_s: float = DEFAULT_INTERVAL_S, full_every: int = FULL_EVERY,
-                 shm: Callable[[], Mapping[str, int]] | None = None) -> None:
+                 shm: Callable[[], Mapping[str, int]] | None = None,
+                 light: frozenset[str] = frozenset()) -> None:
         if interval_s < 0:
             raise ValueError(f"interval_s must be >= 0, not {interval_s}")
         if full_every < 1:
@@ -95,6 +100,9 @@ class Profiler:
         self._next = self._t0
         self._samples = 0
         self._own_cpu_s = 0.0
+        self._final = False
+        self._stopped_at: float | None = None
+        self._light = light
         self.shm_objects: dict[str, int] = {}
         for role, pid in (processes or {}).items():
             self.watch(role, pid)
@@ -105,7 +113,8 @@ class Profiler:
             proc: psutil.Process | None = psutil.Process(pid)
         except psutil.NoSuchProcess:
             proc = None
-        self._watched.append(_Watched(role, pid, proc, ended=proc is None))
+        self._watched.append(_Watched(role, pid, proc, light=role in self._light,
+                                      ended=proc is None))
 
     # -- sampling --------------------------------------------------------------
     def maybe_sample(self) -> bool:
@@ -133,54 +142,79 @@ class Profiler:
     def _read(self, w: _Watched, now: float, full: bool) -> None:
         assert w.proc is not None
         try:
+            if not w.proc.is_running():  # gone, or its pid now belongs to another
+                w.ended = True
+                return
             with w.proc.oneshot():
+                # Affinity first: a process that pins itself between the two
+                # reads must not be seen on its old core under its new affinity.
+                affinity = sorted(w.proc.cpu_affinity() or [])
                 cpu_times = w.proc.cpu_times()
                 ctx = w.proc.num_ctx_switches()
                 rss = w.proc.memory_info().rss
                 core = w.proc.cpu_num()
-                affinity = sorted(w.proc.cpu_affinity() or [])
                 status = w.proc.status()
-            mem = w.proc.memory_full_info() if full else None
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
             w.ended = True
             return
-        if status == psutil.STATUS_ZOMBIE:
-            w.ended = True
-            return
+        mem = None
+        if full and (not w.light or self._final):
+            try:
+                mem = w.proc.memory_full_info()
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                mem = None  # USS and PSS stay unknown; the rest is good
         user, system = cpu_times.user, cpu_times.system
+        counts = (ctx.voluntary, ctx.involuntary)
+        if w.first_ctx is None:
+            w.first_ctx = counts
+        w.last_ctx = counts  # totals: every read counts, even one too soon for a rate
         if w.affinity and affinity != w.affinity:  # e.g. the process pinned itself
             w.affinity_changes += 1
             w.cores_seen.clear()
-        w.cores_seen.add(core)
+        else:
+            w.cores_seen.add(core)
         w.affinity = affinity
         w.rss_peak = max(w.rss_peak, rss)
         if mem is not None:  # peaks: a process that is ending gives its memory back
             w.uss = max(w.uss or 0, int(mem.uss))
             pss = int(getattr(mem, "pss", 0))
             w.pss = max(w.pss or 0, pss) if pss else w.pss
+        if status == psutil.STATUS_ZOMBIE:
+            w.ended = True
         live: dict[str, Any] = {"role": w.role, "pid": w.pid, "core": core, "rss_bytes": rss,
                                 "affinity": affinity}
-        if w.last_cpu is not None and w.last_ctx is not None:
-            dt = now - w.last_t
+        if w.rate_cpu is not None:
+            dt = now - w.rate_t
             if dt < max(0.5 * self.interval_s, MIN_RATE_S):
-                # Too soon after the last sample for a rate (CPU time comes in
-                # 10 ms ticks): memory and cores only, the rate waits.
+                # Too soon after the last rate for a new one (CPU time comes in
+                # 10 ms ticks): memory, cores and totals only.
                 w.live.update(core=core, rss_bytes=rss, affinity=affinity)
                 return
-            u = 100.0 * (user - w.last_cpu[0]) / dt
-            s = 100.0 * (system - w.last_cpu[1]) / dt
+            u = 100.0 * (user - w.rate_cpu[0]) / dt
+            s = 100.0 * (system - w.rate_cpu[1]) / dt
             w.user.append(u)
             w.system.append(s)
             w.cpu.append(u + s)
             w.times.append(now - self._t0)
-            live.update(cpu_percent=u + s, vol_per_s=(ctx.voluntary - w.last_ctx[0]) / dt,
-                        invol_per_s=(ctx.involuntary - w.last_ctx[1]) / dt)
-        if w.first_ctx is None:
-            w.first_ctx = (ctx.voluntary, ctx.involuntary)
-        w.last_cpu = (user, system)
-        w.last_ctx = (ctx.voluntary, ctx.involuntary)
-        w.last_t = now
+            assert w.rate_ctx is not None
+            live.update(cpu_percent=u + s, vol_per_s=(counts[0] - w.rate_ctx[0]) / dt,
+                        invol_per_s=(counts[1] - w.rate_ctx[1]) / dt)
+        w.rate_cpu = (user, system)
+        w.rate_ctx = counts
+        w.rate_t = now
         w.live = live
+
+    def final_sample(self) -> None:
+        """A last full sample (USS and PSS of every process, light ones too) as a run ends."""
+        self._final = True
+        try:
+            self.sample(full=True)
+        finally:
+            self._final = False
+
+    def stop(self) -> None:
+        """No more samples: the sampler's cost is reckoned up to now."""
+        self._stopped_at = time.monotonic()
 
     # -- results ---------------------------------------------------------------
     @property
@@ -232,36 +266,26 @@ class Profiler:
             })
         return out
 
-    def by_role(self) -> dict[str, dict[str, Any]]:
-        """:meth:`processes` summed per role kind (``renderer-0`` and ``-1`` -> ``renderer``)."""
-        out: dict[str, dict[str, Any]] = {}
-        for p in self.processes():
-            kind = p["role"].rsplit("-", 1)[0] if p["role"][-1:].isdigit() else p["role"]
-            agg = out.setdefault(kind, {"processes": 0, "cpu_percent_mean": 0.0,
-                                        "cpu_percent_peak": 0.0, "rss_bytes_peak": 0,
-                                        "uss_bytes": 0, "ctx_switches_involuntary": 0})
-            agg["processes"] += 1
-            agg["cpu_percent_mean"] += p["cpu_percent_mean"]
-            agg["cpu_percent_peak"] = max(agg["cpu_percent_peak"], p["cpu_percent_peak"])
-            agg["rss_bytes_peak"] = max(agg["rss_bytes_peak"], p["rss_bytes_peak"])
-            agg["uss_bytes"] += p["uss_bytes"] or 0
-            agg["ctx_switches_involuntary"] += p["ctx_switches_involuntary"]
-        return out
-
     def timeline(self) -> dict[str, dict[str, list[float]]]:
         """CPU% over time per process: ``{role: {"t_s": [...], "cpu_percent": [...]}}``."""
         return {w.role: {"t_s": [round(t, 4) for t in w.times],
                          "cpu_percent": [round(c, 2) for c in w.cpu]} for w in self._watched}
 
+    def _mean_interval(self) -> float | None:
+        times = max((w.times for w in self._watched), key=len, default=[])
+        return (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else None
+
     @property
     def sampler_cpu_fraction(self) -> float:
         """CPU time of the sampling itself, as a fraction of one core, since the start."""
-        return self._own_cpu_s / max(time.monotonic() - self._t0, 1e-9)
+        end = self._stopped_at if self._stopped_at is not None else time.monotonic()
+        return self._own_cpu_s / max(end - self._t0, 1e-9)
 
     def report(self) -> dict[str, Any]:
         """Everything, JSON-ready."""
         return {
             "interval_s": self.interval_s, "samples": self._samples,
+            "mean_interval_s": self._mean_interval(),
             "cores": os.cpu_count() or 1,
             "sampler_cpu_fraction": self.sampler_cpu_fraction,
             "sampler_cpu_s": self._own_cpu_s,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import threading
 import time
 import traceback
@@ -237,22 +238,29 @@ class DmxVectorEnv(VectorEnv):
 
     # -- profiling -------------------------------------------------------------
     def _start_profiler(self, interval_s: float) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"profile_interval_s must be positive, not {interval_s}")
         registry = self._registry
-        self._profiler = Profiler(
+        profiler = Profiler(
             {"parent": os.getpid(),
              **{f"worker-{w}": proc.pid for w, (proc, _) in enumerate(self._procs)}},
             interval_s, shm=lambda: shm_sizes(registry.names))
-        self._profile_lock = threading.Lock()
-        self._profile_stop = threading.Event()
+        lock, stop = threading.Lock(), threading.Event()
+        failure: list[str] = []
 
-        def sample() -> None:
-            while True:
-                with self._profile_lock:
-                    if self._profiler is not None:
-                        self._profiler.sample()
-                if self._profile_stop.wait(interval_s):
-                    return
+        def sample() -> None:  # holds no reference to the env: it may be collected
+            try:
+                while not stop.is_set():
+                    with lock:
+                        profiler.sample()
+                    stop.wait(interval_s)
+            except Exception as exc:  # noqa: BLE001  reported by profile()
+                failure.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                profiler.stop()
 
+        self._profiler, self._profile_lock, self._profile_stop = profiler, lock, stop
+        self._profile_failure = failure
         self._profile_thread = threading.Thread(target=sample, name="dmx-profile",
                                                 daemon=True)
         self._profile_thread.start()
@@ -272,6 +280,8 @@ class DmxVectorEnv(VectorEnv):
         """
         if getattr(self, "_profiler", None) is None:
             raise DmxError("this vector env was made without profile=True")
+        if self._profile_failure:
+            raise DmxError(f"profiling stopped: {self._profile_failure[0]}")
         with self._profile_lock:
             assert self._profiler is not None
             return self._profiler.report()
@@ -319,7 +329,8 @@ class DmxVectorEnv(VectorEnv):
             cause = message[1] if message[0] == "error" else "it ended"
         elif not proc.is_alive():
             code = proc.exitcode
-            cause = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            cause = (f"signal {-code} ({signal.Signals(-code).name})"
+                     if code is not None and code < 0 else f"exit code {code}")
         if cause is not None:
             raise WorkerError(f"batch worker {w} (pid {proc.pid}) failed: {cause}")
 
@@ -375,11 +386,11 @@ class DmxVectorEnv(VectorEnv):
 
         With ``profile=True``, the profile stays readable after ``close()``.
         """
-        if getattr(self, "_profiler", None) is not None:
-            self._profile_stop.set()
-            self._profile_thread.join(5.0)
         procs, self._procs = self._procs, []
         try:
+            if getattr(self, "_profiler", None) is not None:
+                self._profile_stop.set()
+                self._profile_thread.join(5.0)
             if procs:
                 self._arrays.views["command"][:] = CLOSE
                 for (proc, _), sem in zip(procs, self._go, strict=True):

@@ -41,13 +41,13 @@ def test_the_sampler_sees_a_busy_and_an_idle_process_and_one_that_ends() -> None
         busy.kill()
         busy.wait()
     assert rows["busy"]["pid"] == busy.pid and rows["idle"]["pid"] == idle.pid
-    assert 50 < rows["busy"]["cpu_percent_mean"] <= 100 * CORES + 10
+    assert 20 < rows["busy"]["cpu_percent_mean"] <= 100 * CORES + 10  # shared, noisy cores
     assert rows["idle"]["cpu_percent_mean"] < 20
     for row in rows.values():
         assert row["rss_bytes_peak"] > 0 and row["affinity"]
         assert row["uss_bytes"] is None or row["uss_bytes"] > 0
     assert prof.live_rows()[1]["ended"]
-    assert 0 <= prof.sampler_cpu_fraction < 1
+    assert 0 < prof.sampler_cpu_fraction < 0.05
 
 
 def test_auto_pins_keep_the_last_cpu_for_the_spine() -> None:
@@ -65,6 +65,16 @@ def test_bad_pins_are_refused() -> None:
         NetworkConfig(pin={"engine": 4096})
     with pytest.raises(ConfigError, match="spine"):
         NetworkConfig(pin={"spine": 0})
+    with pytest.raises(ConfigError, match="'auto'"):
+        NetworkConfig(pin=None)  # type: ignore[arg-type]
+
+
+def test_an_auto_plan_follows_the_roles_of_a_replaced_config() -> None:
+    import dataclasses
+
+    two = NetworkConfig(robots=2, renderers=2, pin="auto")
+    one = dataclasses.replace(two, renderers=1)
+    assert one.pin == "auto" and set(one.pins) == {"engine", "renderer-0", "agent-0"}
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
@@ -88,7 +98,7 @@ def test_a_profiled_run_shows_every_process_where_it_was_pinned(tmp_path) -> Non
         assert row["stayed_in_affinity"] and set(row["cores_seen"]) <= set(row["affinity"])
         assert 0 <= row["cpu_percent_mean"] <= row["cpu_percent_peak"] <= 100 * CORES + 10
         assert row["rss_bytes_peak"] > 0 and row["uss_bytes"] > 0, row
-        assert row["ctx_switches_involuntary"] >= 0
+        assert row["ctx_switches_voluntary"] + row["ctx_switches_involuntary"] > 0
     assert data["shm_bytes"] > 0 and data["profile"]["shm_bytes"] == data["shm_bytes"]
     assert data["profile"]["samples"] >= 2
     assert set(data["profile"]["timeline"]) == set(rows)
@@ -134,7 +144,9 @@ def test_a_batch_profiles_its_workers() -> None:
         assert 0 < rows[role]["cpu_percent_mean"] <= 100 * CORES + 10
         assert rows[role]["rss_bytes_peak"] > 0
     assert live["shm_bytes"] > 0
-    assert envs.profile()["samples"] >= live["samples"]  # still readable after close
+    after = envs.profile()  # still readable after close, and no longer sampling
+    assert after["samples"] >= live["samples"]
+    assert envs.profile()["samples"] == after["samples"]
     plain = dmxshm.make_vec(2, num_workers=1)
     try:
         with pytest.raises(DmxError, match="profile=True"):
@@ -160,7 +172,7 @@ def test_a_profiled_spine_shows_its_bus_and_itself_on_their_cpus() -> None:
 def test_run_profile_prints_the_processes_and_writes_them(tmp_path) -> None:  # noqa: ANN001
     path = tmp_path / "run.json"
     result = CliRunner().invoke(cli, ["run", "--steps", "40", "--camera", "32x24", "--profile",
-                                      "--profile-interval", "0.05", "--json", str(path)])
+                                      "--profile-interval", "0.1", "--json", str(path)])
     assert result.exit_code == 0, result.output
     for words in ("supervisor", "engine", "renderer-0", "agent-0", "of one core"):
         assert words in result.output

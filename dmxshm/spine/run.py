@@ -216,7 +216,8 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
             if profile_interval_s is not None:
                 profiler = Profiler({"supervisor": os.getpid(),
                                      **{role: proc.pid or 0 for role, proc, _ in procs}},
-                                    profile_interval_s, shm=lambda: shm_sizes(reg.names))
+                                    profile_interval_s, shm=lambda: shm_sizes(reg.names),
+                                    light=frozenset({"spine"}))
             results = _watch(procs, deadline=time.monotonic() + START_GRACE_S
                              + total / cfg.frequency_hz + 2 * cfg.timeout_s,
                              profiler=profiler, on_profile=on_profile)
@@ -253,6 +254,7 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
     rep["states"] = results["spine"]["states"]
     rep["shm_bytes"] = shm_bytes
     if profiler is not None:
+        profiler.stop()
         prof = profiler.report()
         rep["processes"] = prof.pop("processes")
         rep["profile"] = prof
@@ -287,7 +289,7 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float,
                 raise SpineError(f"{role} (pid {proc.pid}) died: exit code {proc.exitcode}"
                                  ) from None
             if role == "spine" and profiler is not None:  # the others are still there
-                profiler.sample(full=True)
+                profiler.final_sample()
             if status == "error":
                 if role == "spine-agent":  # tolerated: the spine expires its action
                     results[role] = {"failed": value.splitlines()[0], "actions": 0,
