@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from dmxshm import signals
 from dmxshm.errors import PeerDiedError
 
 _PR_SET_NAME = 15
@@ -117,6 +118,7 @@ def child_main(role: str, index: int, plan: Any, conn: Any, parent_pid: int) -> 
     # it and stops the children with SIGTERM, which unwinds them cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
+    signals.watch()  # a SIGTERM during a semaphore wait must not be lost
     _die_with_parent()
     if os.getppid() != parent_pid:  # the supervisor died before the line above
         sys.exit(1)

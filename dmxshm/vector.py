@@ -48,12 +48,13 @@ import posix_ipc
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from dmxshm import signals
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import Segment
-from dmxshm.shm.waiting import LIVENESS_POLL_S, spin_until
+from dmxshm.shm.waiting import LIVENESS_POLL_S, acquire, spin_until
 
 STEP, RESET, CLOSE = 1, 2, 3
 DEFAULT_TIMEOUT_S = 60.0
@@ -120,6 +121,7 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
     from dmxshm.env import DuckieLaneEnv
 
     set_process_name(f"dmx-batch-{index}")
+    signals.watch()  # Ctrl-C (KeyboardInterrupt) during a wait must not be lost
     _die_with_parent()
     envs: list[DuckieLaneEnv] = []
     try:
@@ -140,7 +142,7 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
             _poll(go, spin_s)
             while True:  # wait for a command; give up if the parent is gone
                 try:
-                    go.acquire(LIVENESS_POLL_S * 20)
+                    acquire(go, LIVENESS_POLL_S * 20)
                     break
                 except posix_ipc.BusyError:
                     if os.getppid() != parent_pid:
@@ -195,6 +197,7 @@ class DmxVectorEnv(VectorEnv):
         self.timeout_s = timeout_s
         self._spin_s = _resolve_spin_s(spin_us)
         self._broken = ""
+        signals.watch()  # Ctrl-C while a step waits must raise, not be swallowed
         self._seed = seed
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = DuckieLaneEnv(**kwargs)
@@ -307,7 +310,7 @@ class DmxVectorEnv(VectorEnv):
         for w, sem in enumerate(self._done):
             while True:
                 try:
-                    sem.acquire(LIVENESS_POLL_S)
+                    acquire(sem, LIVENESS_POLL_S)
                     break
                 except (posix_ipc.BusyError, posix_ipc.SignalError):
                     self._check_worker(w)

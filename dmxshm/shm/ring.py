@@ -60,6 +60,7 @@ from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
 from dmxshm.shm.waiting import (
     DEFAULT_TIMEOUT_S,
     EMPTY_OR_INTERRUPTED,
+    acquire,
     first_chunk,
     spin_until,
     wait_semaphore,
@@ -477,7 +478,7 @@ class Ring:
             spin_until(self._has_free, self._spin_s)
         first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
-            self._free.acquire(first)
+            acquire(self._free, first)
         except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._free, timeout_s, self._check_writer,
                            self._timeout_writer, waited_s=first)
@@ -546,7 +547,7 @@ class Ring:
             if now >= deadline:
                 raise self._timeout_reader(now - t0)
             try:
-                self._bell.acquire(first_chunk(deadline - now))
+                acquire(self._bell, first_chunk(deadline - now))
             except EMPTY_OR_INTERRUPTED:
                 self._check_reader()
 
@@ -637,7 +638,7 @@ class Ring:
             spin_until(self._has_data, self._spin_s)
         first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
-            self._filled.acquire(first)
+            acquire(self._filled, first)
         except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._filled, timeout_s, self._check_reader,
                            self._timeout_reader, waited_s=first)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import posix_ipc
 
+from dmxshm import signals
 from dmxshm.errors import DmxTimeoutError
 
 # How often a blocked wait wakes up to look at its peers: a dead peer is
@@ -48,6 +49,23 @@ def spin_until(cond: Callable[[], bool], spin_s: float) -> None:
         os.sched_yield()
 
 
+def acquire(sem: posix_ipc.Semaphore, timeout_s: float | None) -> None:
+    """``sem.acquire(timeout_s)``, but a watched signal's exception is not lost.
+
+    Raises:
+        posix_ipc.BusyError: nothing within ``timeout_s``.
+        posix_ipc.SignalError: a signal without a watched handler came.
+        whatever the handler of a watched signal raises (see
+            :func:`dmxshm.signals.raise_swallowed`).
+    """
+    before = signals.seen()
+    try:
+        sem.acquire(timeout_s)
+    except posix_ipc.SignalError:
+        signals.raise_swallowed(before)
+        raise
+
+
 def acquire_raw(sem: posix_ipc.Semaphore, timeout_s: float, what: str) -> None:
     """Acquire a bare semaphore (benchmark floors): retry on signals, clear timeout.
 
@@ -57,7 +75,7 @@ def acquire_raw(sem: posix_ipc.Semaphore, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            sem.acquire(max(deadline - time.monotonic(), 0.0))
+            acquire(sem, max(deadline - time.monotonic(), 0.0))
             return
         except posix_ipc.SignalError:
             continue  # the handler has run (PEP 475); it raises if it wants us out
@@ -91,7 +109,7 @@ def wait_semaphore(
     deadline = t0 + timeout_s
     if not waited_s:
         try:
-            sem.acquire(first_chunk(timeout_s) if timeout_s > 0 else 0)
+            acquire(sem, first_chunk(timeout_s) if timeout_s > 0 else 0)
             return
         except EMPTY_OR_INTERRUPTED:
             pass
@@ -101,7 +119,7 @@ def wait_semaphore(
         if now >= deadline:
             raise on_timeout(now - t0)
         try:
-            sem.acquire(min(deadline - now, LIVENESS_POLL_S))
+            acquire(sem, min(deadline - now, LIVENESS_POLL_S))
             return
         except EMPTY_OR_INTERRUPTED:
             # BusyError: this chunk ran out. SignalError: a signal with a Python

@@ -33,12 +33,14 @@ from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
 from dmxshm.spine.records import RECORD_DTYPE
 
 _stop_requested = False
+_stop_signal: int | None = None
 
 
 def request_stop(signum: int, frame: object) -> None:
     """Signal handler: only record; the loop moves to SHUTDOWN and sends stops."""
-    global _stop_requested
+    global _stop_requested, _stop_signal
     _stop_requested = True
+    _stop_signal = signum
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,7 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring,
     collect()
     cmd.close_writer()
     records.close_writer()
-    return {"cycles": k, "acting_cycles": counts[State.ACT],
+    return {"cycles": k, "acting_cycles": counts[State.ACT], "stop_signal": _stop_signal,
             "skipped_cycles": clock.skipped,
             "states": {s.name: n for s, n in counts.items()},
             "expired_actions": agent.expired if agent is not None else 0,

@@ -46,6 +46,19 @@ class SpineError(DmxError):
     """The spine or its bus failed; the message names which and why."""
 
 
+class SpineStopped(SpineError):
+    """The spine was stopped by a signal from outside (SIGTERM, SIGINT) before its end.
+
+    It went through SHUTDOWN and sent its stop commands first; ``report`` and
+    ``records`` hold what it did until then.
+    """
+
+    def __init__(self, message: str, report: dict[str, Any], records: np.ndarray) -> None:
+        super().__init__(message)
+        self.report = report
+        self.records = records
+
+
 @dataclass(frozen=True)
 class SpineConfig:
     """A spine run. Defaults are those of ``dmxshm spine``.
@@ -213,6 +226,7 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
                 proc.start()
                 theirs.close()
                 procs.append((role, proc, mine))
+            spine_pid = next(p.pid for r, p, _ in procs if r == "spine")
             if profile_interval_s is not None:
                 profiler = Profiler({"supervisor": os.getpid(),
                                      **{role: proc.pid or 0 for role, proc, _ in procs}},
@@ -253,6 +267,11 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
         }
     rep["states"] = results["spine"]["states"]
     rep["shm_bytes"] = shm_bytes
+    stop = results["spine"].get("stop_signal")
+    if stop:  # someone else stopped it: the run is not what was asked for
+        raise SpineStopped(
+            f"spine (pid {spine_pid}) was stopped by {_how(-stop)} after "
+            f"{results['spine']['cycles']} cycles; it sent its shutdown stops", rep, recs)
     if profiler is not None:
         profiler.stop()
         prof = profiler.report()
@@ -286,7 +305,7 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float,
             except EOFError:
                 proc = next(p for r, p, _ in procs if r == role)
                 proc.join(1)
-                raise SpineError(f"{role} (pid {proc.pid}) died: exit code {proc.exitcode}"
+                raise SpineError(f"{role} (pid {proc.pid}) died: {_how(proc.exitcode)}"
                                  ) from None
             if role == "spine" and profiler is not None:  # the others are still there
                 profiler.final_sample()
@@ -300,6 +319,13 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float,
         if time.monotonic() > deadline:
             raise SpineError(f"{', '.join(pending.values())} did not finish in time")
     return results
+
+
+def _how(exitcode: int | None) -> str:
+    """``signal 9 (SIGKILL)`` for a negative exit code, else ``exit code N``."""
+    if exitcode is not None and exitcode < 0:
+        return f"signal {-exitcode} ({signal.Signals(-exitcode).name})"
+    return f"exit code {exitcode}"
 
 
 def _with_cpu(cfg: SpineConfig, cpu: int) -> SpineConfig:

@@ -15,7 +15,7 @@ import pytest
 from dmxshm.shm.names import list_entries
 from dmxshm.spine.clock import SynchronousClock
 from dmxshm.spine.law import predicted
-from dmxshm.spine.run import SpineConfig, SpineError, run
+from dmxshm.spine.run import SpineConfig, SpineError, SpineStopped, run
 
 SPINE_TIMEOUT_S = 90
 # 200 Hz: a 5 ms period, so a busy CI machine keeps to it.
@@ -193,9 +193,15 @@ def test_an_agent_that_starts_late_keeps_the_spine_sending_stops() -> None:
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
 def test_ctrl_c_makes_the_spine_send_its_shutdown_stops() -> None:
     me = os.getpid()
-    out: list[tuple] = []
-    thread = threading.Thread(target=lambda: out.append(
-        run(SpineConfig(**{**SHORT, "duration_s": 60.0}))))
+    out: list[SpineStopped] = []
+
+    def interrupted_run() -> None:
+        try:
+            run(SpineConfig(**{**SHORT, "duration_s": 60.0}))
+        except SpineStopped as exc:  # stopped from outside: an error, with what it did
+            out.append(exc)
+
+    thread = threading.Thread(target=interrupted_run)
     thread.start()
     deadline = time.monotonic() + SPINE_TIMEOUT_S / 2
     victim = None
@@ -206,6 +212,8 @@ def test_ctrl_c_makes_the_spine_send_its_shutdown_stops() -> None:
     time.sleep(0.5)  # the behaviour under test: interrupt it while it acts
     os.kill(victim.pid, signal.SIGINT)
     thread.join(SPINE_TIMEOUT_S / 2)
-    (report, recs), = out
+    (stopped,) = out
+    report, recs = stopped.report, stopped.records
+    assert f"pid {victim.pid}" in str(stopped) and "SIGINT" in str(stopped)
     assert report["cycles"] < 60 * SHORT["frequency_hz"]
     assert (recs["state"][-5:] == 4).all() and (recs["wheels_rad_s"][-5:] == 0).all()
