@@ -45,6 +45,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import posix_ipc
+import psutil
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -315,9 +316,11 @@ class DmxVectorEnv(VectorEnv):
                 except (posix_ipc.BusyError, posix_ipc.SignalError):
                     self._check_worker(w)
                     if time.monotonic() > deadline:
+                        pid = self._procs[w][0].pid
+                        state = " and is stopped (SIGSTOP?)" if _stopped(pid) else ""
                         raise DmxTimeoutError(
-                            f"batch worker {w} (pid {self._procs[w][0].pid}) did not answer "
-                            f"within {self.timeout_s:g} s") from None
+                            f"batch worker {w} (pid {pid}) did not answer within "
+                            f"{self.timeout_s:g} s{state}") from None
 
     def _check_worker(self, w: int) -> None:
         proc, conn = self._procs[w]
@@ -401,10 +404,15 @@ class DmxVectorEnv(VectorEnv):
                         sem.release()
             deadline = time.monotonic() + CLOSE_GRACE_S
             for proc, _ in procs:
-                proc.join(max(deadline - time.monotonic(), 0.0))
+                if not _stopped(proc.pid):  # a stopped one cannot answer: no grace
+                    proc.join(max(deadline - time.monotonic(), 0.0))
             for proc, _ in procs:
                 if proc.is_alive():
                     proc.terminate()
+                    try:
+                        os.kill(proc.pid, signal.SIGCONT)  # a stopped worker must wake to die
+                    except ProcessLookupError:
+                        pass
             deadline = time.monotonic() + CLOSE_GRACE_S
             for proc, conn in procs:
                 proc.join(max(deadline - time.monotonic(), 0.0))
@@ -414,6 +422,13 @@ class DmxVectorEnv(VectorEnv):
                 conn.close()
         finally:
             self._registry.unlink_all()
+
+
+def _stopped(pid: int | None) -> bool:
+    try:
+        return pid is not None and psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    except psutil.Error:
+        return False
 
 
 def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",

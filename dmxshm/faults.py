@@ -1,0 +1,208 @@
+"""Fault injection: kill one process of a run at a random moment, check how it ends.
+
+Each :class:`Target` is a command (``dmxshm run``, ``dmxshm spine``, a batch
+loop) started in a subprocess of its own session. :func:`inject` waits until
+the victim (a process named ``dmx-<role>`` among the command's descendants)
+has been up ``delay_s``, sends it a signal, and then measures:
+
+* how long the command took to end after the signal (goal: under 2 s);
+* its exit status (goal: non-zero);
+* whether its error names the role, the pid and the signal;
+* the dmxshm entries its supervisor left in /dev/shm (goal: none) and any of
+  its processes still alive 2 s after it ended (goal: none).
+
+``scripts/faults.py`` repeats this over every target, role and signal; the
+fast suite in ``tests/faults/`` runs each once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import psutil
+
+from dmxshm.shm.names import list_entries
+
+DETECT_S = 2.0
+"""How soon after the fault the run must have ended."""
+
+_BATCH = """
+import numpy as np
+import dmxshm
+envs = dmxshm.make_vec(4, num_workers=2, seed=0, camera=(32, 24), timeout_s=5.0)
+envs.reset()
+actions = np.zeros((4, 2), np.float32)
+try:
+    while True:
+        envs.step(actions)
+finally:
+    envs.close()
+"""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A run to inject faults into.
+
+    Attributes:
+        name: its name in reports.
+        argv: the command (``sys.executable`` first).
+        roles: names of its processes that are victims (``dmx-<role>``).
+        words: for each role, the words its error must contain to name it.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    roles: tuple[str, ...]
+    words: dict[str, str] = field(default_factory=dict)
+
+    def named_by(self, role: str) -> str:
+        """The words an error names ``role`` with."""
+        return self.words.get(role, role)
+
+
+def _cli(*args: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "dmxshm.cli", *args)
+
+
+TARGETS: dict[str, Target] = {
+    "gym": Target("gym", _cli("run", "--steps", "1000000", "--robots", "2", "--renderers",
+                              "2", "--agents", "2", "--camera", "32x24", "--timeout", "5"),
+                  ("engine", "renderer-0", "renderer-1", "agent-0", "agent-1")),
+    "realtime": Target("realtime", _cli("run", "--mode", "realtime", "--duration", "600",
+                                        "--robots", "2", "--renderers", "2", "--agents", "2",
+                                        "--camera", "32x24", "--timeout", "5"),
+                       ("engine", "renderer-0", "renderer-1", "agent-0", "agent-1")),
+    "realtime-spine": Target("realtime-spine",
+                             _cli("run", "--mode", "realtime", "--duration", "600",
+                                  "--spine", "--camera", "0x0", "--timeout", "5"),
+                             ("spine", "engine", "renderer-0", "agent-0")),
+    "spine": Target("spine", _cli("spine", "--duration", "600"), ("spine", "can-bus")),
+    "batch": Target("batch", (sys.executable, "-c", _BATCH), ("batch-0", "batch-1"),
+                    {"batch-0": "batch worker 0", "batch-1": "batch worker 1"}),
+}
+"""Every run the suite knows, by name. The spine's own agent (``dmxshm spine
+--agent``) is left out on purpose: the spine does not wait for its agent, it
+expires the agent's actions and reports the failure at the end."""
+
+SIGNALS = {"SIGKILL": signal.SIGKILL, "SIGTERM": signal.SIGTERM, "SIGSTOP": signal.SIGSTOP}
+"""SIGSTOP freezes the victim: where somebody waits for it (gym mode, a batch),
+the wait must time out (5 s in the targets) naming it, then the run ends. In
+realtime mode and on the spine nobody waits by design, so SIGSTOP is not
+injected there."""
+
+STOP_TARGETS = ("gym", "batch")
+"""The targets where a stopped process must end the run."""
+
+STOP_LIMIT_S = 5.0 + DETECT_S
+"""How soon after a SIGSTOP the run must have ended: the wait timeout, plus 2 s."""
+
+
+@dataclass
+class Outcome:
+    """How one injected fault ended (see the module docstring)."""
+
+    target: str
+    role: str
+    signal: str
+    delay_s: float
+    victim_pid: int = 0
+    exit_code: int | None = None
+    ended_s: float | None = None
+    named: bool = False
+    leaked: list[str] = field(default_factory=list)
+    survivors: list[int] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def limit_s(self) -> float:
+        """How soon the run must end after this fault."""
+        return STOP_LIMIT_S if self.signal == "SIGSTOP" else DETECT_S
+
+    @property
+    def clean(self) -> bool:
+        """Ended in time, non-zero, named the victim, left nothing behind."""
+        return (self.ended_s is not None and self.ended_s < self.limit_s
+                and self.exit_code not in (0, None) and self.named and not self.leaked
+                and not self.survivors)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with ``clean``."""
+        return {**asdict(self), "clean": self.clean, "limit_s": self.limit_s}
+
+
+def _find(root: psutil.Process, name: str) -> psutil.Process | None:
+    try:
+        for proc in root.children(recursive=True):
+            try:
+                if proc.name() == name:
+                    return proc
+            except psutil.NoSuchProcess:
+                continue
+    except psutil.NoSuchProcess:
+        pass
+    return None
+
+
+def inject(target: Target, role: str, sig: str, delay_s: float,
+           start_timeout_s: float = 60.0, end_timeout_s: float = 30.0) -> Outcome:
+    """Run ``target``, send ``sig`` to its ``role`` after ``delay_s``, report the end.
+
+    Raises:
+        RuntimeError: the run did not start its victim within ``start_timeout_s``.
+    """
+    out = Outcome(target.name, role, sig, delay_s)
+    proc = subprocess.Popen(target.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        root = psutil.Process(proc.pid)
+        deadline = time.monotonic() + start_timeout_s
+        victim = None
+        while victim is None:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _, err = proc.communicate(timeout=end_timeout_s)
+                raise RuntimeError(f"{target.name}: no process dmx-{role} came up "
+                                   f"(exit {proc.returncode}): {err[-2000:]}")
+            victim = _find(root, f"dmx-{role}")
+            time.sleep(0.02)
+        time.sleep(delay_s)
+        family = [p.pid for p in root.children(recursive=True)]
+        out.victim_pid = victim.pid
+        killed_at = time.monotonic()
+        os.kill(victim.pid, SIGNALS[sig])
+        try:
+            _, err = proc.communicate(timeout=end_timeout_s)
+            out.ended_s = time.monotonic() - killed_at
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        out.exit_code = proc.returncode
+        lines = [line for line in err.strip().splitlines() if line.strip()]
+        out.message = lines[-1] if lines else ""
+        how = "stopped" if sig == "SIGSTOP" else sig
+        out.named = (target.named_by(role) in err and str(victim.pid) in err and how in err)
+        grace = time.monotonic() + DETECT_S
+        while True:
+            out.survivors = [pid for pid in family if _alive(pid)]
+            if not out.survivors or time.monotonic() > grace:
+                break
+            time.sleep(0.05)
+        out.leaked = [e.name for e in list_entries() if e.pid == proc.pid]
+        return out
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

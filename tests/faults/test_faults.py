@@ -1,0 +1,73 @@
+"""Fault injection, the fast part: each kind of process of each mode, killed once.
+
+``scripts/faults.py`` repeats every case many times at random moments; here
+each runs once, at a moment drawn from a seeded generator, so a failure can
+be replayed. Every run must end within 2 s of the fault (a SIGSTOP: within
+the 5 s wait timeout plus 2 s) with a non-zero status and an error naming
+the process, its pid and the signal, and leave nothing in /dev/shm.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import zlib
+
+import psutil
+import pytest
+
+from dmxshm.faults import DETECT_S, TARGETS, inject
+from dmxshm.shm.names import list_entries
+
+CASES = [
+    *[("gym", role, sig) for role in ("engine", "renderer-0", "agent-0")
+      for sig in ("SIGKILL", "SIGTERM")],
+    *[("realtime", role, sig) for role in ("engine", "renderer-1", "agent-1")
+      for sig in ("SIGKILL", "SIGTERM")],
+    ("realtime-spine", "spine", "SIGKILL"), ("realtime-spine", "agent-0", "SIGTERM"),
+    *[("spine", role, sig) for role in ("spine", "can-bus") for sig in ("SIGKILL", "SIGTERM")],
+    ("batch", "batch-0", "SIGKILL"), ("batch", "batch-1", "SIGTERM"),
+    ("gym", "renderer-0", "SIGSTOP"), ("batch", "batch-0", "SIGSTOP"),
+]
+FAULT_TIMEOUT_S = 120
+
+
+@pytest.mark.timeout(FAULT_TIMEOUT_S)
+@pytest.mark.parametrize(("target", "role", "sig"), CASES)
+def test_a_killed_process_ends_the_run_cleanly(target: str, role: str, sig: str) -> None:
+    seed = zlib.crc32(f"{target} {role} {sig}".encode())
+    delay = 0.2 + (seed % 800) / 1000  # 0.2-1.0 s after the victim came up
+    out = inject(TARGETS[target], role, sig, delay)
+    assert out.clean, out.to_dict()
+
+
+@pytest.mark.timeout(FAULT_TIMEOUT_S)
+def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "1000000",
+                             "--camera", "32x24"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        root = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 60
+        while len([c for c in root.children() if c.name().startswith("dmx-")]) < 3:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        children = [c for c in root.children() if c.name().startswith("dmx-")]
+        assert [e for e in list_entries() if e.pid == proc.pid]  # its rings exist
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        gone, alive = psutil.wait_procs(children, timeout=DETECT_S)
+        assert not alive, [c.pid for c in alive]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    orphans = [e for e in list_entries() if e.pid == proc.pid]
+    assert orphans  # nobody was left to unlink them...
+    out = subprocess.run([sys.executable, "-m", "dmxshm.cli", "clean"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert not [e for e in list_entries() if e.pid == proc.pid]  # ...until clean did
