@@ -65,6 +65,7 @@ class _Watched:
     user: list[float] = field(default_factory=list)
     system: list[float] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
+    rss: list[int] = field(default_factory=list)
     rss_peak: int = 0
     uss: int | None = None
     pss: int | None = None
@@ -195,6 +196,7 @@ class Profiler:
             w.user.append(u)
             w.system.append(s)
             w.cpu.append(u + s)
+            w.rss.append(rss)
             w.times.append(now - self._t0)
             assert w.rate_ctx is not None
             live.update(cpu_percent=u + s, vol_per_s=(counts[0] - w.rate_ctx[0]) / dt,
@@ -267,9 +269,10 @@ class Profiler:
         return out
 
     def timeline(self) -> dict[str, dict[str, list[float]]]:
-        """CPU% over time per process: ``{role: {"t_s": [...], "cpu_percent": [...]}}``."""
+        """Per process: ``{role: {"t_s": [...], "cpu_percent": [...], "rss_bytes": [...]}}``."""
         return {w.role: {"t_s": [round(t, 4) for t in w.times],
-                         "cpu_percent": [round(c, 2) for c in w.cpu]} for w in self._watched}
+                         "cpu_percent": [round(c, 2) for c in w.cpu],
+                         "rss_bytes": list(w.rss)} for w in self._watched}
 
     def _mean_interval(self) -> float | None:
         times = max((w.times for w in self._watched), key=len, default=[])

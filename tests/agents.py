@@ -48,3 +48,15 @@ def nan_wheels(obs: np.ndarray) -> np.ndarray:
 
 
 NOT_CALLABLE = 42
+
+
+def inf_wheels(obs: np.ndarray) -> np.ndarray:
+    return np.full((len(obs), 2), np.inf)
+
+
+def too_fast(obs: np.ndarray) -> np.ndarray:
+    return np.full((len(obs), 2), 1e6)
+
+
+def strings(obs: np.ndarray) -> list[list[str]]:
+    return [["fast", "faster"]] * len(obs)

@@ -1,0 +1,101 @@
+"""Bad input and hostile surroundings: a clear error, nothing lost or leaked.
+
+The rest of the bad-input table of docs/reliability.md is tested beside the
+code it concerns (NaN commands, wrong answer shapes, agents that raise or do
+not import, malformed maps, impossible configurations and CLI values, a
+/dev/shm too small, a pre-created segment); this file holds the cases that
+had no test of their own.
+"""
+
+from __future__ import annotations
+
+import os
+
+import posix_ipc
+import pytest
+
+from dmxshm.network import Network, NetworkError
+from dmxshm.plan import NetworkConfig
+from dmxshm.shm.names import list_entries
+
+RUN_TIMEOUT_S = 120
+SMALL = dict(camera=(0, 0), steps=12, wait_timeout_s=5.0)
+
+
+def run(**kw: object):  # noqa: ANN201
+    with Network(NetworkConfig(**{**SMALL, **kw})) as net:
+        return net.run()
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+@pytest.mark.parametrize("agent", ["tests.agents:inf_wheels", "tests.agents:too_fast"])
+def test_impossible_wheel_speeds_are_rejected_counted_and_the_robots_stopped(agent: str) -> None:
+    s = run(agent=agent)
+    assert s.rejected_commands == [12, 12]  # every command of both robots
+    assert max(s.lane["distance_m"]) < 0.01  # never passed to physics: the robots stood
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_an_answer_that_is_not_numbers_ends_the_run_naming_the_agent() -> None:
+    with pytest.raises(NetworkError) as info:
+        run(agent="tests.agents:strings")
+    assert info.value.role == "agent-0" and "not a (2, 2) array" in str(info.value)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_objects_removed_under_a_starting_network_end_it_with_the_reason() -> None:
+    # What systemd's RemoveIPC does at logout: unlink a user's /dev/shm
+    # objects. A process that then tries to attach says why it cannot.
+    net = Network(NetworkConfig(**{**SMALL, "steps": 60}))
+    net.start()
+    try:
+        for entry in [e for e in list_entries() if e.pid == os.getpid()]:
+            os.unlink(entry.path)
+        with pytest.raises(NetworkError) as info:
+            net.run()
+    finally:
+        net.close()
+    assert "removed underneath" in str(info.value) and "RemoveIPC" in str(info.value)
+    assert "Traceback" not in info.value.args[0].splitlines()[0]
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_another_user_cannot_open_a_runs_objects() -> None:
+    from dmxshm.shm.segment import Segment
+
+    net = Network(NetworkConfig(**SMALL))
+    net.start()
+    try:
+        names = [(e.kind, e.name) for e in list_entries() if e.pid == os.getpid()]
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # as nobody, try every object of the run
+            os.close(read)
+            lines = []
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                for kind, name in names:
+                    try:
+                        if kind == "segment":
+                            Segment.attach(name)
+                        else:
+                            posix_ipc.Semaphore(name)
+                        lines.append(f"OPENED {name}")
+                    except Exception as exc:  # noqa: BLE001  what it says is the test
+                        lines.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                os.write(write, "\n".join(lines).encode())
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as fh:
+            said = fh.read().splitlines()
+        os.waitpid(child, 0)
+    finally:
+        net.close()
+    assert names and len(said) == len(names), said
+    assert not [line for line in said if line.startswith("OPENED")], said
+    for line in said:
+        assert "ermission" in line, line
