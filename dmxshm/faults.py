@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import psutil
 
 from dmxshm.shm.names import list_entries
@@ -206,3 +207,108 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+# -- bounded load on one ring -------------------------------------------------
+
+LOAD_WORDS = 64
+_LOAD_DT = np.dtype([("seq", "<u8"), ("payload", "<u4", (LOAD_WORDS,)), ("checksum", "<u8")])
+
+
+def _load_payload(seq: int) -> np.ndarray:
+    return ((np.uint64(seq) * np.uint64(2654435761) + np.arange(LOAD_WORDS, dtype=np.uint64)
+             * np.uint64(40503)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def _load_item(seq: int) -> np.ndarray:
+    item = np.zeros((), _LOAD_DT)
+    item["seq"] = seq
+    item["payload"] = _load_payload(seq)
+    item["checksum"] = int(item["payload"].astype(np.uint64).sum()) + seq
+    return item
+
+
+def _load_writer(name: str, stop: Any, drained: Any) -> None:
+    from dmxshm.shm.ring import Ring
+
+    ring = Ring.attach(name, side="writer", role="load-writer")
+    try:
+        seq = 0
+        items = [_load_item(s) for s in range(4096)]  # payload of seq: that of seq % 4096
+        while not stop.is_set():
+            for _ in range(1024):
+                item = items[seq % 4096].copy()
+                item["checksum"] += seq - int(item["seq"])
+                item["seq"] = seq
+                ring.write(item)
+                seq += 1
+        ring.close_writer()
+        drained.wait(30.0)
+    finally:
+        ring.close()
+
+
+def ring_load(seconds: float, read_every_s: float = 100e-6, nslots: int = 8,
+              sample_s: float = 1.0) -> dict[str, Any]:
+    """A writer at full speed against a reader that reads once per ``read_every_s``.
+
+    Overwrite discipline. Returns the counts (``writes``, ``reads``, ``drops``
+    as the ring counted them, ``gaps``: the drops the reader saw as holes in
+    the sequence, plus what was left after its last read), ``torn`` reads
+    (payload or checksum not of one write), and RSS samples of both sides.
+    """
+    import multiprocessing as mp
+
+    from dmxshm.errors import RingClosedError
+    from dmxshm.shm.registry import Registry
+    from dmxshm.shm.ring import Ring
+
+    ctx = mp.get_context("spawn")
+    stop, drained = ctx.Event(), ctx.Event()
+    with Registry() as reg:
+        ring = Ring.create(reg, "load", _LOAD_DT, nslots, "overwrite")
+        ring.bind("reader", "load-reader")
+        child = ctx.Process(target=_load_writer, args=(ring.name, stop, drained), daemon=True)
+        child.start()
+        me, writer = psutil.Process(), psutil.Process(child.pid)
+        rss: dict[str, list[int]] = {"reader": [], "writer": []}
+        reads = torn = gaps = 0
+        last = -1
+        try:
+            t0 = time.monotonic()
+            next_sample = t0
+            while True:
+                now = time.monotonic()
+                if now >= next_sample:
+                    rss["reader"].append(me.memory_info().rss)
+                    rss["writer"].append(writer.memory_info().rss)
+                    next_sample += sample_s
+                if now - t0 >= seconds:
+                    stop.set()
+                try:
+                    item = ring.read(timeout_s=30.0, newest=False)
+                except RingClosedError:
+                    break
+                seq = int(item["seq"])
+                gaps += seq - last - 1
+                last = seq
+                reads += 1
+                whole = (int(item["payload"].astype(np.uint64).sum()) + seq
+                         == int(item["checksum"])
+                         and bool((item["payload"] == _load_payload(seq % 4096)).all()))
+                torn += not whole
+                until = time.perf_counter() + read_every_s  # the slow reader
+                while time.perf_counter() < until:
+                    pass
+            stats = ring.stats()
+        finally:
+            stop.set()
+            drained.set()
+            child.join(10.0)
+            if child.is_alive():
+                child.kill()
+                child.join()
+            ring.close()
+    return {"seconds": seconds, "writes": stats.writes, "reads": reads, "drops": stats.drops,
+            "gaps": gaps + (stats.writes - 1 - last), "torn": torn, "rss": rss,
+            "writer_exit": child.exitcode}

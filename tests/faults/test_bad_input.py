@@ -99,3 +99,16 @@ def test_another_user_cannot_open_a_runs_objects() -> None:
     assert not [line for line in said if line.startswith("OPENED")], said
     for line in said:
         assert "ermission" in line, line
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_reader_loses_counted_slots_and_never_reads_a_torn_one() -> None:
+    from dmxshm.faults import ring_load
+
+    out = ring_load(3.0, read_every_s=100e-6)
+    assert out["writer_exit"] == 0
+    assert out["writes"] > 10 * out["reads"] > 0  # the reader is far slower
+    assert out["torn"] == 0
+    assert out["drops"] == out["gaps"]  # every lost slot counted, exactly
+    assert out["drops"] + out["reads"] == out["writes"]
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
