@@ -167,7 +167,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         yaw = yaw + rng.normal(0.0, self.yaw_noise_rad)
         self.world.replace_robots([(float(x), float(y), float(yaw))])
         self._steps = 0
-        obs, lane, _ = self._measure(self.world.state())
+        obs, lane, _ = self._measure(self.world.state(copy=False))
         return obs, {"lane_offset_m": lane[0], "on_road": lane[2]}
 
     def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -184,7 +184,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
               max(-1.0, min(1.0, right)) * MAX_WHEEL_SPEED_RAD_S]])
         self.world.step()
         self._steps += 1
-        obs, (offset, heading, on_road), speed = self._measure(self.world.state())
+        obs, (offset, heading, on_road), speed = self._measure(self.world.state(copy=False))
         dt = self.world.dt_s
         progress = speed * math.cos(0.0 if heading != heading else heading) * dt
         reward = progress - self.offset_penalty * abs(0.0 if offset != offset else offset) * dt

@@ -187,6 +187,10 @@ def lane_pose_among(
     best: tuple[bool, bool, float, float] | None = None
     result = LanePose(math.nan, math.nan, False), math.nan
     for is_own, path in [(True, p) for p in own] + [(False, p) for p in nearby]:
+        if not is_own and best is not None and not best[0]:
+            # A road of the tile itself contains the point: by the sort key
+            # no neighbouring road can win, so they need not be measured.
+            break
         proj = path.project(x, y)
         left, lane_yaw = proj.left_m, proj.yaw_rad
         heading_err = wrap_angle(yaw - lane_yaw)

@@ -191,7 +191,6 @@ class World:
                 pb.removeBody(body, physicsClientId=c)
             self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
             self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
-        self._commands = np.zeros((self.num_robots, 2))
         self.step_count = 0
         self._state = self._read_state(previous=None)
         return self._state.copy()
@@ -210,6 +209,19 @@ class World:
         Raises:
             WorldError: wrong shape or a non-finite value.
         """
+        if type(cmd_rad_s) is list and self.num_robots == 1 == len(cmd_rad_s):
+            # One robot's pair as plain floats (the single environment's path):
+            # the same checks and clip without numpy's per-call overhead.
+            pair = cmd_rad_s[0]
+            if (len(pair) == 2 and type(pair[0]) is float and type(pair[1]) is float
+                    and math.isfinite(pair[0]) and math.isfinite(pair[1])):
+                m = MAX_WHEEL_SPEED_RAD_S
+                left, right = max(-m, min(m, pair[0])), max(-m, min(m, pair[1]))
+                pb.setJointMotorControlArray(
+                    self.robot_ids[0], WHEEL_JOINTS, pb.VELOCITY_CONTROL,
+                    targetVelocities=(left, right),
+                    forces=(MAX_WHEEL_TORQUE_NM, MAX_WHEEL_TORQUE_NM), physicsClientId=self.client)
+                return
         cmd = np.asarray(cmd_rad_s, dtype=np.float64)
         if cmd.shape != (self.num_robots, 2):
             raise WorldError(f"wheel command has shape {cmd.shape}, expected "
@@ -217,9 +229,9 @@ class World:
         if not np.all(np.isfinite(cmd)):
             bad = sorted({int(i) for i in np.argwhere(~np.isfinite(cmd))[:, 0]})
             raise WorldError(f"wheel command of robot(s) {bad} is not finite: {cmd[bad]}")
-        self._commands = np.clip(cmd, -MAX_WHEEL_SPEED_RAD_S, MAX_WHEEL_SPEED_RAD_S)
+        commands = np.clip(cmd, -MAX_WHEEL_SPEED_RAD_S, MAX_WHEEL_SPEED_RAD_S)
         forces = (MAX_WHEEL_TORQUE_NM, MAX_WHEEL_TORQUE_NM)
-        for body, (left, right) in zip(self.robot_ids, self._commands.tolist(), strict=True):
+        for body, (left, right) in zip(self.robot_ids, commands.tolist(), strict=True):
             pb.setJointMotorControlArray(body, WHEEL_JOINTS, pb.VELOCITY_CONTROL,
                                          targetVelocities=(left, right), forces=forces,
                                          physicsClientId=self.client)
@@ -231,9 +243,14 @@ class World:
         self.step_count += 1
         self._state = self._read_state(previous=self._state)
 
-    def state(self) -> np.ndarray:
-        """A copy of every robot's state, shape ``(num_robots,)``, :data:`ROBOT_STATE_DTYPE`."""
-        return self._state.copy()
+    def state(self, copy: bool = True) -> np.ndarray:
+        """Every robot's state, shape ``(num_robots,)``, :data:`ROBOT_STATE_DTYPE`.
+
+        Args:
+            copy: False returns the world's own array, to read only, valid
+                until the next :meth:`step` (no copy: for a caller in a hurry).
+        """
+        return self._state.copy() if copy else self._state
 
     def set_state(self, states: np.ndarray) -> None:
         """Put the robots in ``states`` (e.g. to mirror another process's world).
@@ -293,26 +310,30 @@ class World:
         few microseconds, where the numpy equivalent costs ~60 us of overhead.
         """
         c = self.client
+        dt = self.dt_s
+        before = (previous.view(np.float64).reshape(-1, _STATE_FLOATS)[:, 7:10].tolist()
+                  if previous is not None else None)
         rows = []
-        for body in self.robot_ids:
+        for i, body in enumerate(self.robot_ids):
             pos, quat = pb.getBasePositionAndOrientation(body, physicsClientId=c)
             lin, ang = pb.getBaseVelocity(body, physicsClientId=c)
             left, right = pb.getJointStates(body, WHEEL_JOINTS, physicsClientId=c)
             x, y, z, w = quat
             ox, oy, oz = _com_offset(x, y, z, w)
             wx, wy, wz = ang
-            rows.append((
-                pos[0] - ox, pos[1] - oy, pos[2] - oz, x, y, z, w,
-                # v_axle = v_com - omega x o
-                lin[0] - (wy * oz - wz * oy), lin[1] - (wz * ox - wx * oz),
-                lin[2] - (wx * oy - wy * ox), wx, wy, wz, 0.0, 0.0, 0.0,
-                left[0], right[0], left[1], right[1],
-            ))
+            # v_axle = v_com - omega x o
+            vx = lin[0] - (wy * oz - wz * oy)
+            vy = lin[1] - (wz * ox - wx * oz)
+            vz = lin[2] - (wx * oy - wy * ox)
+            if before is None:
+                ax = ay = az = 0.0
+            else:
+                px, py, pz = before[i]
+                ax, ay, az = (vx - px) / dt, (vy - py) / dt, (vz - pz) / dt
+            rows.append((pos[0] - ox, pos[1] - oy, pos[2] - oz, x, y, z, w, vx, vy, vz,
+                         wx, wy, wz, ax, ay, az, left[0], right[0], left[1], right[1]))
         flat = np.array(rows, dtype=np.float64).reshape(self.num_robots, _STATE_FLOATS)
-        out = flat.view(ROBOT_STATE_DTYPE).reshape(self.num_robots)
-        if previous is not None:
-            out["lin_acc_m_s2"] = (out["lin_vel_m_s"] - previous["lin_vel_m_s"]) / self.dt_s
-        return out
+        return flat.view(ROBOT_STATE_DTYPE).reshape(self.num_robots)
 
 
 _FAR_AWAY_M = (1e4, 1e4, 1e4)  # where a reused robot goes to lose its contacts
