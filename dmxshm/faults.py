@@ -18,6 +18,7 @@ fast suite in ``tests/faults/`` runs each once.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -186,8 +187,11 @@ def inject(target: Target, role: str, sig: str, delay_s: float,
         out.exit_code = proc.returncode
         lines = [line for line in err.strip().splitlines() if line.strip()]
         out.message = lines[-1] if lines else ""
-        how = "stopped" if sig == "SIGSTOP" else sig
-        out.named = (target.named_by(role) in err and str(victim.pid) in err and how in err)
+        # The error, not the whole stderr: the last line names the victim.
+        how = r"is stopped" if sig == "SIGSTOP" else re.escape(sig)
+        out.named = bool(re.search(re.escape(target.named_by(role)), out.message)
+                         and re.search(rf"\bpid {victim.pid}\b", out.message)
+                         and re.search(how, out.message))
         grace = time.monotonic() + DETECT_S
         while True:
             out.survivors = [pid for pid in family if _alive(pid)]
@@ -253,9 +257,11 @@ def ring_load(seconds: float, read_every_s: float = 100e-6, nslots: int = 8,
     """A writer at full speed against a reader that reads once per ``read_every_s``.
 
     Overwrite discipline. Returns the counts (``writes``, ``reads``, ``drops``
-    as the ring counted them, ``gaps``: the drops the reader saw as holes in
-    the sequence, plus what was left after its last read), ``torn`` reads
-    (payload or checksum not of one write), and RSS samples of both sides.
+    as the ring counted them, ``gaps``: the holes the reader saw in the
+    sequence plus what was left after its last read; with reads in strictly
+    increasing order, ``backwards`` 0, every slot was then read once or
+    counted as dropped), ``torn`` reads (payload or checksum not of one
+    write), and RSS samples of both sides.
     """
     import multiprocessing as mp
 
@@ -272,7 +278,7 @@ def ring_load(seconds: float, read_every_s: float = 100e-6, nslots: int = 8,
         child.start()
         me, writer = psutil.Process(), psutil.Process(child.pid)
         rss: dict[str, list[int]] = {"reader": [], "writer": []}
-        reads = torn = gaps = 0
+        reads = torn = gaps = backwards = 0
         last = -1
         try:
             t0 = time.monotonic()
@@ -290,6 +296,7 @@ def ring_load(seconds: float, read_every_s: float = 100e-6, nslots: int = 8,
                 except RingClosedError:
                     break
                 seq = int(item["seq"])
+                backwards += seq <= last  # read twice, or out of order: never allowed
                 gaps += seq - last - 1
                 last = seq
                 reads += 1
@@ -310,5 +317,6 @@ def ring_load(seconds: float, read_every_s: float = 100e-6, nslots: int = 8,
                 child.join()
             ring.close()
     return {"seconds": seconds, "writes": stats.writes, "reads": reads, "drops": stats.drops,
-            "gaps": gaps + (stats.writes - 1 - last), "torn": torn, "rss": rss,
+            "gaps": gaps + (stats.writes - 1 - last), "backwards": backwards, "torn": torn,
+            "rss": rss,
             "writer_exit": child.exitcode}

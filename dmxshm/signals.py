@@ -33,30 +33,37 @@ def _handler(signum: int, frame: object) -> None:
 
 
 _seen = 0  # watched signals handled so far
-_last: tuple[int, Callable[[int, Any], Any]] | None = None
+_raised: BaseException | None = None  # what the last watched handler raised
 
 
 def watch() -> None:
-    """Count SIGINT and SIGTERM before their Python handlers run (main thread only).
+    """Record what the SIGINT and SIGTERM handlers raise (main thread only).
 
-    Idempotent; a handler installed later replaces the wrapper (and is then
-    not watched). Signals left to the system (``SIG_DFL``, ``SIG_IGN``) need
-    no watching: no Python handler, nothing to swallow.
+    Idempotent and cheap: the semaphore waits call it, so a handler that was
+    installed later is watched from the next wait on. Signals left to the
+    system (``SIG_DFL``, ``SIG_IGN``) need no watching, and neither does
+    Python's own ``default_int_handler``: posix_ipc keeps its
+    KeyboardInterrupt (and asyncio looks for that handler by identity).
     """
     if threading.current_thread() is not threading.main_thread():
         return
     for signum in (signal.SIGINT, signal.SIGTERM):
         current = signal.getsignal(signum)
-        if callable(current) and not hasattr(current, "dmx_watched"):
+        if (callable(current) and current is not signal.default_int_handler
+                and not hasattr(current, "dmx_watched")):
             signal.signal(signum, _watched(current))
 
 
 def _watched(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], Any]:
     def counting(signum: int, frame: Any) -> Any:
-        global _seen, _last
+        global _seen, _raised
         _seen += 1
-        _last = (signum, handler)
-        return handler(signum, frame)
+        _raised = None
+        try:
+            return handler(signum, frame)
+        except BaseException as exc:
+            _raised = exc  # kept for raise_swallowed; the handler runs only once
+            raise
 
     counting.dmx_watched = handler  # type: ignore[attr-defined]
     return counting
@@ -68,14 +75,16 @@ def seen() -> int:
 
 
 def raise_swallowed(since: int) -> None:
-    """Raise what the handler of a watched signal raised, if one came after ``since``.
+    """Raise again what a watched handler raised, if one ran after ``since``.
 
     Call it where ``posix_ipc.SignalError`` is caught: the handler has run
-    inside the wait and its exception is lost; calling it again raises it.
+    inside the wait and its exception was replaced. The handler is not called
+    again; a handler that raised nothing leaves nothing to raise. Only the
+    main thread runs handlers, so only it may raise their exceptions.
     """
-    if _seen != since and _last is not None:
-        signum, handler = _last
-        handler(signum, None)
+    if (_seen != since and _raised is not None
+            and threading.current_thread() is threading.main_thread()):
+        raise _raised
 
 
 def install() -> bool:

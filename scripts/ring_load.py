@@ -39,7 +39,8 @@ def main() -> int:
     rate = out["writes"] / out["seconds"]
     print(f"{out['seconds']:.0f} s: writes {out['writes']} ({rate:,.0f}/s), reads "
           f"{out['reads']} ({out['reads'] / out['seconds']:,.0f}/s), drops counted "
-          f"{out['drops']}, holes seen {out['gaps']}, torn reads {out['torn']}")
+          f"{out['drops']}, holes seen {out['gaps']}, reads out of order {out['backwards']}, "
+          f"torn reads {out['torn']}")
     for side, rss in out["rss"].items():
         print(f"RSS {side}: {rss[0] / 2**20:.1f} -> {rss[-1] / 2**20:.1f} MiB, slope over the "
               f"second half {slopes[side] / 1024:.1f} KiB/min")
@@ -47,7 +48,7 @@ def main() -> int:
         with open(args.json, "w") as fh:
             json.dump({k: v for k, v in out.items() if k != "rss"} | {"rss_first_last": {
                 s: (r[0], r[-1]) for s, r in out["rss"].items()}}, fh, indent=1)
-    ok = (out["torn"] == 0 and out["drops"] == out["gaps"]
+    ok = (out["torn"] == 0 and out["backwards"] == 0 and out["drops"] == out["gaps"]
           and out["drops"] + out["reads"] == out["writes"] and out["writer_exit"] == 0)
     return 0 if ok else 1
 

@@ -58,6 +58,7 @@ def acquire(sem: posix_ipc.Semaphore, timeout_s: float | None) -> None:
         whatever the handler of a watched signal raises (see
             :func:`dmxshm.signals.raise_swallowed`).
     """
+    signals.watch()
     before = signals.seen()
     try:
         sem.acquire(timeout_s)

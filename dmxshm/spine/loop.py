@@ -32,15 +32,13 @@ from dmxshm.spine.can import wait_start
 from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
 from dmxshm.spine.records import RECORD_DTYPE
 
-_stop_requested = False
-_stop_signal: int | None = None
+_stop_requested: int | None = None  # the signal that asked for a stop
 
 
 def request_stop(signum: int, frame: object) -> None:
     """Signal handler: only record; the loop moves to SHUTDOWN and sends stops."""
-    global _stop_requested, _stop_signal
-    _stop_requested = True
-    _stop_signal = signum
+    global _stop_requested
+    _stop_requested = signum
 
 
 @dataclass(frozen=True)
@@ -189,11 +187,13 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring,
         return start, float(action["t_act"]), answered, action["wheels_rad_s"].copy(), True
 
     k = 0
+    stopped_by: int | None = None  # a signal that cut the run short
     while True:
         # Transitions happen at the top of a cycle. Only the bus can end a
         # cycle early (a dead or silent bus raises: nothing can be sent then).
         if _stop_requested and state is not State.SHUTDOWN:
             state = State.SHUTDOWN
+            stopped_by = _stop_requested
         elif state is State.SEND_STOPS and counts[State.SEND_STOPS] >= cfg.stop_cycles and (
                 agent is None or agent.started or counts[State.SEND_STOPS] >= start_limit):
             state = State.RESET if agent is None or agent.started else State.SHUTDOWN
@@ -243,7 +243,7 @@ def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring,
     collect()
     cmd.close_writer()
     records.close_writer()
-    return {"cycles": k, "acting_cycles": counts[State.ACT], "stop_signal": _stop_signal,
+    return {"cycles": k, "acting_cycles": counts[State.ACT], "stop_signal": stopped_by,
             "skipped_cycles": clock.skipped,
             "states": {s.name: n for s, n in counts.items()},
             "expired_actions": agent.expired if agent is not None else 0,

@@ -267,16 +267,16 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
         }
     rep["states"] = results["spine"]["states"]
     rep["shm_bytes"] = shm_bytes
-    stop = results["spine"].get("stop_signal")
-    if stop:  # someone else stopped it: the run is not what was asked for
-        raise SpineStopped(
-            f"spine (pid {spine_pid}) was stopped by {_how(-stop)} after "
-            f"{results['spine']['cycles']} cycles; it sent its shutdown stops", rep, recs)
     if profiler is not None:
         profiler.stop()
         prof = profiler.report()
         rep["processes"] = prof.pop("processes")
         rep["profile"] = prof
+    stop = results["spine"].get("stop_signal")
+    if stop:  # someone else stopped it: the run is not what was asked for
+        raise SpineStopped(
+            f"spine (pid {spine_pid}) was stopped by {_how(-stop)} after "
+            f"{results['spine']['cycles']} cycles; it sent its shutdown stops", rep, recs)
     return rep, recs
 
 

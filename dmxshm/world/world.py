@@ -213,7 +213,8 @@ class World:
             # One robot's pair as plain floats (the single environment's path):
             # the same checks and clip without numpy's per-call overhead.
             pair = cmd_rad_s[0]
-            if (len(pair) == 2 and type(pair[0]) is float and type(pair[1]) is float
+            if (type(pair) in (list, tuple) and len(pair) == 2
+                    and type(pair[0]) is float and type(pair[1]) is float
                     and math.isfinite(pair[0]) and math.isfinite(pair[1])):
                 m = MAX_WHEEL_SPEED_RAD_S
                 left, right = max(-m, min(m, pair[0])), max(-m, min(m, pair[1]))

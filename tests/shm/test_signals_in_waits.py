@@ -57,3 +57,19 @@ def test_the_handlers_exception_comes_out_of_the_wait(sem, signum: int) -> None:
             timer.cancel()
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+@pytest.mark.timeout(20)
+def test_a_handler_that_does_not_raise_runs_once_per_signal(sem) -> None:  # noqa: ANN001
+    calls: list[int] = []
+    old = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda signum, frame: calls.append(signum))
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        timer.start()
+        with pytest.raises(posix_ipc.SignalError):  # nothing to raise: the wait says why
+            acquire(sem, 10.0)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, old)
+    assert calls == [signal.SIGTERM]
