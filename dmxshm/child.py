@@ -14,13 +14,13 @@ import ctypes.util
 import os
 import signal
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
 import psutil
 
-from dmxshm import signals
 from dmxshm.errors import PeerDiedError
 
 _PR_SET_NAME = 15
@@ -68,6 +68,35 @@ class Terminated(SystemExit):
 
     def __str__(self) -> str:
         return f"signal {self.signum} ({signal.Signals(self.signum).name})"
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``signal 9 (SIGKILL)`` for a process killed by a signal, else ``exit code N``."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "unknown"
+        return f"signal {-exitcode} ({name})"
+    return f"exit code {exitcode}"
+
+
+def stop_processes(procs: list[Any], grace_s: float) -> None:
+    """SIGTERM every live one of ``procs`` (waking stopped ones); SIGKILL those
+    still there ``grace_s`` later."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+            try:
+                os.kill(proc.pid, signal.SIGCONT)  # a stopped process must wake to die
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        proc.join(max(deadline - time.monotonic(), 0.0))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(grace_s)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -118,7 +147,6 @@ def child_main(role: str, index: int, plan: Any, conn: Any, parent_pid: int) -> 
     # it and stops the children with SIGTERM, which unwinds them cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
-    signals.watch()  # a SIGTERM during a semaphore wait must not be lost
     _die_with_parent()
     if os.getppid() != parent_pid:  # the supervisor died before the line above
         sys.exit(1)

@@ -30,6 +30,7 @@ import numpy as np
 import psutil
 
 from dmxshm.shm.names import list_entries
+from dmxshm.shm.peers import pid_alive
 
 DETECT_S = 2.0
 """How soon after the fault the run must have ended."""
@@ -194,7 +195,7 @@ def inject(target: Target, role: str, sig: str, delay_s: float,
                          and re.search(how, out.message))
         grace = time.monotonic() + DETECT_S
         while True:
-            out.survivors = [pid for pid in family if _alive(pid)]
+            out.survivors = [pid for pid in family if pid_alive(pid)]
             if not out.survivors or time.monotonic() > grace:
                 break
             time.sleep(0.05)
@@ -204,13 +205,6 @@ def inject(target: Target, role: str, sig: str, delay_s: float,
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 # -- bounded load on one ring -------------------------------------------------

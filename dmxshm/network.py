@@ -24,11 +24,9 @@ from collections.abc import Callable
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
-import psutil
-
 from dmxshm import signals
 from dmxshm.agent import resolve
-from dmxshm.child import child_main, role_name
+from dmxshm.child import child_main, describe_exit, role_name, stop_processes
 from dmxshm.errors import DmxError
 from dmxshm.plan import (
     NetworkConfig,
@@ -41,6 +39,7 @@ from dmxshm.plan import (
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
+from dmxshm.shm.peers import pid_stopped
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.summary import Summary, summarize
@@ -206,19 +205,7 @@ class Network:
 
     @staticmethod
     def _stop(children: list[_Child]) -> None:
-        for child in children:
-            if child.proc.is_alive():
-                child.proc.terminate()
-                try:
-                    os.kill(child.proc.pid, signal.SIGCONT)  # a stopped child must wake to die
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + STOP_GRACE_S
-        for child in children:
-            child.proc.join(max(deadline - time.monotonic(), 0.0))
-            if child.proc.is_alive():
-                child.proc.kill()
-                child.proc.join(STOP_GRACE_S)
+        stop_processes([c.proc for c in children], STOP_GRACE_S)
 
     # -- running ---------------------------------------------------------------
     def progress(self) -> int:
@@ -341,7 +328,7 @@ class Network:
         if not failed:
             return None
         if all(rank > 0 for rank, _, _ in failed):
-            stopped = [c for c in self.children if _is_stopped(c)]
+            stopped = [c for c in self.children if pid_stopped(c.proc.pid)]
             if stopped:  # the others timed out waiting on it
                 c = stopped[0]
                 cause = "stopped (SIGSTOP?)"
@@ -360,7 +347,7 @@ class Network:
             if report is not None:
                 cause = report.message
             elif code is not None and code < 0:
-                cause = f"signal {-code} ({_signame(-code)})"
+                cause = describe_exit(code)
             else:
                 cause = f"exit code {code} without a report"
             hint = ""
@@ -374,17 +361,3 @@ class Network:
         return NetworkError(
             f"{child.name} (pid {pid}) failed: {cause}\n--- traceback of {child.name} ---\n"
             f"{report.traceback.rstrip()}", role=child.name, pid=pid, cause=cause)
-
-
-def _is_stopped(child: _Child) -> bool:
-    try:
-        return psutil.Process(child.proc.pid).status() == psutil.STATUS_STOPPED
-    except (psutil.Error, ValueError, TypeError):
-        return False
-
-
-def _signame(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return "unknown"

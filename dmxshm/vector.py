@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import signal
 import threading
 import time
 import traceback
@@ -45,14 +44,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import posix_ipc
-import psutil
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dmxshm import signals
+from dmxshm.child import describe_exit, stop_processes
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.names import make_name
+from dmxshm.shm.peers import pid_stopped
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import LIVENESS_POLL_S, acquire, spin_until
@@ -122,7 +121,6 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
     from dmxshm.env import DuckieLaneEnv
 
     set_process_name(f"dmx-batch-{index}")
-    signals.watch()  # Ctrl-C (KeyboardInterrupt) during a wait must not be lost
     _die_with_parent()
     envs: list[DuckieLaneEnv] = []
     try:
@@ -198,7 +196,6 @@ class DmxVectorEnv(VectorEnv):
         self.timeout_s = timeout_s
         self._spin_s = _resolve_spin_s(spin_us)
         self._broken = ""
-        signals.watch()  # Ctrl-C while a step waits must raise, not be swallowed
         self._seed = seed
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = DuckieLaneEnv(**kwargs)
@@ -317,7 +314,7 @@ class DmxVectorEnv(VectorEnv):
                     self._check_worker(w)
                     if time.monotonic() > deadline:
                         pid = self._procs[w][0].pid
-                        state = " and is stopped (SIGSTOP?)" if _stopped(pid) else ""
+                        state = " and is stopped (SIGSTOP?)" if pid_stopped(pid) else ""
                         raise DmxTimeoutError(
                             f"batch worker {w} (pid {pid}) did not answer within "
                             f"{self.timeout_s:g} s{state}") from None
@@ -334,9 +331,7 @@ class DmxVectorEnv(VectorEnv):
         if message is not None:
             cause = message[1] if message[0] == "error" else "it ended"
         elif not proc.is_alive():
-            code = proc.exitcode
-            cause = (f"signal {-code} ({signal.Signals(-code).name})"
-                     if code is not None and code < 0 else f"exit code {code}")
+            cause = describe_exit(proc.exitcode)
         if cause is not None:
             raise WorkerError(f"batch worker {w} (pid {proc.pid}) failed: {cause}")
 
@@ -404,31 +399,13 @@ class DmxVectorEnv(VectorEnv):
                         sem.release()
             deadline = time.monotonic() + CLOSE_GRACE_S
             for proc, _ in procs:
-                if not _stopped(proc.pid):  # a stopped one cannot answer: no grace
+                if not pid_stopped(proc.pid):  # a stopped one cannot answer: no grace
                     proc.join(max(deadline - time.monotonic(), 0.0))
-            for proc, _ in procs:
-                if proc.is_alive():
-                    proc.terminate()
-                    try:
-                        os.kill(proc.pid, signal.SIGCONT)  # a stopped worker must wake to die
-                    except ProcessLookupError:
-                        pass
-            deadline = time.monotonic() + CLOSE_GRACE_S
-            for proc, conn in procs:
-                proc.join(max(deadline - time.monotonic(), 0.0))
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join()
+            stop_processes([proc for proc, _ in procs], CLOSE_GRACE_S)
+            for _, conn in procs:
                 conn.close()
         finally:
             self._registry.unlink_all()
-
-
-def _stopped(pid: int | None) -> bool:
-    try:
-        return pid is not None and psutil.Process(pid).status() == psutil.STATUS_STOPPED
-    except psutil.Error:
-        return False
 
 
 def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",

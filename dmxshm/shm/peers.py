@@ -86,3 +86,8 @@ def peer_state(peer: Peer) -> str:
 def pid_alive(pid: int) -> bool:
     """True when ``pid`` names a live (or stopped) process, not a zombie."""
     return peer_state(Peer(role="", pid=pid, create_time=0.0)) != DEAD
+
+
+def pid_stopped(pid: int | None) -> bool:
+    """True when ``pid`` names a process stopped by a signal (SIGSTOP)."""
+    return pid is not None and peer_state(Peer(role="", pid=pid, create_time=0.0)) == STOPPED

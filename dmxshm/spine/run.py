@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from dmxshm import signals
+from dmxshm.child import describe_exit
 from dmxshm.errors import DmxError
+from dmxshm.plan import usable_cpus
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
@@ -140,7 +142,7 @@ class SpineConfig:
 
     def cpus(self) -> tuple[int, int | None]:
         """(spine CPU, bus CPU)."""
-        allowed = sorted(os.sched_getaffinity(0))
+        allowed = usable_cpus()
         spine = self.cpu if self.cpu is not None else allowed[-1]
         others = [c for c in allowed if c != spine]
         bus = self.bus_cpu if self.bus_cpu is not None else (others[-1] if others else None)
@@ -275,7 +277,7 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
     stop = results["spine"].get("stop_signal")
     if stop:  # someone else stopped it: the run is not what was asked for
         raise SpineStopped(
-            f"spine (pid {spine_pid}) was stopped by {_how(-stop)} after "
+            f"spine (pid {spine_pid}) was stopped by {describe_exit(-stop)} after "
             f"{results['spine']['cycles']} cycles; it sent its shutdown stops", rep, recs)
     return rep, recs
 
@@ -305,7 +307,7 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float,
             except EOFError:
                 proc = next(p for r, p, _ in procs if r == role)
                 proc.join(1)
-                raise SpineError(f"{role} (pid {proc.pid}) died: {_how(proc.exitcode)}"
+                raise SpineError(f"{role} (pid {proc.pid}) died: {describe_exit(proc.exitcode)}"
                                  ) from None
             if role == "spine" and profiler is not None:  # the others are still there
                 profiler.final_sample()
@@ -319,13 +321,6 @@ def _watch(procs: list[tuple[str, Any, Any]], deadline: float,
         if time.monotonic() > deadline:
             raise SpineError(f"{', '.join(pending.values())} did not finish in time")
     return results
-
-
-def _how(exitcode: int | None) -> str:
-    """``signal 9 (SIGKILL)`` for a negative exit code, else ``exit code N``."""
-    if exitcode is not None and exitcode < 0:
-        return f"signal {-exitcode} ({signal.Signals(-exitcode).name})"
-    return f"exit code {exitcode}"
 
 
 def _with_cpu(cfg: SpineConfig, cpu: int) -> SpineConfig:
