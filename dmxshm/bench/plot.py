@@ -8,6 +8,10 @@ from typing import Any
 
 from dmxshm.errors import DmxError
 
+STEP_COLORS = {"physics": "#4c72b0", "rendering": "#55a868", "agents": "#c44e52",
+               "metrics": "#937860", "framework": "#8172b2"}
+"""One colour per part of a step, the same in every figure."""
+
 
 def require_matplotlib() -> None:
     """Raise a DmxError with the install command when matplotlib is missing."""
@@ -25,6 +29,13 @@ def _pyplot() -> Any:
             "plotting needs matplotlib: pip install 'dmxshm[plot]'"
         ) from exc
     return plt
+
+
+def _save(plt: Any, fig: Any, path: str, rect: tuple[float, ...] = (0, 0, 1, 1)) -> None:
+    """Lay out, write as PNG and free a figure."""
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plot_ipc(rows: Sequence[Any], path: str) -> None:
@@ -60,9 +71,7 @@ def plot_ipc(rows: Sequence[Any], path: str) -> None:
     ax.set_title("dmxshm bench ipc: ping-pong round trip between two processes")
     ax.legend(ncol=len(transports), fontsize=8, loc="upper left")
     ax.grid(axis="y", which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_network(rows: Sequence[Any], path: str) -> None:
@@ -74,8 +83,10 @@ def plot_network(rows: Sequence[Any], path: str) -> None:
     """
     plt = _pyplot()
     labels = [f"{r.robots} robot{'s' if r.robots > 1 else ''}\ncamera {r.camera}" for r in rows]
-    parts = [("physics", "physics_us", "#4c72b0"), ("rendering", "rendering_us", "#55a868"),
-             ("agents", "agents_us", "#c44e52"), ("framework overhead", "overhead_us", "#8172b2")]
+    parts = [("physics", "physics_us", STEP_COLORS["physics"]),
+             ("rendering", "rendering_us", STEP_COLORS["rendering"]),
+             ("agents", "agents_us", STEP_COLORS["agents"]),
+             ("framework overhead", "overhead_us", STEP_COLORS["framework"])]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, cam in zip(axes, ("none", "160x120"), strict=True):
         sel = [(lab, r) for lab, r in zip(labels, rows, strict=True) if r.camera == cam]
@@ -96,9 +107,7 @@ def plot_network(rows: Sequence[Any], path: str) -> None:
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
     fig.suptitle("dmxshm bench network: where a gym-mode step goes (1 renderer, 1 agent)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_vector(rows: Sequence[Any], path: str) -> None:
@@ -138,9 +147,7 @@ def plot_vector(rows: Sequence[Any], path: str) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
     fig.suptitle("dmxshm bench vector: random actions, same environment, same run")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path, rect=(0, 0.07, 1, 1))
 
 
 def plot_profile(run: dict[str, Any], path: str) -> None:
@@ -173,13 +180,13 @@ def plot_profile(run: dict[str, Any], path: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
     if bx is None:
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        _save(plt, fig, path)
         return
-    parts = [("physics", "physics_s", "#4c72b0"), ("rendering", "rendering_s", "#55a868"),
-             ("agents", "agents_s", "#c44e52"), ("lane metrics", "metrics_s", "#937860"),
-             ("framework", "framework_s", "#8172b2")]
+    parts = [("physics", "physics_s", STEP_COLORS["physics"]),
+             ("rendering", "rendering_s", STEP_COLORS["rendering"]),
+             ("agents", "agents_s", STEP_COLORS["agents"]),
+             ("lane metrics", "metrics_s", STEP_COLORS["metrics"]),
+             ("framework", "framework_s", STEP_COLORS["framework"])]
     bottom = 0.0
     for name, key, color in parts:
         value = timing.get(key)
@@ -194,6 +201,4 @@ def plot_profile(run: dict[str, Any], path: str) -> None:
     bx.set_ylabel("ms per step (mean)")
     bx.set_title(f"{run.get('mode', '')} mode, {run.get('robots', '?')} robots")
     bx.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)

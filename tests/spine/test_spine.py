@@ -92,6 +92,18 @@ def test_clock_counts_skipped_ticks() -> None:
     assert clock.skipped in (3, 4)  # ceil of the overrun, whatever the wake-up jitter
 
 
+def spine_child(parent: int) -> psutil.Process:
+    """The spine process of a run started by ``parent``, once it is up."""
+    deadline = time.monotonic() + SPINE_TIMEOUT_S / 2
+    while True:
+        assert time.monotonic() < deadline
+        victim = next((c for c in psutil.Process(parent).children()
+                       if c.name() == "dmx-spine"), None)
+        if victim is not None:
+            return victim
+        time.sleep(0.05)
+
+
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
 def test_a_killed_spine_is_named_and_leaves_nothing() -> None:
     me = os.getpid()
@@ -105,12 +117,7 @@ def test_a_killed_spine_is_named_and_leaves_nothing() -> None:
 
     thread = threading.Thread(target=target)
     thread.start()
-    deadline = time.monotonic() + SPINE_TIMEOUT_S / 2
-    victim = None
-    while victim is None:
-        assert time.monotonic() < deadline
-        victim = next((c for c in psutil.Process(me).children() if c.name() == "dmx-spine"), None)
-        time.sleep(0.05)
+    victim = spine_child(me)
     os.kill(victim.pid, signal.SIGKILL)
     thread.join(SPINE_TIMEOUT_S / 2)
     assert not thread.is_alive()
@@ -203,12 +210,7 @@ def test_ctrl_c_makes_the_spine_send_its_shutdown_stops() -> None:
 
     thread = threading.Thread(target=interrupted_run)
     thread.start()
-    deadline = time.monotonic() + SPINE_TIMEOUT_S / 2
-    victim = None
-    while victim is None:
-        assert time.monotonic() < deadline
-        victim = next((c for c in psutil.Process(me).children() if c.name() == "dmx-spine"), None)
-        time.sleep(0.05)
+    victim = spine_child(me)
     time.sleep(0.5)  # the behaviour under test: interrupt it while it acts
     os.kill(victim.pid, signal.SIGINT)
     thread.join(SPINE_TIMEOUT_S / 2)
