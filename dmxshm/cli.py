@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from dmxshm import __version__, signals
+from dmxshm import __version__
 from dmxshm.errors import DmxError
+from dmxshm.shm import signals
 
 # Named exit codes.
 EXIT_OK = 0
@@ -193,9 +194,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
     steps/s, each sensor's configured and achieved rate, drops, and the time
     per step spent in physics, rendering, agents and the framework.
     """
-    from dmxshm.agent import resolve
-    from dmxshm.network import Network
-    from dmxshm.plan import DEFAULT_SENSOR_RATES_HZ, NetworkConfig
+    from dmxshm.network import DEFAULT_SENSOR_RATES_HZ, Network, NetworkConfig
+    from dmxshm.network.policies import resolve
     from dmxshm.world.maps import load_map
 
     _check_writable(json)

@@ -15,7 +15,7 @@ import gymnasium
 import numpy as np
 
 import dmxshm
-from dmxshm.env import STATE_FIELDS
+from dmxshm.batch.env import STATE_FIELDS
 
 NOISE = 0.5  # how far each pair strays from the policy
 STEP = 0.3  # how far the policy moves per iteration (in units of the returns' spread)

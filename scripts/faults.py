@@ -20,7 +20,7 @@ import random
 import sys
 import time
 
-from dmxshm.faults import STOP_TARGETS, TARGETS, inject
+from dmxshm.bench.faults import STOP_TARGETS, TARGETS, inject
 
 
 def main() -> int:

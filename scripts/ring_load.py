@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from dmxshm.faults import ring_load
+from dmxshm.bench.faults import ring_load
 
 
 def main() -> int:

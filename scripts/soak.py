@@ -20,8 +20,7 @@ import time
 
 import numpy as np
 
-from dmxshm.network import Network
-from dmxshm.plan import NetworkConfig
+from dmxshm.network import Network, NetworkConfig
 from dmxshm.profiling import shm_sizes
 
 

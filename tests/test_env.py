@@ -8,8 +8,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import dmxshm  # noqa: F401  registers the environment
-from dmxshm.agent import LaneFollow
-from dmxshm.env import STATE_FIELDS, DuckieLaneEnv
+from dmxshm.batch.env import STATE_FIELDS, DuckieLaneEnv
+from dmxshm.network.policies import LaneFollow
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.world import World
 

@@ -9,9 +9,8 @@ import time
 
 import pytest
 
-from dmxshm.agent import AgentError
-from dmxshm.network import Network, NetworkError
-from dmxshm.plan import ConfigError, NetworkConfig
+from dmxshm.network import ConfigError, Network, NetworkConfig, NetworkError
+from dmxshm.network.policies import AgentError
 from dmxshm.shm.names import list_entries
 
 RUN_TIMEOUT_S = 120
@@ -95,7 +94,7 @@ def test_a_killed_process_ends_the_run_with_its_name(victim: str, signum: int) -
     net.start()
     supervisor = os.getpid()
     try:
-        pid = next(c.proc.pid for c in net.children if c.name == victim)
+        pid = net.supervisor.child(victim).pid
         killed_at: list[float] = []
 
         def progress(step: int) -> None:
@@ -141,7 +140,7 @@ def test_bad_agents_are_refused_before_any_process_starts(spec: str, words: str)
     net = Network(NetworkConfig(**{**SMALL, "agent": spec}))
     with pytest.raises(AgentError, match=words):
         net.start()
-    assert net.children == [] and net.registry is None
+    assert net.supervisor.children == [] and net.registry is None
 
 
 @pytest.mark.parametrize("kw, words", [
@@ -206,7 +205,7 @@ def test_a_stopped_process_is_named_when_the_others_time_out() -> None:
                                    "wait_timeout_s": 1.0}))
     net.start()
     try:
-        pid = next(c.proc.pid for c in net.children if c.name == "renderer-0")
+        pid = net.supervisor.child("renderer-0").pid
         stopped: list[int] = []
 
         def progress(step: int) -> None:
@@ -241,7 +240,7 @@ def test_a_killed_spine_ends_the_run_with_its_name() -> None:
                                    "spine": True, "camera": (0, 0)}))
     net.start()
     try:
-        pid = next(c.proc.pid for c in net.children if c.name == "spine")
+        pid = net.supervisor.child("spine").pid
         killed: list[int] = []
 
         def progress(step: int) -> None:

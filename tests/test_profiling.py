@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from dmxshm.cli import cli
-from dmxshm.network import Network
-from dmxshm.plan import ConfigError, NetworkConfig, auto_pins, usable_cpus
+from dmxshm.network import ConfigError, Network, NetworkConfig
+from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.profiling import Profiler
 from dmxshm.shm.names import list_entries
 
@@ -83,7 +83,7 @@ def test_a_profiled_run_shows_every_process_where_it_was_pinned(tmp_path) -> Non
     config = NetworkConfig(robots=2, renderers=2, steps=60, camera=(32, 24), profile=True,
                            profile_interval_s=0.05, pin="auto")
     with Network(config) as net:
-        pids = {c.name: c.proc.pid for c in net.children}
+        pids = net.supervisor.pids()
         summary = net.run()
     data = summary.to_dict()
     rows = {p["role"]: p for p in data["processes"]}
@@ -128,7 +128,7 @@ def test_a_batch_profiles_its_workers() -> None:
 
     envs = dmxshm.make_vec(4, num_workers=2, seed=0, profile=True, profile_interval_s=0.05)
     try:
-        pids = {f"worker-{w}": proc.pid for w, (proc, _) in enumerate(envs._procs)}
+        pids = {f"worker-{w}": child.pid for w, child in enumerate(envs._workers)}
         envs.reset()
         actions = np.zeros((4, 2), np.float32)
         while envs.profile()["samples"] < 6:

@@ -13,10 +13,10 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import dmxshm
-from dmxshm.env import DuckieLaneEnv
+from dmxshm.batch.env import DuckieLaneEnv
+from dmxshm.batch.vector import WorkerError
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.shm.names import list_entries
-from dmxshm.vector import WorkerError
 
 VEC_TIMEOUT_S = 120
 DETECT_S = 2.0
@@ -119,9 +119,9 @@ def test_a_killed_worker_is_named_and_nothing_leaks() -> None:
     env = dmxshm.make_vec(4, num_workers=2, seed=0)
     try:
         env.reset()
-        proc = env._procs[1][0]
+        proc = env._workers[1]
         os.kill(proc.pid, signal.SIGKILL)
-        proc.join()
+        proc.popen.wait()
         t0 = time.monotonic()
         with pytest.raises(WorkerError) as info:
             env.step(np.zeros((4, 2), np.float32))
@@ -138,18 +138,20 @@ def test_a_killed_worker_is_named_and_nothing_leaks() -> None:
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
-def test_a_worker_that_raises_is_named_with_its_error() -> None:
+def test_a_terminated_worker_unwinds_and_is_named_with_the_signal() -> None:
     env = dmxshm.make_vec(4, num_workers=2, seed=0)
     try:
         env.reset()
-        proc = env._procs[0][0]
-        os.kill(proc.pid, signal.SIGINT)  # KeyboardInterrupt inside the worker
-        proc.join(DETECT_S)
+        proc = env._workers[0]
+        os.kill(proc.pid, signal.SIGINT)  # Ctrl-C is the parent's: a worker ignores it
+        os.kill(proc.pid, signal.SIGTERM)  # Terminated unwinds the worker, which reports it
+        proc.popen.wait(DETECT_S)
         with pytest.raises(WorkerError) as info:
             env.step(np.zeros((4, 2), np.float32))
         message = str(info.value)
         assert f"batch worker 0 (pid {proc.pid})" in message
-        assert "KeyboardInterrupt" in message or "SignalError" in message
+        assert "signal 15 (SIGTERM)" in message
+        assert proc.outcome is not None and proc.outcome.cause.value == "signalled"
     finally:
         env.close()
     assert not [e for e in list_entries() if e.pid == os.getpid()]
@@ -158,7 +160,7 @@ def test_a_worker_that_raises_is_named_with_its_error() -> None:
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_a_stuck_worker_times_out_and_close_still_returns() -> None:
     env = dmxshm.make_vec(4, num_workers=2, seed=0, timeout_s=0.5)
-    proc = env._procs[1][0]
+    proc = env._workers[1]
     try:
         env.reset()
         os.kill(proc.pid, signal.SIGSTOP)

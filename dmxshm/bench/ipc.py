@@ -36,7 +36,7 @@ import numpy as np
 import posix_ipc
 import psutil
 
-from dmxshm import signals
+from dmxshm.shm import signals
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.shm.waiting import acquire_raw

@@ -6,7 +6,7 @@ runs a gym-mode network and reports steps/s and the time per step spent in
 physics, rendering, agent code and the framework (everything else: ring
 handoffs, copies, waiting). In the same processes, right before the run, it
 times the floor: as many raw posix_ipc semaphore handoffs per round as a
-step makes, along the same paths (:mod:`dmxshm.floor`).
+step makes, along the same paths (:mod:`dmxshm.bench.floor`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from dmxshm.network import Network
-from dmxshm.plan import NetworkConfig
+from dmxshm.bench.floor import FloorRounds
+from dmxshm.network import Network, NetworkConfig
 
 CONFIGS = [(robots, camera) for camera in ((0, 0), (160, 120)) for robots in (1, 4, 8)]
 FLOOR_ROUNDS = 2000
@@ -47,9 +47,9 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
         steps = (100 if quick else 300) if camera != (0, 0) else (500 if quick else 2000)
         if progress:
             progress(f"{robots} robot(s), camera {cam}")
-        cfg = NetworkConfig(robots=robots, camera=camera, steps=steps, agent="idle",
-                            floor_rounds=FLOOR_ROUNDS // (4 if quick else 1))
-        with Network(cfg) as net:
+        cfg = NetworkConfig(robots=robots, camera=camera, steps=steps, agent="idle")
+        floor = FloorRounds(FLOOR_ROUNDS // (4 if quick else 1))
+        with Network(cfg, start_hook=floor) as net:
             s = net.run()
         t = s.timing
         rows.append(Row(
@@ -58,7 +58,7 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
             agents_us=t["agents_s"] * 1e6,
             overhead_us=(t["framework_s"] + t["metrics_s"]) * 1e6,
             overhead_fraction=(t["framework_s"] + t["metrics_s"]) / t["step_s"],
-            floor_us=t["floor_s"] * 1e6))
+            floor_us=s.start_hook * 1e6))
     return rows
 
 

@@ -43,7 +43,7 @@ class Row:
 
 def _factory(obs: str, camera: tuple[int, int]) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
-        from dmxshm.env import DuckieLaneEnv
+        from dmxshm.batch.env import DuckieLaneEnv
 
         return DuckieLaneEnv(obs=obs, camera=camera)
     return make
@@ -113,7 +113,7 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | None = None, quick: b
         seconds: time per measurement (overrides ``quick``).
         progress: called with a label before each measurement.
     """
-    from dmxshm.vector import make_vec
+    from dmxshm.batch.vector import make_vec
 
     cores = os.cpu_count() or 1
     workers = workers or cores

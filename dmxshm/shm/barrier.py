@@ -22,6 +22,7 @@ import time
 
 import posix_ipc
 
+from dmxshm import settings
 from dmxshm.errors import (
     BarrierTimeoutError,
     BrokenBarrierError,
@@ -33,7 +34,7 @@ from dmxshm.errors import (
 from dmxshm.shm.peers import DEAD, Peer, me, peer_state
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
-from dmxshm.shm.waiting import DEFAULT_TIMEOUT_S, wait_semaphore
+from dmxshm.shm.waiting import wait_semaphore
 
 MAGIC = int.from_bytes(b"DMXBARR\x01", "little")
 VERSION = 1
@@ -172,7 +173,7 @@ class Barrier:
                     f"barrier {self.name}: {peer.role} (pid {peer.pid}) died before it "
                     "arrived; the barrier is broken", role=peer.role, pid=peer.pid)
 
-    def wait(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> int:
+    def wait(self, timeout_s: float = settings.WAIT_TIMEOUT_S) -> int:
         """Wait until every party has called :meth:`wait`.
 
         Args:

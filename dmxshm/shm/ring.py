@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import posix_ipc
 
+from dmxshm import settings
 from dmxshm.errors import (
     DmxError,
     LayoutError,
@@ -58,7 +59,6 @@ from dmxshm.shm.peers import DEAD, Peer, me, peer_state
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
 from dmxshm.shm.waiting import (
-    DEFAULT_TIMEOUT_S,
     EMPTY_OR_INTERRUPTED,
     acquire,
     first_chunk,
@@ -80,10 +80,6 @@ _B_WRITER_ROLE = 12 * 8
 _W_READ_SEQ, _W_READS, _W_READER_PID, _W_READER_CTIME = 16, 17, 18, 19
 _B_READER_ROLE = 20 * 8
 _MAX_SEQLOCK_RETRIES = 100_000
-# A cross-core semaphore wake-up costs 25-50 us on a VM; a peer on another
-# core usually answers sooner, so poll that long before sleeping. The
-# environment variable DMXSHM_SPIN_US sets another default (0: never poll).
-DEFAULT_SPIN_US = float(os.environ.get("DMXSHM_SPIN_US", "50"))
 
 
 class Discipline(str, enum.Enum):
@@ -286,7 +282,8 @@ class Ring:
             side: ``"writer"`` or ``"reader"``.
             role: a name for messages and tools (default: the side).
             spin_us: how long a blocking wait busy-polls before it sleeps on
-                the semaphore. Default (None): :data:`DEFAULT_SPIN_US`,
+                the semaphore. Default (None): :data:`dmxshm.settings.RING_SPIN_US`
+                (or ``DMXSHM_SPIN_US``),
                 unless this process and its peer are pinned to the same
                 single CPU, where spinning would only delay the peer (0).
                 Decided once both sides are bound.
@@ -330,7 +327,7 @@ class Ring:
         except OSError:
             theirs = set()
         shared_core = len(mine) == 1 and mine == theirs
-        self._spin_s = 0.0 if shared_core else DEFAULT_SPIN_US / 1e6
+        self._spin_s = 0.0 if shared_core else settings.spin_us(settings.RING_SPIN_US) / 1e6
         self._spin_pending = False
 
     def peer(self, side: str) -> Peer:
@@ -405,7 +402,7 @@ class Ring:
         return self._ctl[_W_WRITE_SEQ] != self._r
 
     # -- writer -----------------------------------------------------------
-    def write(self, item: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def write(self, item: Any, timeout_s: float = settings.WAIT_TIMEOUT_S) -> None:
         """Write one slot (copied from ``item``, a value of the ring's dtype).
 
         In blocking mode this waits up to ``timeout_s`` for a free slot; in
@@ -430,7 +427,7 @@ class Ring:
         self._filled.release()
 
     @contextmanager
-    def writing(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[np.ndarray]:
+    def writing(self, timeout_s: float = settings.WAIT_TIMEOUT_S) -> Iterator[np.ndarray]:
         """Fill the next slot in place (zero-copy); published on exit.
 
         Yields:
@@ -511,7 +508,7 @@ class Ring:
         (self._filled or self._bell).release()
 
     # -- reader -----------------------------------------------------------
-    def read(self, timeout_s: float = DEFAULT_TIMEOUT_S, newest: bool = True) -> np.ndarray:
+    def read(self, timeout_s: float = settings.WAIT_TIMEOUT_S, newest: bool = True) -> np.ndarray:
         """Return a copy of the next slot.
 
         Blocking mode: the oldest unread slot, waiting up to ``timeout_s``.
@@ -610,7 +607,7 @@ class Ring:
         self._ctl[_W_READS] = self._reads
 
     @contextmanager
-    def reading(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[np.ndarray]:
+    def reading(self, timeout_s: float = settings.WAIT_TIMEOUT_S) -> Iterator[np.ndarray]:
         """Read the next slot in place (zero-copy, blocking mode only).
 
         The slot stays yours until the block ends; the writer cannot reuse it.

@@ -15,13 +15,10 @@ from collections.abc import Callable
 
 import posix_ipc
 
-from dmxshm import signals
 from dmxshm.errors import DmxTimeoutError
+from dmxshm.settings import LIVENESS_POLL_S
+from dmxshm.shm import signals
 
-# How often a blocked wait wakes up to look at its peers: a dead peer is
-# named within this much of its death, and an idle wait costs ~20 wake-ups/s.
-LIVENESS_POLL_S = 0.05
-DEFAULT_TIMEOUT_S = 10.0
 # Polls longer than this yield the CPU at each turn (see spin_until).
 YIELD_ABOVE_S = 100e-6
 # What an acquire with a timeout raises when it should just be tried again.
@@ -56,7 +53,7 @@ def acquire(sem: posix_ipc.Semaphore, timeout_s: float | None) -> None:
         posix_ipc.BusyError: nothing within ``timeout_s``.
         posix_ipc.SignalError: a signal without a watched handler came.
         whatever the handler of a watched signal raises (see
-            :func:`dmxshm.signals.raise_swallowed`).
+            :func:`dmxshm.shm.signals.raise_swallowed`).
     """
     signals.watch()
     before = signals.seen()

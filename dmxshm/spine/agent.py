@@ -18,11 +18,10 @@ import time
 from typing import Any
 
 import numpy as np
-import psutil
 
 from dmxshm.errors import DmxError, RingClosedError
+from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.can import wait_start
 
 FORWARD_RAD_S = 5.0
 
@@ -48,15 +47,12 @@ def resolve_policy(spec: str) -> Any:
     return obj
 
 
-def run_spine_agent(names: dict[str, str], spec: str, cpu: int | None,
-                    timeout_s: float) -> dict[str, Any]:
+def run_spine_agent(names: dict[str, str], spec: str, timeout_s: float) -> dict[str, Any]:
     """Main loop of the agent process."""
-    if cpu is not None:
-        psutil.Process().cpu_affinity([cpu])
     policy = resolve_policy(spec)
     obs_ring = Ring.attach(names["agent_obs"], side="reader", role="spine-agent")
     actions = Ring.attach(names["agent_action"], side="writer", role="spine-agent")
-    wait_start(names["start"], party=2, role="spine-agent")
+    wait_for_start(names["start"], party=2, role="spine-agent")
     out = np.zeros((), actions.dtype)
     round_trips: list[float] = []
     written_at: float | None = None

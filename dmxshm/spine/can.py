@@ -22,23 +22,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import psutil
 
 from dmxshm.errors import RingClosedError
-from dmxshm.shm.barrier import Barrier
+from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.clock import ask_realtime, spin_until_time
-
-START_TIMEOUT_S = 30.0
-
-
-def wait_start(name: str, party: int, role: str) -> None:
-    """Wait until spine and bus are both ready (their start barrier)."""
-    barrier = Barrier.attach(name, party=party, role=role)
-    try:
-        barrier.wait(START_TIMEOUT_S)
-    finally:
-        barrier.close()
 
 BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
@@ -52,7 +40,7 @@ def _sleep_until(t: float) -> float:
     return spin_until_time(t)
 
 
-def _serve(names: dict[str, str], cpu: int | None, timeout_s: float,
+def _serve(names: dict[str, str], timeout_s: float,
            cycle: Callable[[np.ndarray, np.ndarray], None]) -> dict[str, Any]:
     """The bus loop: take each CAN cycle from the spine, run it, send the replies.
 
@@ -63,12 +51,10 @@ def _serve(names: dict[str, str], cpu: int | None, timeout_s: float,
     cycles, or the kernel's real-time throttling (95% of each second) stops
     it for 50 ms.
     """
-    if cpu is not None:
-        psutil.Process().cpu_affinity([cpu])
     scheduling = ask_realtime(BUS_RT_PRIORITY)
     cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
     reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
-    wait_start(names["start"], party=1, role="can-bus")
+    wait_for_start(names["start"], party=1, role="can-bus")
     out = np.zeros((), reply.dtype)
     cycles = 0
     try:
@@ -89,7 +75,7 @@ def _serve(names: dict[str, str], cpu: int | None, timeout_s: float,
         reply.close()
 
 
-def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int, cpu: int | None,
+def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
                 timeout_s: float) -> dict[str, Any]:
     """Main loop of the sim bus process: one physics step per CAN cycle."""
     from dmxshm.world.world import World
@@ -105,13 +91,13 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int, cpu: int 
         out["wheel_rate_rad_s"] = state["wheel_rate_rad_s"]
 
     try:
-        return _serve(names, cpu, timeout_s, cycle)
+        return _serve(names, timeout_s, cycle)
     finally:
         world.close()
 
 
 def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
-                 jitter_s: float, seed: int, cpu: int | None, timeout_s: float) -> dict[str, Any]:
+                 jitter_s: float, seed: int, timeout_s: float) -> dict[str, Any]:
     """Main loop of the mock bus process; returns how many cycles it ran."""
     rng = np.random.default_rng(seed)
     angle = np.zeros(2)
@@ -125,4 +111,4 @@ def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
         out["wheel_angle_rad"] = angle
         out["wheel_rate_rad_s"] = c["wheels_rad_s"]
 
-    return _serve(names, cpu, timeout_s, cycle)
+    return _serve(names, timeout_s, cycle)

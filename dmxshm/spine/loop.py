@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import psutil
 
+from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.can import wait_start
 from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
 from dmxshm.spine.records import RECORD_DTYPE
 
@@ -53,14 +52,12 @@ class _Obs:
 
 def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
     """Main loop of the spine process (see the module docstring)."""
-    if cfg.cpu is not None:
-        psutil.Process().cpu_affinity([cfg.cpu])
     scheduling = ask_realtime() if cfg.realtime_priority else "SCHED_OTHER (not asked)"
     cmd = Ring.attach(names["cmd"], side="writer", role="spine", spin_us=0)
     reply = Ring.attach(names["reply"], side="reader", role="spine", spin_us=0)
     records = Ring.attach(names["records"], side="writer", role="spine")
     agent = AgentLink(names, cfg.action_timeout_s) if cfg.agent else None
-    wait_start(names["start"], party=0, role="spine")
+    wait_for_start(names["start"], party=0, role="spine")
     gc.collect()
     gc.disable()  # a real-time loop takes no garbage-collection pauses
     try:

@@ -14,12 +14,12 @@ waits for the agents or the engine.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import psutil
 
-from dmxshm.child import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.clock import SynchronousClock, ask_realtime
 
@@ -31,7 +31,22 @@ def spine_reply_dtype(robots: int) -> np.dtype:
                      ("wheel_rate_rad_s", "<f8", (robots, 2))])
 
 
-def run_network_spine(plan: Any, index: int = 0) -> dict[str, Any]:
+@dataclass
+class NetworkSpineResult:
+    """The network spine's figures (periods in microseconds)."""
+
+    cpu: int
+    scheduling: str
+    cycles: int
+    skipped_cycles: int
+    frequency_hz: float
+    period_us: dict[str, float]
+    expired_commands: list[int]
+    last_engine_step: int
+    agent_command_drops: int
+
+
+def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     """Main loop of the network's spine process."""
     cfg = plan.config
     cpu = cfg.pins.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
@@ -49,7 +64,7 @@ def run_network_spine(plan: Any, index: int = 0) -> dict[str, Any]:
     periods: list[float] = []
     latest_step = -1
     try:
-        wait_for_start(plan, "spine", 0)
+        plan.wait_for_start("spine", 0)
         clock = SynchronousClock(1.0 / cfg.spine_hz)
         cycles = 0
         while not (replies.closed and replies.stats().pending == 0):
@@ -75,13 +90,14 @@ def run_network_spine(plan: Any, index: int = 0) -> dict[str, Any]:
             cycles += 1
         out.close_writer()
         p = np.array(periods) * 1e6
-        return {"role": "spine", "cpu": cpu, "scheduling": scheduling, "cycles": cycles,
-                "skipped_cycles": clock.skipped, "frequency_hz": cfg.spine_hz,
-                "period_us": {"p50": float(np.percentile(p, 50)) if len(p) else 0.0,
-                              "p99": float(np.percentile(p, 99)) if len(p) else 0.0,
-                              "max": float(p.max()) if len(p) else 0.0},
-                "expired_commands": expired.tolist(), "last_engine_step": latest_step,
-                "agent_command_drops": int(sum(r.stats().drops for r in agents))}
+        return NetworkSpineResult(
+            cpu=cpu, scheduling=scheduling, cycles=cycles, skipped_cycles=clock.skipped,
+            frequency_hz=cfg.spine_hz,
+            period_us={"p50": float(np.percentile(p, 50)) if len(p) else 0.0,
+                       "p99": float(np.percentile(p, 99)) if len(p) else 0.0,
+                       "max": float(p.max()) if len(p) else 0.0},
+            expired_commands=expired.tolist(), last_engine_step=latest_step,
+            agent_command_drops=int(sum(r.stats().drops for r in agents)))
     finally:
         for ring in (*agents, out, replies):
             ring.close()

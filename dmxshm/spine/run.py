@@ -8,30 +8,28 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import signal
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from multiprocessing.connection import wait as wait_any
 from typing import Any
 
 import numpy as np
 
-from dmxshm import signals
-from dmxshm.child import describe_exit
 from dmxshm.errors import DmxError
-from dmxshm.plan import usable_cpus
+from dmxshm.proc.cpus import usable_cpus
+from dmxshm.proc.outcome import Cause, describe_signal
+from dmxshm.proc.supervisor import Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
+from dmxshm.settings import START_TIMEOUT_S
+from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.agent import resolve_policy, run_spine_agent
 from dmxshm.spine.can import run_mock_bus, run_sim_bus
 from dmxshm.spine.law import SCHEDULES, predicted
-from dmxshm.spine.loop import run_spine
+from dmxshm.spine.loop import request_stop, run_spine
 from dmxshm.spine.records import (
     AGENT_ACTION_DTYPE,
     AGENT_OBS_DTYPE,
@@ -40,8 +38,9 @@ from dmxshm.spine.records import (
     RECORD_DTYPE,
 )
 
-START_GRACE_S = 30.0  # spawning a child and importing numpy, on a busy machine
 AGENT_END_GRACE_S = 2.0  # after the spine's end, an agent still busy is hung
+# At the end, how long the spine gets to send its shutdown stops, then the others to end.
+SPINE_STOP_GRACE_S = 5.0
 
 
 class SpineError(DmxError):
@@ -149,30 +148,9 @@ class SpineConfig:
         return spine, bus
 
 
-def _child(role: str, fn: Any, args: tuple, conn: Any, parent_pid: int) -> None:
-    from dmxshm.child import _die_with_parent, set_process_name
-    from dmxshm.spine import loop
-
-    set_process_name(f"dmx-{role}")
-    _die_with_parent()  # real-time children must not outlive a SIGKILLed supervisor
-    if os.getppid() != parent_pid:
-        raise SystemExit(1)
-    if role == "spine":  # handlers only record: the loop goes to SHUTDOWN and sends stops
-        signal.signal(signal.SIGINT, loop.request_stop)
-        signal.signal(signal.SIGTERM, loop.request_stop)
-    else:  # the bus and the agent end when the spine closes their rings
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        conn.send(("ok", fn(*args)))
-    except BaseException as exc:  # noqa: BLE001  every failure must reach the parent
-        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
-        raise SystemExit(1) from None
-    finally:
-        conn.close()
-
-
 def run(cfg: SpineConfig, profile_interval_s: float | None = None,
-        on_profile: Callable[[Profiler], None] | None = None
+        on_profile: Callable[[Profiler], None] | None = None,
+        on_progress: Callable[[int], None] | None = None
         ) -> tuple[dict[str, Any], np.ndarray]:
     """Run the spine and its bus; returns the report and the records.
 
@@ -182,9 +160,12 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
             (:mod:`dmxshm.profiling`); the report gains ``processes``,
             ``profile`` and ``shm_bytes``. None: no profiling.
         on_profile: called after each sample.
+        on_progress: called with the number of cycles recorded so far, about
+            every 0.1 s while the spine runs.
 
     Raises:
         SpineError: a process failed or did not finish in time.
+        SpineStopped: the spine was stopped by a signal from outside.
     """
     spine_cpu, bus_cpu = cfg.cpus()
     cfg_run = _with_cpu(cfg, spine_cpu)
@@ -192,8 +173,7 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
     # to timeout_s), a reset, the acting cycles, the shutdown stops.
     total = (2 * cfg.stop_cycles + int(cfg.timeout_s * cfg.frequency_hz)
              + int(round(cfg.duration_s * cfg.frequency_hz)) + 2)
-    ctx = mp.get_context("spawn")
-    with Registry() as reg:
+    with Registry() as reg, Supervisor() as sup:
         cmd = Ring.create(reg, "spine.cmd", CAN_CMD_DTYPE, 2)
         reply = Ring.create(reg, "spine.reply", CAN_REPLY_DTYPE, 2)
         records = Ring.create(reg, "spine.records", RECORD_DTYPE, total + 8, "overwrite")
@@ -209,34 +189,29 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
                 ring.close()
         cmd.close()
         reply.close()
-        procs = []
         profiler: Profiler | None = None
         try:
-            bus = (("can-bus", run_mock_bus, (names, cfg.can_cycle_s, cfg.reply_at,
-                                              cfg.jitter_s, cfg.seed, bus_cpu, cfg.timeout_s))
-                   if cfg.actuation == "mock" else
-                   ("can-bus", run_sim_bus, (names, cfg.frequency_hz, cfg.seed, bus_cpu,
-                                             cfg.timeout_s + START_GRACE_S)))
-            children: list[tuple[str, Any, tuple]] = [bus, ("spine", run_spine, (cfg_run, names))]
+            if cfg.actuation == "mock":
+                sup.start("can-bus", run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
+                          cfg.jitter_s, cfg.seed, cfg.timeout_s, cpu=bus_cpu)
+            else:
+                sup.start("can-bus", run_sim_bus, names, cfg.frequency_hz, cfg.seed,
+                          cfg.timeout_s + START_TIMEOUT_S, cpu=bus_cpu)
+            # Its handlers only record a stop: the loop goes to SHUTDOWN and sends stops.
+            spine = sup.start("spine", run_spine, cfg_run, names, cpu=spine_cpu,
+                              on_stop=request_stop)
             if cfg.agent:
-                children.append(("spine-agent", run_spine_agent,
-                                 (names, cfg.agent, bus_cpu, cfg.timeout_s + START_GRACE_S)))
-            for role, fn, args in children:
-                mine, theirs = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(role, fn, args, theirs, os.getpid()),
-                                   daemon=True)
-                proc.start()
-                theirs.close()
-                procs.append((role, proc, mine))
-            spine_pid = next(p.pid for r, p, _ in procs if r == "spine")
+                sup.start("spine-agent", run_spine_agent, names, cfg.agent,
+                          cfg.timeout_s + START_TIMEOUT_S, cpu=bus_cpu)
             if profile_interval_s is not None:
-                profiler = Profiler({"supervisor": os.getpid(),
-                                     **{role: proc.pid or 0 for role, proc, _ in procs}},
+                profiler = Profiler({"supervisor": os.getpid(), **sup.pids()},
                                     profile_interval_s, shm=lambda: shm_sizes(reg.names),
                                     light=frozenset({"spine"}))
-            results = _watch(procs, deadline=time.monotonic() + START_GRACE_S
+            results = _watch(sup, deadline=time.monotonic() + START_TIMEOUT_S
                              + total / cfg.frequency_hz + 2 * cfg.timeout_s,
-                             profiler=profiler, on_profile=on_profile)
+                             profiler=profiler, on_profile=on_profile,
+                             on_progress=(lambda: on_progress(records.stats().writes))
+                             if on_progress else None)
             shm_bytes = sum(shm_sizes(reg.names).values())
             rows = []
             while (item := records.try_read(newest=False)) is not None:
@@ -244,25 +219,20 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
         finally:
             # The spine first: SIGTERM makes it send its shutdown stops, which
             # needs the bus still there; then the others.
-            for _, proc, conn in sorted(procs, key=lambda p: p[0] != "spine"):
-                if proc.is_alive():
-                    proc.terminate()
-                proc.join(5)
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join()
-                conn.close()
+            sup.stop([c for c in sup.children if c.name == "spine"], SPINE_STOP_GRACE_S)
+            sup.stop(grace_s=SPINE_STOP_GRACE_S)
             records.close()
     recs = np.array(rows, dtype=RECORD_DTYPE) if rows else np.zeros(0, RECORD_DTYPE)
     rep = report(cfg, recs, results["spine"], (spine_cpu, bus_cpu))
     rep = _no_nan(rep)
     if cfg.agent:
-        rtt = np.array(results.get("spine-agent", {}).get("round_trips_s", []))
+        agent = results.get("spine-agent", {})
+        rtt = np.array(agent.get("round_trips_s", []))
         rep["agent"] = {
             "started": results["spine"]["agent_started"],
-            "hung": bool(results.get("spine-agent", {}).get("hung", False)),
-            "failed": results.get("spine-agent", {}).get("failed"),
-            "actions": int(results.get("spine-agent", {}).get("actions", 0)),
+            "hung": bool(agent.get("hung", False)),
+            "failed": agent.get("failed"),
+            "actions": int(agent.get("actions", 0)),
             "expired_actions": int(results["spine"]["expired_actions"]),
             "round_trip_us": {"p50": _pct(rtt * 1e6, 50), "p99": _pct(rtt * 1e6, 99),
                               "samples": len(rtt)},
@@ -277,50 +247,58 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
     stop = results["spine"].get("stop_signal")
     if stop:  # someone else stopped it: the run is not what was asked for
         raise SpineStopped(
-            f"spine (pid {spine_pid}) was stopped by {describe_exit(-stop)} after "
+            f"spine (pid {spine.pid}) was stopped by {describe_signal(stop)} after "
             f"{results['spine']['cycles']} cycles; it sent its shutdown stops", rep, recs)
     return rep, recs
 
 
-def _watch(procs: list[tuple[str, Any, Any]], deadline: float,
-           profiler: Profiler | None = None,
-           on_profile: Callable[[Profiler], None] | None = None) -> dict[str, Any]:
+def _watch(sup: Supervisor, deadline: float, profiler: Profiler | None = None,
+           on_profile: Callable[[Profiler], None] | None = None,
+           on_progress: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Gather the children's results until all ended; the agent's failure is tolerated.
+
+    Raises:
+        SpineError: the spine or its bus failed, or the run overstayed ``deadline``.
+    """
     results: dict[str, Any] = {}
-    pending: dict[Any, str] = {conn: role for role, _, conn in procs}
+    spine = sup.child("spine")
     spine_done_at: float | None = None
-    while pending:
+    while True:
         signals.check()
+        for child in sup.children:
+            outcome = child.outcome
+            if outcome is None or child.name in results:
+                continue
+            if outcome.ok:
+                results[child.name] = outcome.result
+            elif child.name == "spine-agent":  # tolerated: the spine expires its action
+                results[child.name] = {"failed": outcome.describe(), "actions": 0,
+                                       "round_trips_s": []}
+            elif outcome.cause in (Cause.KILLED, Cause.SIGNALLED, Cause.EXITED):
+                raise SpineError(f"{child.name} (pid {child.pid}) died: {outcome.describe()}")
+            else:
+                raise SpineError(f"{child.name} (pid {child.pid}) failed: {outcome.describe()}"
+                                 f"\n{outcome.traceback.rstrip()}")
+        if len(results) == len(sup.children):
+            return results
         if "spine" in results and spine_done_at is None:
             spine_done_at = time.monotonic()
-        if profiler is not None and profiler.maybe_sample() and on_profile is not None:
+            if profiler is not None:  # the others are still there
+                profiler.final_sample()
+        if profiler is not None and spine_done_at is None and profiler.maybe_sample() \
+                and on_profile is not None:
             on_profile(profiler)
-        if (spine_done_at is not None and set(pending.values()) == {"spine-agent"}
+        left = {c.name for c in sup.children} - set(results)
+        if (spine_done_at is not None and left == {"spine-agent"}
                 and time.monotonic() - spine_done_at > AGENT_END_GRACE_S):
             # The spine never waits for its agent; neither does its supervisor.
             results["spine-agent"] = {"hung": True, "actions": 0, "round_trips_s": []}
-            break
-        ready: list[Any] = wait_any(list(pending), timeout=0.1)
-        for conn in ready:
-            role = pending.pop(conn)
-            try:
-                status, value = conn.recv()
-            except EOFError:
-                proc = next(p for r, p, _ in procs if r == role)
-                proc.join(1)
-                raise SpineError(f"{role} (pid {proc.pid}) died: {describe_exit(proc.exitcode)}"
-                                 ) from None
-            if role == "spine" and profiler is not None:  # the others are still there
-                profiler.final_sample()
-            if status == "error":
-                if role == "spine-agent":  # tolerated: the spine expires its action
-                    results[role] = {"failed": value.splitlines()[0], "actions": 0,
-                                     "round_trips_s": []}
-                    continue
-                raise SpineError(f"{role} failed: {value}")
-            results[role] = value
+            return results
         if time.monotonic() > deadline:
-            raise SpineError(f"{', '.join(pending.values())} did not finish in time")
-    return results
+            raise SpineError(f"{', '.join(sorted(left))} did not finish in time")
+        if on_progress is not None and spine.report is None:
+            on_progress()
+        sup.wait(0.1)
 
 
 def _with_cpu(cfg: SpineConfig, cpu: int) -> SpineConfig:

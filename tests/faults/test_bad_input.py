@@ -14,8 +14,7 @@ import os
 import posix_ipc
 import pytest
 
-from dmxshm.network import Network, NetworkError
-from dmxshm.plan import NetworkConfig
+from dmxshm.network import Network, NetworkConfig, NetworkError
 from dmxshm.shm.names import list_entries
 
 RUN_TIMEOUT_S = 120
@@ -103,7 +102,7 @@ def test_another_user_cannot_open_a_runs_objects() -> None:
 
 @pytest.mark.timeout(120)
 def test_a_slow_reader_loses_counted_slots_and_never_reads_a_torn_one() -> None:
-    from dmxshm.faults import ring_load
+    from dmxshm.bench.faults import ring_load
 
     out = ring_load(3.0, read_every_s=100e-6)
     assert out["writer_exit"] == 0

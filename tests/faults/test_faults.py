@@ -19,7 +19,7 @@ import zlib
 import psutil
 import pytest
 
-from dmxshm.faults import DETECT_S, TARGETS, inject
+from dmxshm.bench.faults import DETECT_S, TARGETS, inject
 from dmxshm.shm.names import list_entries
 
 CASES = [

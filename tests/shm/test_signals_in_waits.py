@@ -1,7 +1,7 @@
 """A signal that arrives during a semaphore wait raises its handler's exception.
 
 posix_ipc runs the Python handler inside the interrupted wait and replaces
-what it raised with SignalError; dmxshm.signals.watch puts it back.
+what it raised with SignalError; dmxshm.shm.signals.watch puts it back.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 import posix_ipc
 import pytest
 
-from dmxshm import signals
+from dmxshm.shm import signals
 from dmxshm.shm.waiting import acquire
 
 

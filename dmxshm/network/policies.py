@@ -1,4 +1,4 @@
-"""Agent processes: run a policy on observations, answer with wheel commands.
+"""Policies that drive robots: the built-ins, and loading the user's.
 
 A policy is given as a built-in name (``idle``, ``random``, ``lane-follow``)
 or as ``module:callable``. The callable is either
@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from dmxshm.child import wait_for_start
-from dmxshm.errors import DmxError, RingClosedError
-from dmxshm.shm.ring import Ring
+from dmxshm.errors import DmxError
 from dmxshm.world.robot import BASELINE_M, MAX_WHEEL_SPEED_RAD_S, WHEEL_RADIUS_M
 
 Policy = Callable[[np.ndarray], Any]
@@ -153,53 +150,3 @@ def as_wheels(answer: Any, n: int, role: str) -> np.ndarray:
         raise AgentError(f"{role}: the policy returned shape {wheels.shape}; expected ({n}, 2) "
                          "(left, right wheel speed in rad/s for each robot)")
     return wheels
-
-
-def run_agent(plan: Any, index: int) -> dict[str, Any]:
-    """Main loop of agent ``index`` (gym or realtime, by the plan's mode)."""
-    cfg = plan.config
-    role = f"agent-{index}"
-    robots = plan.agent_robots[index]
-    links = plan.links_of_agent(index)
-    policy = load_policy(cfg.agent, robots, cfg.seed)
-    obs_rings = [Ring.attach(link.ring, side="reader", role=role, spin_us=plan.spin_us)
-                 for link in links]
-    cmd_ring = Ring.attach(plan.cmd_rings[index], side="writer", role=role, spin_us=plan.spin_us)
-    # Where each link's records go in this agent's robot order.
-    where = [np.array([robots.index(r) for r in link.robots]) for link in links]
-    obs = np.zeros(len(robots), obs_rings[0].dtype["obs"].base)
-    cmd = np.zeros((), cmd_ring.dtype)
-    busy_s = 0.0
-    steps = 0
-    clock = time.perf_counter
-    realtime = cfg.mode == "realtime"
-    try:
-        wait_for_start(plan, "agent", index)
-        while True:
-            try:
-                step = 0
-                for ring, idx in zip(obs_rings, where, strict=True):
-                    slot = ring.read(cfg.wait_timeout_s)
-                    obs[idx] = slot["obs"]
-                    step = int(slot["step"])
-            except RingClosedError:
-                break
-            t0 = clock()
-            try:
-                answer = policy(obs)
-            except Exception as exc:
-                raise AgentError(f"{role}: the policy {cfg.agent!r} raised "
-                                 f"{type(exc).__name__}: {exc}") from exc
-            busy_s += clock() - t0
-            cmd["step"] = step
-            cmd["wall_time_s"] = time.monotonic()
-            cmd["wheels_rad_s"] = as_wheels(answer, len(robots), role)
-            cmd_ring.write(cmd, cfg.wait_timeout_s)
-            steps += 1
-        cmd_ring.close_writer()
-        stats = [ring.stats() for ring in obs_rings]
-        return {"role": role, "steps": steps, "busy_s": busy_s, "realtime": realtime,
-                "obs_drops": sum(s.drops for s in stats)}
-    finally:
-        for ring in (*obs_rings, cmd_ring):
-            ring.close()

@@ -15,12 +15,18 @@ memory, overwritten by the next ``step`` or ``reset``: read or copy them
 before stepping again.
 
 Waiting: a ``step`` or ``reset`` that has no answer within ``timeout_s``
-(default 60 s) raises :class:`~dmxshm.errors.DmxTimeoutError`; a worker that
-died or raised makes it raise :class:`WorkerError` within 0.05 s. A worker
-waiting for the next command first polls for ``spin_us`` (default 1000 us,
-or the environment variable ``DMXSHM_SPIN_US``), giving the core away at
-every turn, then sleeps: it shows as busy in ``top`` for up to that long
-after each step. The parent always sleeps while the workers step.
+(default :data:`dmxshm.settings.BATCH_TIMEOUT_S`, 60 s) raises
+:class:`~dmxshm.errors.DmxTimeoutError`; a worker that died or raised makes
+it raise :class:`WorkerError` within 0.05 s. A worker waiting for the next
+command first polls for ``spin_us`` (default
+:data:`dmxshm.settings.BATCH_SPIN_US`, 1000 us, or the environment variable
+``DMXSHM_SPIN_US``), giving the core away at every turn, then sleeps: it
+shows as busy in ``top`` for up to that long after each step. The parent
+always sleeps while the workers step.
+
+Workers are started by the process layer (:mod:`dmxshm.proc`): fresh
+interpreters that never run the caller's ``__main__`` again, so a script
+without an ``if __name__ == "__main__":`` guard works.
 
 Profiling: ``make_vec(..., profile=True)`` samples the parent and every
 worker with psutil every ``profile_interval_s`` (0.5 s) in a background
@@ -34,11 +40,10 @@ rewards whatever ``num_workers`` is.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
+import subprocess
 import threading
 import time
-import traceback
 from typing import Any
 
 import gymnasium as gym
@@ -47,28 +52,21 @@ import posix_ipc
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dmxshm.child import describe_exit, stop_processes
+from dmxshm import settings
 from dmxshm.errors import DmxError, DmxTimeoutError
+from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.names import make_name
-from dmxshm.shm.peers import pid_stopped
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import Segment
-from dmxshm.shm.waiting import LIVENESS_POLL_S, acquire, spin_until
+from dmxshm.shm.waiting import acquire, spin_until, wait_semaphore
 
 STEP, RESET, CLOSE = 1, 2, 3
-DEFAULT_TIMEOUT_S = 60.0
-CLOSE_GRACE_S = 2.0  # close(): how long workers get to stop, then to die of SIGTERM
-DEFAULT_SPIN_US = 1000.0
-"""How long a worker polls for the next command (yielding the core at every
-turn) before it sleeps. Measured on 2 cores, 16 envs, obs "state": the
-command reaches a polling worker in 6-26 us instead of 30-70 us, 5% more
-steps/s, because an idle core of a VM is slow to wake (docs/batch.md)."""
 
 
 def _resolve_spin_s(spin_us: float | None) -> float:
     if spin_us is None:
-        spin_us = float(os.environ.get("DMXSHM_SPIN_US", DEFAULT_SPIN_US))
+        spin_us = settings.spin_us(settings.BATCH_SPIN_US)
     if spin_us < 0:
         raise ValueError(f"spin_us must be >= 0, not {spin_us}")
     return spin_us * 1e-6 if posix_ipc.SEMAPHORE_VALUE_SUPPORTED else 0.0
@@ -116,12 +114,10 @@ class _Arrays:
 
 
 def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
-            env_kwargs: dict[str, Any], conn: Any, parent_pid: int, spin_s: float) -> None:
-    from dmxshm.child import _die_with_parent, set_process_name
-    from dmxshm.env import DuckieLaneEnv
+            env_kwargs: dict[str, Any], parent_pid: int, spin_s: float) -> None:
+    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``."""
+    from dmxshm.batch.env import DuckieLaneEnv
 
-    set_process_name(f"dmx-batch-{index}")
-    _die_with_parent()
     envs: list[DuckieLaneEnv] = []
     try:
         envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]
@@ -141,7 +137,7 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
             _poll(go, spin_s)
             while True:  # wait for a command; give up if the parent is gone
                 try:
-                    acquire(go, LIVENESS_POLL_S * 20)
+                    acquire(go, settings.LIVENESS_POLL_S * 20)
                     break
                 except posix_ipc.BusyError:
                     if os.getppid() != parent_pid:
@@ -166,13 +162,9 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
             v["terminated"][lo:hi] = ended
             v["truncated"][lo:hi] = cut
             done.release()
-        conn.send(("ok", None))
-    except BaseException as exc:  # noqa: BLE001  every failure must reach the parent
-        conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
     finally:
         for env in envs:
             env.close()
-        conn.close()
 
 
 class DmxVectorEnv(VectorEnv):
@@ -182,10 +174,10 @@ class DmxVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int, num_workers: int | None = None, obs: str = "state",
                  camera: tuple[int, int] = (160, 120), seed: int | None = None,
-                 copy: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 copy: bool = True, timeout_s: float = settings.BATCH_TIMEOUT_S,
                  spin_us: float | None = None, profile: bool = False,
                  profile_interval_s: float = 0.5, **env_kwargs: Any) -> None:
-        from dmxshm.env import DuckieLaneEnv
+        from dmxshm.batch.env import DuckieLaneEnv
 
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -206,7 +198,8 @@ class DmxVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._fields = _fields(self.single_observation_space)
         self._registry = Registry()
-        self._procs: list[tuple[Any, Any]] = []
+        self._supervisor = Supervisor()
+        self._workers: list[Child] = []
         self.closed = False
         try:
             seg = self._registry.create_segment(
@@ -220,16 +213,11 @@ class DmxVectorEnv(VectorEnv):
                     name = make_name(self._registry.token, f"batch.{kind}.{w}")
                     lst.append(self._registry.create_semaphore(name, 0))
                     names[f"{kind}.{w}"] = name
-            ctx = mp.get_context("spawn")
             bounds = np.array_split(np.arange(num_envs), workers)
             for w, block in enumerate(bounds):
-                mine, theirs = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_worker, daemon=True, args=(
-                    w, names, int(block[0]), int(block[-1]) + 1, num_envs, workers, kwargs,
-                    theirs, os.getpid(), self._spin_s))
-                proc.start()
-                theirs.close()
-                self._procs.append((proc, mine))
+                self._workers.append(self._supervisor.start(
+                    f"batch-{w}", _worker, w, names, int(block[0]), int(block[-1]) + 1,
+                    num_envs, workers, kwargs, os.getpid(), self._spin_s))
             self._profiler: Profiler | None = None
             if profile:
                 self._start_profiler(profile_interval_s)
@@ -244,7 +232,7 @@ class DmxVectorEnv(VectorEnv):
         registry = self._registry
         profiler = Profiler(
             {"parent": os.getpid(),
-             **{f"worker-{w}": proc.pid for w, (proc, _) in enumerate(self._procs)}},
+             **{f"worker-{w}": child.pid for w, child in enumerate(self._workers)}},
             interval_s, shm=lambda: shm_sizes(registry.names))
         lock, stop = threading.Lock(), threading.Event()
         failure: list[str] = []
@@ -306,34 +294,29 @@ class DmxVectorEnv(VectorEnv):
         # a core from a worker, measured as 2-10x more preemptions of the
         # worker and no more steps/s.
         for w, sem in enumerate(self._done):
-            while True:
-                try:
-                    acquire(sem, LIVENESS_POLL_S)
-                    break
-                except (posix_ipc.BusyError, posix_ipc.SignalError):
-                    self._check_worker(w)
-                    if time.monotonic() > deadline:
-                        pid = self._procs[w][0].pid
-                        state = " and is stopped (SIGSTOP?)" if pid_stopped(pid) else ""
-                        raise DmxTimeoutError(
-                            f"batch worker {w} (pid {pid}) did not answer within "
-                            f"{self.timeout_s:g} s{state}") from None
+            wait_semaphore(sem, max(deadline - time.monotonic(), 0.0),
+                           check=lambda w=w: self._check_worker(w),  # type: ignore[misc]
+                           on_timeout=lambda _s, w=w: self._timed_out(w))  # type: ignore[misc]
+
+    def _timed_out(self, w: int) -> DmxTimeoutError:
+        child = self._workers[w]
+        state = " and is stopped (SIGSTOP?)" if child.stopped() else ""
+        return DmxTimeoutError(f"batch worker {w} (pid {child.pid}) did not answer within "
+                               f"{self.timeout_s:g} s{state}")
 
     def _check_worker(self, w: int) -> None:
-        proc, conn = self._procs[w]
-        cause = None
-        message = None
-        if conn.poll():
-            try:
-                message = conn.recv()
-            except EOFError:  # died without a word: its exit code tells how
-                proc.join(1.0)
-        if message is not None:
-            cause = message[1] if message[0] == "error" else "it ended"
-        elif not proc.is_alive():
-            cause = describe_exit(proc.exitcode)
-        if cause is not None:
-            raise WorkerError(f"batch worker {w} (pid {proc.pid}) failed: {cause}")
+        """Raise WorkerError if worker ``w`` ended (died, raised, or returned)."""
+        child = self._workers[w]
+        child.receive()
+        outcome = child.outcome
+        if outcome is None and not child.alive():
+            child.receive()  # it died between the two looks: its channel says how
+            outcome = child.outcome
+        if outcome is not None:
+            cause = "it ended" if outcome.ok else outcome.describe()
+            detail = f"\n{outcome.traceback.rstrip()}" if outcome.traceback and \
+                outcome.error_type and outcome.signum is None else ""
+            raise WorkerError(f"batch worker {w} (pid {child.pid}) failed: {cause}{detail}")
 
     def _obs(self) -> Any:
         v = self._arrays.views
@@ -387,25 +370,30 @@ class DmxVectorEnv(VectorEnv):
 
         With ``profile=True``, the profile stays readable after ``close()``.
         """
-        procs, self._procs = self._procs, []
+        workers, self._workers = getattr(self, "_workers", []), []
         try:
             if getattr(self, "_profiler", None) is not None:
                 self._profile_stop.set()
                 self._profile_thread.join(5.0)
-            if procs:
+            if workers:
                 self._arrays.views["command"][:] = CLOSE
-                for (proc, _), sem in zip(procs, self._go, strict=True):
-                    if proc.is_alive():
+                for child, sem in zip(workers, self._go, strict=True):
+                    if child.alive():
                         sem.release()
-            deadline = time.monotonic() + CLOSE_GRACE_S
-            for proc, _ in procs:
-                if not pid_stopped(proc.pid):  # a stopped one cannot answer: no grace
-                    proc.join(max(deadline - time.monotonic(), 0.0))
-            stop_processes([proc for proc, _ in procs], CLOSE_GRACE_S)
-            for _, conn in procs:
-                conn.close()
+            deadline = time.monotonic() + settings.STOP_GRACE_S
+            for child in workers:
+                if not child.stopped():  # a stopped one cannot answer: no grace
+                    try:
+                        child.popen.wait(max(deadline - time.monotonic(), 0.0))
+                    except subprocess.TimeoutExpired:
+                        pass  # stopped below
         finally:
-            self._registry.unlink_all()
+            try:
+                if hasattr(self, "_supervisor"):
+                    self._supervisor.close()
+            finally:
+                if hasattr(self, "_registry"):
+                    self._registry.unlink_all()
 
 
 def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dmxshm.errors import DmxError
+from dmxshm.network.plan import Plan
+from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
 
 
@@ -24,7 +26,9 @@ class Summary:
     semaphores), counted once. With profiling on, ``processes`` holds one
     row per process (see :meth:`dmxshm.profiling.Profiler.processes`) and
     ``profile`` the sampling itself: interval, CPU% timeline per process,
-    the shared-memory objects and the sampler's own cost.
+    the shared-memory objects and the sampler's own cost. ``start_hook`` is
+    what the plan's start hook returned in the engine (``dmxshm bench
+    network``: the floor's seconds per round; None in a plain run).
     """
 
     mode: str
@@ -51,71 +55,77 @@ class Summary:
     shm_bytes: int = 0
     processes: list[dict[str, Any]] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
+    start_hook: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return asdict(self)
 
 
-def summarize(plan: Any, results: dict[str, dict[str, Any]]) -> Summary:
-    """Assemble the children's reports into a :class:`Summary`."""
+def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
+    """Assemble the processes' results (by name: ``engine``, ``renderer-0``...) into a
+    :class:`Summary`.
+
+    Raises:
+        DmxError: the engine or every renderer sent nothing (nothing to summarise).
+    """
     cfg = plan.config
-    eng = results["engine"]
+    eng: EngineResult = results["engine"]
     # A realtime agent hung in its policy sends no report; the run still counts.
-    renderers = [results[f"renderer-{r}"] for r in range(cfg.renderers)
-                 if f"renderer-{r}" in results]
-    agents = [results[f"agent-{a}"] for a in range(cfg.agents) if f"agent-{a}" in results]
-    agents = agents or [{"busy_s": 0.0, "obs_drops": 0}]
+    renderers: list[RendererResult] = [results[name] for name in cfg.roles()
+                                       if name.startswith("renderer-") and name in results]
+    agents: list[AgentResult] = [results[name] for name in cfg.roles()
+                                 if name.startswith("agent-") and name in results]
     if not renderers:
         raise DmxError("no renderer reported: the run has no observations to summarise")
-    steps = max(int(eng["steps"]), 1)
+    steps = max(eng.steps, 1)
     timing = {
-        "step_s": eng["wall_time_s"] / steps,
-        "physics_s": eng["physics_s"] / steps,
-        "rendering_s": max(r["render_s"] for r in renderers) / steps,
-        "agents_s": max(a["busy_s"] for a in agents) / steps,
-        "metrics_s": eng.get("metrics_s", 0.0) / steps,
+        "step_s": eng.wall_time_s / steps,
+        "physics_s": eng.physics_s / steps,
+        "rendering_s": max(r.render_s for r in renderers) / steps,
+        "agents_s": max((a.busy_s for a in agents), default=0.0) / steps,
+        "metrics_s": eng.metrics_s / steps,
     }
     if cfg.mode == "gym":
         work = (timing["physics_s"] + timing["rendering_s"] + timing["agents_s"]
                 + timing["metrics_s"])
         timing["framework_s"] = max(timing["step_s"] - work, 0.0)
         timing["framework_fraction"] = timing["framework_s"] / timing["step_s"]
-        if eng.get("floor_s") is not None:
-            timing["floor_s"] = eng["floor_s"]
     sensors = {}
     names = ["camera", "imu", "encoders", "tof"] if cfg.camera_wh else ["imu", "encoders", "tof"]
     for name in names:
         if cfg.mode == "gym":
             configured = 1.0 / cfg.dt_s
-            achieved = min(r["produced"][name] for r in renderers) / max(eng["sim_time_s"], 1e-9)
+            achieved = min(r.produced[name] for r in renderers) / max(eng.sim_time_s, 1e-9)
         else:
             configured = cfg.sensor_rates_hz[name]
-            achieved = min(r["produced"][name] / max(r["elapsed_s"], 1e-9) for r in renderers)
+            achieved = min(r.produced[name] / max(r.elapsed_s, 1e-9) for r in renderers)
         sensors[name] = {"configured_hz": configured, "achieved_hz": achieved}
     drops = {
-        "commands": int(eng.get("cmd_drops", 0)),
-        "observations": int(sum(a["obs_drops"] for a in agents)),
-        "states": int(eng.get("state_drops", 0)),
+        "commands": eng.cmd_drops,
+        "observations": int(sum(a.obs_drops for a in agents)),
+        "states": eng.state_drops,
     }
     sheet = None
-    recorded = sum(int(r.get("recorded", 0)) for r in renderers)
+    recorded = sum(r.recorded for r in renderers)
     if cfg.record_dir and recorded:
         frames: dict[int, Any] = {}
         for r in renderers:
-            frames.update(r["frames"])
+            frames.update(r.frames)
         sheet = os.path.join(cfg.record_dir, "contact_sheet.png")
         write_png(sheet, contact_sheet([frames[k] for k in sorted(frames) if frames[k]]))
+    spine = results.get("spine")
     return Summary(
-        mode=cfg.mode, robots=cfg.robots, steps=int(eng["steps"]),
-        sim_time_s=float(eng["sim_time_s"]), wall_time_s=float(eng["wall_time_s"]),
-        steps_per_s=eng["steps"] / max(eng["wall_time_s"], 1e-9),
-        final_poses=eng["final_poses"], trajectory_digest=eng["trajectory_digest"],
-        sensors=sensors, drops=drops, rejected_commands=eng["rejected_commands"],
-        expired_commands=eng["expired_commands"], timing=timing,
-        lane=eng.get("lane", {}), recorded_frames=recorded, contact_sheet=sheet,
-        spine=results.get("spine", {}),
-        late_steps=int(eng.get("late_steps", 0)), max_lag_s=float(eng.get("max_lag_s", 0.0)),
-        missed_sensor_ticks={name: sum(int(r.get("missed", {}).get(name, 0)) for r in renderers)
+        mode=cfg.mode, robots=cfg.robots, steps=eng.steps,
+        sim_time_s=float(eng.sim_time_s), wall_time_s=float(eng.wall_time_s),
+        steps_per_s=eng.steps / max(eng.wall_time_s, 1e-9),
+        final_poses=eng.final_poses, trajectory_digest=eng.trajectory_digest,
+        sensors=sensors, drops=drops, rejected_commands=eng.rejected_commands,
+        expired_commands=eng.expired_commands, timing=timing,
+        lane=eng.lane, recorded_frames=recorded, contact_sheet=sheet,
+        spine=asdict(spine) if spine is not None else {},
+        late_steps=eng.late_steps, max_lag_s=float(eng.max_lag_s),
+        missed_sensor_ticks={name: sum(int(r.missed.get(name, 0)) for r in renderers)
                              for name in names},
+        start_hook=eng.start_hook,
     )

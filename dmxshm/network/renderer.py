@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm.child import wait_for_start
 from dmxshm.errors import RingClosedError
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
+from dmxshm.network.plan import ObsLink, Plan
+from dmxshm.network.results import RendererResult
 from dmxshm.pngio import write_png
 from dmxshm.shm.ring import Ring
 from dmxshm.world.state import yaw_of
@@ -79,7 +80,7 @@ class _Sensing:
         self.render_s += time.perf_counter() - t0
 
 
-def run_renderer(plan: Any, index: int) -> dict[str, Any]:
+def run_renderer(plan: Plan, index: int) -> RendererResult:
     """Main loop of renderer ``index``; returns its part of the summary."""
     cfg = plan.config
     role = f"renderer-{index}"
@@ -91,15 +92,14 @@ def run_renderer(plan: Any, index: int) -> dict[str, Any]:
                  for link in links]
     sensing = _Sensing(cfg, world)
     try:
-        wait_for_start(plan, "renderer", index)
+        plan.wait_for_start("renderer", index)
         if cfg.mode == "gym":
             result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing)
         else:
             result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing)
         for ring in obs_rings:
             ring.close_writer()
-        result.update(role=role, render_s=sensing.render_s, produced=sensing.produced)
-        return result
+        return RendererResult(render_s=sensing.render_s, produced=sensing.produced, **result)
     finally:
         for ring in (state_ring, *obs_rings):
             ring.close()
@@ -141,7 +141,7 @@ class _Recorder:
         self.pending.clear()
 
 
-def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
+def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
               obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
     recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "step")
     steps = 0
@@ -168,7 +168,7 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
     return {"steps": steps, "frames": recorder.frames, "recorded": recorder.count}
 
 
-def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[Any],
+def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
                    obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
     recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
     sensors = [s for s in SENSORS if s != "camera" or cfg.camera_wh]

@@ -5,16 +5,20 @@ cost of the handoffs alone: the same processes post and wait on plain
 posix_ipc semaphores along the same topology as a step (engine to each
 renderer, each renderer to each of its agents, each agent back to the
 engine), with no payload and no bookkeeping. Run right after start-up, in
-the same processes, pinned the same way.
+the same processes, pinned the same way: :class:`FloorRounds` is the start
+hook that ``dmxshm bench network`` gives its networks
+(``Network(config, start_hook=FloorRounds(2000))``); a plain run has none.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import posix_ipc
 
+from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import acquire_raw
 
 FLOOR_TIMEOUT_S = 10.0
@@ -29,13 +33,32 @@ def floor_names(plan: Any) -> dict[str, list[str]]:
     }
 
 
-def run_floor(plan: Any, role: str, index: int) -> float | None:
-    """Do this process's part of ``plan.config.floor_rounds`` rounds.
+@dataclass(frozen=True)
+class FloorRounds:
+    """A network start hook that times ``rounds`` floor rounds (see the module docstring).
+
+    The engine's share returns the mean seconds per round; it lands in the
+    run's ``Summary.start_hook``.
+    """
+
+    rounds: int
+
+    def prepare(self, plan: Any, registry: Registry) -> None:
+        """Create the floor's semaphores (the supervisor owns and unlinks them)."""
+        for names in floor_names(plan).values():
+            for name in names:
+                registry.create_semaphore(name, 0).close()
+
+    def __call__(self, plan: Any, role: str, index: int) -> float | None:
+        return run_floor(plan, self.rounds, role, index)
+
+
+def run_floor(plan: Any, rounds: int, role: str, index: int) -> float | None:
+    """Do this process's part of ``rounds`` floor rounds.
 
     Returns:
         for the engine, the mean seconds per round; None for the others.
     """
-    rounds = plan.config.floor_rounds
     if rounds <= 0:
         return None
     names = floor_names(plan)

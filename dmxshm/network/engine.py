@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm.child import wait_for_start
+from dmxshm.network.plan import Plan
+from dmxshm.network.results import EngineResult
 from dmxshm.shm.ring import Ring
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.state import poses_2d
@@ -88,7 +89,7 @@ class LaneLog:
                 "distance_m": self.distance_m.tolist()}
 
 
-def run_engine(plan: Any, index: int = 0) -> dict[str, Any]:
+def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     """Main loop of the engine process; returns its part of the summary."""
     cfg = plan.config
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
@@ -104,7 +105,7 @@ def run_engine(plan: Any, index: int = 0) -> dict[str, Any]:
     spine_reply = (Ring.attach(plan.spine_rings[1], side="writer", role="engine")
                    if cfg.spine else None)
     try:
-        floor_s = wait_for_start(plan, "engine", 0)
+        hook = plan.wait_for_start("engine", 0)
         if cfg.mode == "gym":
             result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows)
         else:
@@ -113,10 +114,10 @@ def run_engine(plan: Any, index: int = 0) -> dict[str, Any]:
             ring.close_writer()
         if spine_reply is not None:
             spine_reply.close_writer()
-        result["floor_s"] = floor_s
-        result["final_poses"] = poses_2d(world.state()).tolist()
-        result["cmd_drops"] = sum(r.stats().drops for r in cmd_rings)
-        result["state_drops"] = sum(r.stats().drops for r in state_rings)
+        result.start_hook = hook
+        result.final_poses = poses_2d(world.state()).tolist()
+        result.cmd_drops = sum(r.stats().drops for r in cmd_rings)
+        result.state_drops = sum(r.stats().drops for r in state_rings)
         return result
     finally:
         for ring in (*state_rings, *cmd_rings, *([spine_reply] if spine_reply else [])):
@@ -135,7 +136,7 @@ def _publish(rings: list[Ring], step: int, sim_time_s: float, states: np.ndarray
 
 
 def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
-              agent_rows: list[np.ndarray]) -> dict[str, Any]:
+              agent_rows: list[np.ndarray]) -> EngineResult:
     clock = time.perf_counter
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -160,10 +161,11 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
         physics_s += clock() - t0
     wall_s = clock() - t_start
     digest.update(poses_2d(states).tobytes())
-    return {"steps": cfg.steps, "sim_time_s": world.sim_time_s, "wall_time_s": wall_s,
-            "physics_s": physics_s, "trajectory_digest": digest.hexdigest(),
-            "rejected_commands": rejected.tolist(), "expired_commands": [0] * cfg.robots,
-            "lane": lanes.report(), "metrics_s": lanes.seconds}
+    return EngineResult(
+        steps=cfg.steps, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
+        metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
+        rejected_commands=rejected.tolist(), expired_commands=[0] * cfg.robots,
+        lane=lanes.report())
 
 
 def _reply_to_spine(ring: Ring, step: int, states: np.ndarray) -> None:
@@ -176,7 +178,7 @@ def _reply_to_spine(ring: Ring, step: int, states: np.ndarray) -> None:
 
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
                    agent_rows: list[np.ndarray], spine_reply: Ring | None = None
-                   ) -> dict[str, Any]:
+                   ) -> EngineResult:
     clock = time.monotonic
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -223,8 +225,8 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
             late_steps += 1
             max_lag_s = max(max_lag_s, -ahead_s)
     wall_s = clock() - t_start
-    return {"steps": steps, "sim_time_s": world.sim_time_s, "wall_time_s": wall_s,
-            "physics_s": physics_s, "trajectory_digest": digest.hexdigest(),
-            "rejected_commands": rejected.tolist(), "expired_commands": expired.tolist(),
-            "late_steps": late_steps, "max_lag_s": max_lag_s, "lane": lanes.report(),
-            "metrics_s": lanes.seconds}
+    return EngineResult(
+        steps=steps, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
+        metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
+        rejected_commands=rejected.tolist(), expired_commands=expired.tolist(),
+        lane=lanes.report(), late_steps=late_steps, max_lag_s=max_lag_s)

@@ -1,0 +1,21 @@
+"""A simulator network: engine, renderers and agents (and a spine) over shared memory.
+
+* :mod:`~dmxshm.network.config`: :class:`NetworkConfig`, every user choice, checked.
+* :mod:`~dmxshm.network.plan`: who serves which robots; the rings; the slot layouts.
+* :mod:`~dmxshm.network.supervisor`: :class:`Network`, which creates the rings,
+  starts the processes through :mod:`dmxshm.proc`, watches and tears down.
+* The roles, one module each: :mod:`~dmxshm.network.engine`,
+  :mod:`~dmxshm.network.renderer`, :mod:`~dmxshm.network.agent` (and
+  :mod:`dmxshm.spine.network_spine`); what each reports:
+  :mod:`~dmxshm.network.results`.
+* :mod:`~dmxshm.network.policies`: the built-in agents and loading the user's.
+* :mod:`~dmxshm.network.summary`: the figures of a run.
+* :mod:`~dmxshm.network.run`: :func:`run`, one call for a whole run.
+"""
+
+from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ, ConfigError, NetworkConfig
+from dmxshm.network.summary import Summary
+from dmxshm.network.supervisor import Network, NetworkError
+
+__all__ = ["DEFAULT_SENSOR_RATES_HZ", "ConfigError", "Network", "NetworkConfig",
+           "NetworkError", "Summary"]

@@ -1,0 +1,64 @@
+"""The agent role: runs a policy on observations, answers with wheel commands.
+
+Policies and how they are named: :mod:`dmxshm.network.policies`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from dmxshm.errors import RingClosedError
+from dmxshm.network.plan import Plan
+from dmxshm.network.policies import AgentError, as_wheels, load_policy
+from dmxshm.network.results import AgentResult
+from dmxshm.shm.ring import Ring
+
+
+def run_agent(plan: Plan, index: int) -> AgentResult:
+    """Main loop of agent ``index`` (gym or realtime, by the plan's mode)."""
+    cfg = plan.config
+    role = f"agent-{index}"
+    robots = plan.agent_robots[index]
+    links = plan.links_of_agent(index)
+    policy = load_policy(cfg.agent, robots, cfg.seed)
+    obs_rings = [Ring.attach(link.ring, side="reader", role=role, spin_us=plan.spin_us)
+                 for link in links]
+    cmd_ring = Ring.attach(plan.cmd_rings[index], side="writer", role=role, spin_us=plan.spin_us)
+    # Where each link's records go in this agent's robot order.
+    where = [np.array([robots.index(r) for r in link.robots]) for link in links]
+    obs = np.zeros(len(robots), obs_rings[0].dtype["obs"].base)
+    cmd = np.zeros((), cmd_ring.dtype)
+    busy_s = 0.0
+    steps = 0
+    clock = time.perf_counter
+    try:
+        plan.wait_for_start("agent", index)
+        while True:
+            try:
+                step = 0
+                for ring, idx in zip(obs_rings, where, strict=True):
+                    slot = ring.read(cfg.wait_timeout_s)
+                    obs[idx] = slot["obs"]
+                    step = int(slot["step"])
+            except RingClosedError:
+                break
+            t0 = clock()
+            try:
+                answer = policy(obs)
+            except Exception as exc:
+                raise AgentError(f"{role}: the policy {cfg.agent!r} raised "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            busy_s += clock() - t0
+            cmd["step"] = step
+            cmd["wall_time_s"] = time.monotonic()
+            cmd["wheels_rad_s"] = as_wheels(answer, len(robots), role)
+            cmd_ring.write(cmd, cfg.wait_timeout_s)
+            steps += 1
+        cmd_ring.close_writer()
+        stats = [ring.stats() for ring in obs_rings]
+        return AgentResult(steps=steps, busy_s=busy_s, obs_drops=sum(s.drops for s in stats))
+    finally:
+        for ring in (*obs_rings, cmd_ring):
+            ring.close()

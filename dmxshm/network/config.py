@@ -1,0 +1,174 @@
+"""A network run's configuration: every user choice, checked up front.
+
+:class:`NetworkConfig` holds what a run is made of; impossible values raise
+:class:`ConfigError` with a message that says which and what to do, before
+any process starts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from dmxshm import settings
+from dmxshm.errors import DmxError
+from dmxshm.proc.cpus import auto_pins, usable_cpus
+
+MODES = ("gym", "realtime")
+MAX_CAMERA_PIXELS = 1920 * 1080
+MAX_ROBOTS = 64
+DEFAULT_SENSOR_RATES_HZ = {"camera": 30.0, "imu": 100.0, "encoders": 30.0, "tof": 15.0}
+
+
+def role_name(role: str, index: int) -> str:
+    """``engine``, ``spine``, ``renderer-0``, ``agent-1``..."""
+    return role if role in ("engine", "spine") else f"{role}-{index}"
+
+
+class ConfigError(DmxError, ValueError):
+    """A network configuration value is impossible; the message says which."""
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Everything a run is made of. Defaults are those of ``dmxshm run``.
+
+    Attributes:
+        mode: ``"gym"`` (lockstep, reproducible) or ``"realtime"``.
+        robots: number of robots in the world.
+        renderers: renderer processes (robots are split between them).
+        agents: agent processes (robots are split between them).
+        agent: built-in agent name or ``module:callable``.
+        steps: gym mode: steps to run.
+        duration_s: realtime mode: seconds to run.
+        camera: ``(width, height)``; ``(0, 0)`` disables the camera.
+        seed: seed of the world and of the agents.
+        map: bundled map name or path of a map file.
+        dt_s: simulated time per engine step.
+        substeps: physics substeps per step.
+        sensor_rates_hz: realtime mode: rate of each sensor.
+        command_timeout_s: realtime mode: a wheel command older than this
+            is dropped and the robot stops.
+        wait_timeout_s: the longest any process waits for another.
+        pin: role name (``engine``, ``renderer-0``, ``agent-1``, ``spine``)
+            to CPU, or ``"auto"`` for :func:`auto_pins`.
+        record_dir: write camera frames as PNG here (None: do not).
+        record_every: record every this many steps (gym) / frames.
+        spine: realtime mode: put a pinned spine between the agents and the
+            engine (pin it with ``pin={"spine": cpu}``; default: last CPU).
+        spine_hz: the spine's frequency.
+        spin_us: how long a ring wait polls before it sleeps. None: the
+            environment variable ``DMXSHM_SPIN_US`` if set, else the ring's
+            default when every process has a core of its own, and
+            :data:`dmxshm.settings.SHARED_CORES_SPIN_US` of polling that yields the core at
+            every turn when there are more processes than cores (a plain
+            poll would steal the core of the process being waited for).
+        profile: sample every process with psutil (:mod:`dmxshm.profiling`);
+            the summary gains ``processes`` and ``profile``.
+        profile_interval_s: time between two samples.
+    """
+
+    mode: str = "gym"
+    robots: int = 2
+    renderers: int = 1
+    agents: int = 1
+    agent: str = "lane-follow"
+    steps: int = 1000
+    duration_s: float = 10.0
+    camera: tuple[int, int] = (160, 120)
+    seed: int = 0
+    map: str = "loop"
+    dt_s: float = 1.0 / 30.0
+    substeps: int = 4
+    sensor_rates_hz: dict[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_SENSOR_RATES_HZ))
+    command_timeout_s: float = 0.5
+    wait_timeout_s: float = settings.WAIT_TIMEOUT_S
+    pin: dict[str, int] | str = field(default_factory=dict)
+    record_dir: str | None = None
+    record_every: int = 10
+    spin_us: float | None = None
+    spine: bool = False
+    spine_hz: float = 1000.0
+    profile: bool = False
+    profile_interval_s: float = 0.5
+    _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check(self.mode in MODES, f"mode must be one of {MODES}, not {self.mode!r}")
+        _check(1 <= self.robots <= MAX_ROBOTS,
+               f"robots must be between 1 and {MAX_ROBOTS}, not {self.robots}")
+        for what in ("renderers", "agents"):
+            n = getattr(self, what)
+            _check(1 <= n <= self.robots,
+                   f"{what} must be between 1 and the number of robots ({self.robots}), not {n}")
+        _check(self.steps >= 1, f"steps must be at least 1, not {self.steps}")
+        _check(math.isfinite(self.duration_s) and self.duration_s > 0,
+               f"duration must be a positive number of seconds, not {self.duration_s}")
+        _check(self.seed >= 0, f"seed must be 0 or more, not {self.seed}")
+        w, h = self.camera
+        _check(w >= 0 and h >= 0 and (w == 0) == (h == 0),
+               f"camera must be WxH with both positive, or 0x0 to disable it; got {w}x{h}")
+        _check(w * h <= MAX_CAMERA_PIXELS,
+               f"camera {w}x{h} is larger than {MAX_CAMERA_PIXELS} pixels; "
+               "ER_TINY_RENDERER would take seconds a frame")
+        _check(self.dt_s > 0, f"dt must be positive, not {self.dt_s}")
+        _check(self.substeps >= 1, f"substeps must be at least 1, not {self.substeps}")
+        for name, hz in self.sensor_rates_hz.items():
+            _check(name in DEFAULT_SENSOR_RATES_HZ,
+                   f"unknown sensor {name!r}; sensors are {sorted(DEFAULT_SENSOR_RATES_HZ)}")
+            _check(hz > 0, f"sensor rate of {name} must be positive, not {hz}")
+        _check(self.command_timeout_s > 0, "command timeout must be positive")
+        _check(self.wait_timeout_s > 0, "wait timeout must be positive")
+        _check(self.record_every >= 1, "record_every must be at least 1")
+        _check(not self.spine or self.mode == "realtime",
+               "a spine runs in realtime mode only (use --mode realtime)")
+        _check(self.spine_hz > 0, "spine frequency must be positive")
+        _check(self.profile_interval_s > 0, "profile interval must be positive")
+        _check(self.pin == "auto" or isinstance(self.pin, dict),
+               f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
+        pins = (auto_pins(self.roles(), self.spine) if self.pin == "auto"
+                else dict(self.pin))  # type: ignore[arg-type]
+        object.__setattr__(self, "_pins", pins)
+        cpus = usable_cpus()
+        roles = set(self.roles())
+        for role, cpu in self.pins.items():
+            _check(role in roles, f"cannot pin {role!r}: the roles of this run are "
+                                  f"{', '.join(sorted(roles))}")
+            _check(cpu in cpus, f"cannot pin {role} to CPU {cpu}: this process may use "
+                                f"CPUs {_ranges(cpus)}")
+
+    @property
+    def pins(self) -> dict[str, int]:
+        """``pin`` resolved for this run's roles (``"auto"``: :func:`auto_pins`)."""
+        return self._pins
+
+    def processes(self) -> list[tuple[str, int]]:
+        """``(role, index)`` of every process of this run, in start order.
+
+        The one place that says which processes a run has: the start order,
+        the start barrier's parties and the summary all follow it.
+        """
+        return ([("engine", 0)] + [("renderer", r) for r in range(self.renderers)]
+                + [("agent", a) for a in range(self.agents)]
+                + ([("spine", 0)] if self.spine else []))
+
+    def roles(self) -> list[str]:
+        """The processes of this run, by name (``engine``, ``renderer-0``...), in start order."""
+        return [role_name(role, index) for role, index in self.processes()]
+
+    @property
+    def camera_wh(self) -> tuple[int, int] | None:
+        """The camera size, or None when disabled."""
+        return None if self.camera == (0, 0) else self.camera
+
+
+def _ranges(cpus: list[int]) -> str:
+    return ", ".join(str(c) for c in cpus) if cpus else "none"
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+

@@ -1,0 +1,147 @@
+"""Who talks to whom in a network run: the plan and the slot layouts.
+
+:func:`make_plan` turns a :class:`~dmxshm.network.config.NetworkConfig` into a
+:class:`Plan`: which robots each renderer and each agent serves, and the
+rings between them. Robots are split into contiguous blocks; a renderer and
+an agent that share robots get one observation ring carrying all of them, so
+a step costs one handoff per process pair, not one per robot::
+
+    engine --state--> renderer r --obs(r, a)--> agent a --cmd(a)--> engine
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from dmxshm import settings
+from dmxshm.matrix.obs import obs_dtype
+from dmxshm.network.config import NetworkConfig, role_name
+from dmxshm.proc.gate import wait_for_start
+from dmxshm.shm.registry import Registry
+from dmxshm.world.state import ROBOT_STATE_DTYPE
+
+
+class StartHook(Protocol):
+    """Work every process of a network does right after the start gate.
+
+    Production runs have none; ``dmxshm bench network`` times its floor with
+    one (:class:`dmxshm.bench.floor.FloorRounds`). It pickles (it travels to
+    every child with the plan).
+    """
+
+    def prepare(self, plan: Plan, registry: Registry) -> None:
+        """In the supervisor, before any child starts: create what it needs."""
+
+    def __call__(self, plan: Plan, role: str, index: int) -> Any:
+        """In each child; what it returns in the engine lands in the summary."""
+
+
+@dataclass(frozen=True)
+class ObsLink:
+    """An observation ring from one renderer to one agent."""
+
+    renderer: int
+    agent: int
+    robots: tuple[int, ...]
+    ring: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Who serves which robots, and the names of the rings between them."""
+
+    config: NetworkConfig
+    renderer_robots: tuple[tuple[int, ...], ...]
+    agent_robots: tuple[tuple[int, ...], ...]
+    links: tuple[ObsLink, ...]
+    state_rings: tuple[str, ...] = ()
+    cmd_rings: tuple[str, ...] = ()
+    start_barrier: str = ""
+    spine_rings: tuple[str, ...] = ()  # (commands to the engine, its replies)
+    start_hook: StartHook | None = None
+
+    @property
+    def spin_us(self) -> float | None:
+        """The polling time every ring of this run uses (see NetworkConfig)."""
+        if self.config.spin_us is not None:
+            return self.config.spin_us
+        if settings.spin_env_set():
+            return None  # the user's default (read by the rings) wins
+        return settings.SHARED_CORES_SPIN_US if self.parties > (os.cpu_count() or 1) else None
+
+    def wait_for_start(self, role: str, index: int) -> Any:
+        """Wait at the start gate, then run the start hook if there is one.
+
+        Returns:
+            what the start hook returned (None without one).
+        """
+        wait_for_start(self.start_barrier, self.party(role, index), role_name(role, index),
+                       max(settings.START_TIMEOUT_S, self.config.wait_timeout_s))
+        if self.start_hook is None:
+            return None
+        return self.start_hook(self, role, index)
+
+    @property
+    def parties(self) -> int:
+        """Processes of the run: engine, renderers, agents (and the spine)."""
+        return len(self.config.processes())
+
+    def party(self, role: str, index: int) -> int:
+        """This process's slot in the start barrier: its place in the start order."""
+        return self.config.processes().index((role, 0 if role in ("engine", "spine") else index))
+
+    def links_of_renderer(self, r: int) -> list[ObsLink]:
+        return [link for link in self.links if link.renderer == r]
+
+    def links_of_agent(self, a: int) -> list[ObsLink]:
+        return [link for link in self.links if link.agent == a]
+
+
+def split(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
+    """Contiguous blocks of ``range(n)``, sizes differing by at most one.
+
+    Example:
+        >>> split(5, 2)
+        ((0, 1, 2), (3, 4))
+    """
+    return tuple(tuple(int(i) for i in block) for block in np.array_split(np.arange(n), parts))
+
+
+def make_plan(config: NetworkConfig) -> Plan:
+    """The topology of ``config`` (ring names are filled in by the network)."""
+    rend = split(config.robots, config.renderers)
+    agents = split(config.robots, config.agents)
+    links = []
+    for r, rr in enumerate(rend):
+        for a, aa in enumerate(agents):
+            shared = tuple(sorted(set(rr) & set(aa)))
+            if shared:
+                links.append(ObsLink(renderer=r, agent=a, robots=shared))
+    return Plan(config=config, renderer_robots=rend, agent_robots=agents, links=tuple(links))
+
+
+# -- slot layouts ----------------------------------------------------------------
+def state_slot_dtype(robots: int) -> np.dtype:
+    """One engine step: the state of every robot."""
+    return np.dtype([("step", "<u8"), ("sim_time_s", "<f8"), ("wall_time_s", "<f8"),
+                     ("robots", ROBOT_STATE_DTYPE, (robots,))])
+
+
+def robot_obs_dtype(config: NetworkConfig) -> np.dtype:
+    """One robot's observation (see :mod:`dmxshm.matrix.obs`)."""
+    return obs_dtype(config.camera_wh)
+
+
+def obs_slot_dtype(config: NetworkConfig, robots: int) -> np.dtype:
+    """Observations of the robots of one renderer-agent link."""
+    return np.dtype([("step", "<u8"), ("obs", robot_obs_dtype(config), (robots,))])
+
+
+def cmd_slot_dtype(robots: int) -> np.dtype:
+    """Wheel commands of the robots of one agent, for one step."""
+    return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"),
+                     ("wheels_rad_s", "<f8", (robots, 2))])

@@ -1,0 +1,56 @@
+"""What each process of a network reports when it ends (typed, so a renamed
+field is an error, not a silent zero in the summary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class EngineResult:
+    """The engine's figures (times in seconds).
+
+    ``start_hook`` is what the plan's start hook returned in the engine (see
+    :class:`~dmxshm.network.plan.StartHook`; ``dmxshm bench network``'s floor).
+    """
+
+    steps: int
+    sim_time_s: float
+    wall_time_s: float
+    physics_s: float
+    metrics_s: float
+    trajectory_digest: str
+    rejected_commands: list[int]
+    expired_commands: list[int]
+    lane: dict[str, list[float]]
+    late_steps: int = 0
+    max_lag_s: float = 0.0
+    final_poses: list[list[float]] = field(default_factory=list)
+    cmd_drops: int = 0
+    state_drops: int = 0
+    start_hook: Any = None
+
+
+@dataclass
+class RendererResult:
+    """A renderer's figures: sensor work, what it produced and recorded."""
+
+    steps: int
+    render_s: float
+    produced: dict[str, int]
+    frames: dict[int, list[np.ndarray]]
+    recorded: int
+    elapsed_s: float = 0.0
+    missed: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class AgentResult:
+    """An agent's figures: policy calls and the observations it lost."""
+
+    steps: int
+    busy_s: float
+    obs_drops: int

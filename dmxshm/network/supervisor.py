@@ -1,0 +1,284 @@
+"""The network's supervisor: create the rings, start the processes, watch, tear down.
+
+:class:`Network` is usable from Python without the CLI::
+
+    from dmxshm.network import Network, NetworkConfig
+
+    with Network(NetworkConfig(robots=2, steps=300)) as net:
+        summary = net.run()
+    print(summary.steps_per_s, summary.trajectory_digest)
+
+Processes are started, watched and stopped by the process layer
+(:class:`~dmxshm.proc.supervisor.Supervisor`). Every exit path (normal end,
+exception, Ctrl-C, SIGTERM, a child that dies) stops every child and unlinks
+every ring: the registry owns them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from collections.abc import Callable
+
+from dmxshm.errors import DmxError
+from dmxshm.network.agent import run_agent
+from dmxshm.network.config import NetworkConfig, role_name
+from dmxshm.network.engine import run_engine
+from dmxshm.network.plan import (
+    Plan,
+    StartHook,
+    cmd_slot_dtype,
+    make_plan,
+    obs_slot_dtype,
+    state_slot_dtype,
+)
+from dmxshm.network.policies import resolve
+from dmxshm.network.renderer import run_renderer
+from dmxshm.network.summary import Summary, summarize
+from dmxshm.proc.outcome import Cause, Outcome
+from dmxshm.proc.supervisor import Supervisor
+from dmxshm.profiling import Profiler, shm_sizes
+from dmxshm.shm import signals
+from dmxshm.shm.barrier import Barrier
+from dmxshm.shm.clean import sweep
+from dmxshm.shm.registry import Registry
+from dmxshm.shm.ring import Ring
+from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype
+from dmxshm.world.maps import load_map
+
+WATCH_INTERVAL_S = 0.05
+# After the first failure, how long to wait for the others' reports, so the
+# root cause (the process that died first) is named, not its waiting peers.
+REPORT_GRACE_S = 0.3
+# Once the engine has finished, how long the others get to finish too.
+END_GRACE_S = 2.0
+
+MAINS = {"engine": run_engine, "renderer": run_renderer, "agent": run_agent,
+         "spine": run_network_spine}
+"""The main function of each role."""
+
+
+class NetworkError(DmxError):
+    """A process of the network failed; the message names it and the cause.
+
+    Attributes:
+        role: role of the process that failed first (``renderer-0``...).
+        pid: its pid.
+        cause: ``"signal N (NAME)"``, ``"exit code N"`` or the exception.
+        outcome: how it ended, in full (:class:`~dmxshm.proc.outcome.Outcome`).
+    """
+
+    def __init__(self, message: str, *, role: str, pid: int, cause: str,
+                 outcome: Outcome | None = None) -> None:
+        super().__init__(message)
+        self.role = role
+        self.pid = pid
+        self.cause = cause
+        self.outcome = outcome
+
+    @classmethod
+    def of(cls, o: Outcome) -> NetworkError:
+        """The error that reports the root cause ``o``."""
+        name, pid = o.name, o.pid
+        if o.cause is Cause.STOPPED:
+            message = (f"{name} (pid {pid}) is stopped and stalled the run; the others "
+                       "timed out waiting for it. Resume it with SIGCONT or raise --timeout.")
+            return cls(message, role=name, pid=pid, cause=o.message, outcome=o)
+        if o.cause is Cause.HUNG:
+            return cls(f"{name} (pid {pid}) {o.message}", role=name, pid=pid,
+                       cause=o.message.partition(";")[0], outcome=o)
+        if o.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED):
+            cause = o.describe()
+            return cls(f"{name} (pid {pid}) died: {cause}; the run was stopped.",
+                       role=name, pid=pid, cause=cause, outcome=o)
+        cause = o.describe()
+        return cls(f"{name} (pid {pid}) failed: {cause}\n--- traceback of {name} ---\n"
+                   f"{o.traceback.rstrip()}", role=name, pid=pid, cause=cause, outcome=o)
+
+
+class Network:
+    """One run: engine, renderers and agents over shared-memory rings.
+
+    Args:
+        config: what the run is made of.
+        start_hook: work every process does right after the start gate
+            (benchmarks only; see :class:`~dmxshm.network.plan.StartHook`).
+    """
+
+    def __init__(self, config: NetworkConfig, start_hook: StartHook | None = None) -> None:
+        self.config = config
+        self.start_hook = start_hook
+        self.registry: Registry | None = None
+        self.plan: Plan | None = None
+        self.supervisor = Supervisor()
+        self.swept = 0
+        self.unfinished: list[str] = []
+        self._restore_sigterm = False
+        self._state_ring: Ring | None = None
+        self.profiler: Profiler | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+    def __enter__(self) -> Network:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Sweep orphans, create the rings, start every process."""
+        cfg = self.config
+        # What can be checked here fails here, with a plain error, not in a child.
+        resolve(cfg.agent)
+        load_map(cfg.map)
+        self._catch_sigterm()
+        self.swept = len(sweep())
+        self.registry = reg = Registry()
+        try:
+            self.plan = plan = self._create_rings(reg, make_plan(cfg))
+            if self.start_hook is not None:
+                self.start_hook.prepare(plan, reg)
+            for role, index in cfg.processes():
+                name = role_name(role, index)
+                self.supervisor.start(name, MAINS[role], plan, index, cpu=cfg.pins.get(name))
+            if cfg.profile:
+                self.profiler = Profiler(
+                    {"supervisor": os.getpid(), **self.supervisor.pids()},
+                    cfg.profile_interval_s, shm=lambda: shm_sizes(reg.names))
+        except BaseException:
+            self.close()
+            raise
+
+    def _create_rings(self, reg: Registry, plan: Plan) -> Plan:
+        """Every ring and the start barrier of ``plan``; returns the plan with their names."""
+        cfg = self.config
+        disc = "blocking" if cfg.mode == "gym" else "overwrite"
+        nslots = 2 if cfg.mode == "gym" else 4
+        state_dt = state_slot_dtype(cfg.robots)
+        rings = [Ring.create(reg, f"state.{r}", state_dt, nslots, disc)
+                 for r in range(cfg.renderers)]
+        self._state_ring = rings[0]  # read for progress
+        links = []
+        for link in plan.links:
+            ring = Ring.create(reg, f"obs.{link.renderer}.{link.agent}",
+                               obs_slot_dtype(cfg, len(link.robots)), nslots, disc)
+            links.append(dataclasses.replace(link, ring=ring.name))
+            ring.close()
+        cmd = [Ring.create(reg, f"cmd.{a}", cmd_slot_dtype(len(robots)), nslots, disc)
+               for a, robots in enumerate(plan.agent_robots)]
+        spine = []  # commands to the engine, its replies
+        if cfg.spine:
+            spine = [Ring.create(reg, "spine.cmd", cmd_slot_dtype(cfg.robots), nslots, disc),
+                     Ring.create(reg, "spine.reply", spine_reply_dtype(cfg.robots), nslots,
+                                 disc)]
+        start = Barrier.create(reg, "start", plan.parties)
+        start.close()
+        for ring in [*rings[1:], *cmd, *spine]:
+            ring.close()
+        return dataclasses.replace(
+            plan, links=tuple(links), state_rings=tuple(r.name for r in rings),
+            cmd_rings=tuple(r.name for r in cmd), spine_rings=tuple(r.name for r in spine),
+            start_barrier=start.name, start_hook=self.start_hook)
+
+    def _catch_sigterm(self) -> None:
+        # SIGTERM must unwind like Ctrl-C so that close() runs. Only from the
+        # main thread, and only if nobody else handles SIGTERM already.
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            self._restore_sigterm = signals.install()
+
+    def close(self) -> None:
+        """Stop every child (SIGTERM, then SIGKILL) and unlink every ring."""
+        if self._restore_sigterm:
+            signals.uninstall()
+            self._restore_sigterm = False
+        try:
+            self.supervisor.close()
+            if self._state_ring is not None:
+                self._state_ring.close()
+                self._state_ring = None
+        finally:
+            if self.registry is not None:
+                self.registry.unlink_all()
+
+    # -- running ---------------------------------------------------------------
+    def progress(self) -> int:
+        """Engine steps published so far."""
+        return self._state_ring.stats().writes if self._state_ring else 0
+
+    def run(self, on_progress: Callable[[int], None] | None = None,
+            on_profile: Callable[[Profiler], None] | None = None) -> Summary:
+        """Watch the processes until they all finish; return the summary.
+
+        Args:
+            on_progress: called with the engine's step count while it runs.
+            on_profile: with ``profile`` on, called after each sample.
+
+        Raises:
+            NetworkError: a process died or raised; names it and the cause.
+        """
+        if self.plan is None:
+            self.start()
+        assert self.plan is not None
+        sup = self.supervisor
+        engine = sup.child("engine")
+        failed_at: float | None = None
+        engine_done_at: float | None = None
+        while sup.running():
+            sup.wait(WATCH_INTERVAL_S)
+            if failed_at is None and sup.failure() is not None:
+                failed_at = time.monotonic()
+            if failed_at is not None and time.monotonic() - failed_at > REPORT_GRACE_S:
+                break
+            if engine_done_at is None and engine.report is not None:
+                engine_done_at = time.monotonic()
+                if self.profiler is not None:  # the others are still there: USS, PSS now
+                    self.profiler.final_sample()
+            elif self.profiler is not None and self.profiler.maybe_sample() and on_profile:
+                on_profile(self.profiler)
+            if engine_done_at is not None and self._stragglers(engine_done_at):
+                break
+            signals.check()
+            if on_progress is not None:
+                on_progress(self.progress())
+        failure = sup.failure(exclude=self.unfinished)
+        if failure is not None:
+            raise NetworkError.of(failure)
+        results = {c.name: c.report.result for c in sup.children
+                   if c.report is not None and c.report.ok}
+        summary = summarize(self.plan, results)
+        summary.unfinished = list(self.unfinished)
+        if self.registry is not None:
+            summary.shm_bytes = sum(shm_sizes(self.registry.names).values())
+        if self.profiler is not None:
+            self.profiler.stop()
+            report = self.profiler.report()
+            summary.processes = report.pop("processes")
+            summary.profile = report
+        return summary
+
+    def _stragglers(self, engine_done_at: float) -> bool:
+        """After the engine's end, stop processes that do not finish; True if done.
+
+        A realtime agent stuck in its policy is tolerated (its robots simply
+        stopped, their commands expired): it is stopped after END_GRACE_S and
+        listed in ``unfinished``. A renderer gets ``wait_timeout_s`` (it may be
+        in the middle of a slow frame); in gym mode nothing may be left over.
+        """
+        waited = time.monotonic() - engine_done_at
+        left = [c for c in self.supervisor.children if c.report is None and not c.ended]
+        if not left:
+            return False
+        tolerated = self.config.mode == "realtime" and all(
+            c.name.startswith("agent-") for c in left)
+        limit = END_GRACE_S if tolerated else max(END_GRACE_S, self.config.wait_timeout_s)
+        if waited <= limit:
+            return False
+        if tolerated:
+            self.unfinished = [c.name for c in left]
+        else:
+            for c in left:  # reported as failures, with how long they were given
+                c.mark_hung(waited)
+        self.supervisor.stop(left)
+        return True

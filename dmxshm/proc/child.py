@@ -1,0 +1,129 @@
+"""The start of every child process: ``python -m dmxshm.proc FD NAME``.
+
+A child is a fresh interpreter started by :class:`~dmxshm.proc.supervisor.Supervisor`
+that never runs the user's ``__main__`` again (``multiprocessing``'s spawn
+re-imports it, so a script without an ``if __name__ == "__main__":`` guard,
+``python -c`` or a script fed on standard input could not start children).
+Its one channel to the supervisor is the socket ``FD``: it reads the
+parent's ``sys.path`` and its :class:`ChildSpec` there, and writes back
+exactly one :class:`~dmxshm.proc.outcome.Outcome`.
+
+In order, a child:
+
+1. ignores SIGINT (Ctrl-C reaches the whole process group; the supervisor
+   alone handles it and stops its children with SIGTERM) and turns SIGTERM
+   into :class:`~dmxshm.proc.outcome.Terminated`, which unwinds ``with`` and
+   ``finally`` blocks (or installs the spec's own stop handler);
+2. asks the kernel for SIGTERM when its supervisor dies (even by SIGKILL);
+3. pins itself to its CPU, if it has one;
+4. takes its name (``dmx-<name>``, seen by ps and psutil): once a child is
+   found by its name, its signal handling is in place;
+5. runs its target and reports the outcome.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from dmxshm.proc.outcome import Cause, Outcome, Terminated
+from dmxshm.proc.prctl import die_with_parent, set_process_name
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """What a child runs.
+
+    Attributes:
+        name: its name (``renderer-0``); the process is called ``dmx-<name>``.
+        target: ``module:qualname`` of a module-level function.
+        args: its positional arguments (they pickle).
+        cpu: the CPU to pin it to (None: as its parent).
+        on_stop: ``module:qualname`` of a handler for SIGINT and SIGTERM
+            (None: SIGINT ignored, SIGTERM raises Terminated).
+        parent_pid: its supervisor's pid.
+    """
+
+    name: str
+    target: str
+    args: tuple[Any, ...] = ()
+    cpu: int | None = None
+    on_stop: str | None = None
+    parent_pid: int = field(default_factory=os.getpid)
+
+
+def ref(fn: Callable[..., Any]) -> str:
+    """``module:qualname`` of a module-level function, importable by a child.
+
+    Raises:
+        ValueError: ``fn`` lives in ``__main__`` or inside a function, where a
+            child (which never runs ``__main__``) cannot find it.
+    """
+    module, qual = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or module == "__main__" or "<" in qual:
+        raise ValueError(f"{fn!r} cannot run in a child process: define it at the top "
+                         "level of an importable module (not in __main__, not a lambda "
+                         "or a nested function)")
+    return f"{module}:{qual}"
+
+
+def resolve(reference: str) -> Any:
+    """The object named ``module:qualname``."""
+    module, _, qual = reference.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in qual.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def main(argv: list[str]) -> int:
+    """Run one child; returns its exit status."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminate)
+    fd = int(argv[0])
+    os.set_inheritable(fd, False)  # the child's own children must not hold its channel
+    conn = Connection(fd)
+    try:
+        boot = conn.recv()  # plain types: readable before sys.path is the parent's
+        sys.path[:] = boot["sys_path"]
+        spec: ChildSpec = pickle.loads(conn.recv_bytes())
+    except (EOFError, OSError):
+        return 1  # the supervisor is gone before it told us anything
+    if spec.on_stop is not None:
+        handler = resolve(spec.on_stop)
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+    die_with_parent()
+    if os.getppid() != spec.parent_pid:  # the supervisor died before the line above
+        return 1
+    pid = os.getpid()
+    try:
+        if spec.cpu is not None:
+            os.sched_setaffinity(0, [spec.cpu])
+        set_process_name(f"dmx-{spec.name}")
+        result = resolve(spec.target)(*spec.args)
+        outcome = Outcome(name=spec.name, pid=pid, cause=Cause.OK, result=result)
+    except BaseException as exc:  # noqa: BLE001  every failure must reach the supervisor
+        outcome = Outcome.of_exception(spec.name, pid, exc, traceback.format_exc())
+    try:
+        conn.send(outcome)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        outcome = Outcome.of_exception(spec.name, pid, exc, traceback.format_exc())
+        conn.send(outcome)
+    except OSError:
+        pass  # the supervisor is gone: nobody to tell
+    finally:
+        conn.close()
+    return 0 if outcome.ok else 1

@@ -1,0 +1,105 @@
+"""A table of trajectory digests: the behaviour a refactoring must keep bit for bit.
+
+    python scripts/digests.py                 # print the table
+    python scripts/digests.py --json d.json   # and write it
+    python scripts/digests.py --compare d.json   # exit 1 if any digest differs
+
+Gym-mode networks with 1, 2 and 4 robots, 1-2 renderers, 1-3 agents, the
+random and lane-follow policies, camera on and off; and ``make_vec``
+observations and rewards with state and camera observations, 1 and 2
+workers, over steps with autoresets. Every digest is a SHA-256 of what the
+run produced; the same code, seed and configuration give the same digest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+
+import numpy as np
+
+# (robots, renderers, agents, policy, camera)
+NETWORKS = [
+    (1, 1, 1, "lane-follow", (0, 0)),
+    (1, 1, 1, "random", (64, 48)),
+    (2, 1, 1, "lane-follow", (64, 48)),
+    (2, 2, 2, "random", (0, 0)),
+    (2, 1, 2, "random", (64, 48)),
+    (4, 1, 1, "lane-follow", (0, 0)),
+    (4, 2, 3, "random", (64, 48)),
+    (4, 2, 1, "lane-follow", (64, 48)),
+]
+# (obs, camera, workers)
+BATCHES = [("state", (160, 120), 1), ("state", (160, 120), 2),
+           ("camera", (32, 24), 1), ("camera", (32, 24), 2)]
+STEPS = 120
+BATCH_ENVS = 4
+BATCH_STEPS = 150
+
+
+def network_digest(robots: int, renderers: int, agents: int, policy: str,
+                   camera: tuple[int, int]) -> str:
+    from dmxshm.network import Network
+
+    try:
+        from dmxshm.network import NetworkConfig
+    except ImportError:  # the layout before the process layer
+        from dmxshm.plan import NetworkConfig  # type: ignore[no-redef]
+    cfg = NetworkConfig(robots=robots, renderers=renderers, agents=agents, agent=policy,
+                        camera=camera, steps=STEPS, seed=7)
+    with Network(cfg) as net:
+        return net.run().trajectory_digest
+
+
+def batch_digest(obs: str, camera: tuple[int, int], workers: int) -> str:
+    import dmxshm
+
+    envs = dmxshm.make_vec(BATCH_ENVS, num_workers=workers, obs=obs, camera=camera, seed=3)
+    digest = hashlib.sha256()
+    rng = np.random.default_rng(0)
+    try:
+        first, _ = envs.reset()
+        digest.update(np.ascontiguousarray(first).tobytes())
+        for _ in range(BATCH_STEPS):
+            actions = rng.uniform(-1, 1, size=(BATCH_ENVS, 2)).astype(np.float32)
+            o, r, term, trunc, _ = envs.step(actions)
+            for a in (o, r, term, trunc):
+                digest.update(np.ascontiguousarray(a).tobytes())
+    finally:
+        envs.close()
+    return digest.hexdigest()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", help="write the table to this file")
+    parser.add_argument("--compare", help="a table written before: exit 1 on any difference")
+    args = parser.parse_args()
+    table: dict[str, str] = {}
+    for robots, rend, agents, policy, camera in NETWORKS:
+        key = (f"gym robots={robots} renderers={rend} agents={agents} {policy} "
+               f"camera={camera[0]}x{camera[1]}")
+        table[key] = network_digest(robots, rend, agents, policy, camera)
+        print(f"{table[key][:16]}  {key}", flush=True)
+    for obs, camera, workers in BATCHES:
+        key = f"make_vec envs={BATCH_ENVS} obs={obs} camera={camera[0]}x{camera[1]} " \
+              f"workers={workers}"
+        table[key] = batch_digest(obs, camera, workers)
+        print(f"{table[key][:16]}  {key}", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(table, fh, indent=1)
+    if args.compare:
+        with open(args.compare) as fh:
+            before = json.load(fh)
+        differ = [k for k in before if before[k] != table.get(k)]
+        print(f"\n{len(before) - len(differ)} of {len(before)} digests equal"
+              + (": differ: " + "; ".join(differ) if differ else ""))
+        return 1 if differ else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Module-level targets for the process-layer tests (a child imports them by name)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from dmxshm.errors import PeerDiedError
+
+
+def returns(value: object) -> object:
+    return value
+
+
+def raises_value_error(message: str) -> None:
+    raise ValueError(message)
+
+
+def raises_peer_died() -> None:
+    raise PeerDiedError("renderer-0 (pid 1) died", role="renderer-0", pid=1)
+
+
+def exits(code: int) -> None:
+    sys.stdout.flush()
+    os._exit(code)
+
+
+def sleeps(seconds: float) -> str:
+    time.sleep(seconds)
+    return "slept"
+
+
+def where_am_i() -> dict[str, object]:
+    """What a child sees of itself: its CPUs, its parent, its stdin, its main module."""
+    import __main__
+
+    return {"cpus": sorted(os.sched_getaffinity(0)), "ppid": os.getppid(),
+            "stdin_is_null": os.path.samefile("/proc/self/fd/0", os.devnull),
+            "main_file": getattr(__main__, "__file__", None)}
+
+
+def unpicklable() -> object:
+    return lambda: None
+
+
+def records_stop(signum: int, frame: object) -> None:
+    """A stop handler that only records: the target sees it and returns."""
+    global _stop
+    _stop = signum
+
+
+_stop: int | None = None
+
+
+def waits_for_stop(timeout_s: float) -> int | None:
+    deadline = time.monotonic() + timeout_s
+    while _stop is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _stop
