@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from dmxshm import __version__
+from dmxshm import __version__, console
 from dmxshm.errors import DmxError
 from dmxshm.shm import signals
 
@@ -19,16 +19,6 @@ EXIT_ERROR = 1  # a DmxError: the message says what went wrong and what to do
 EXIT_USAGE = 2  # click's code for bad options
 EXIT_TARGET_MISSED = 3  # a benchmark run with --check missed a figure
 EXIT_INTERRUPTED = 130
-
-
-def _fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "unknown"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"],
@@ -56,27 +46,8 @@ def info(as_json: bool) -> None:
     data = collect()
     if as_json:
         click.echo(_json.dumps(data, indent=2))
-        return
-    shm = data["shm"]
-    objs = data["dmxshm_objects"]
-    lines = [
-        ("python", f"{data['python']} on {data['platform']}"),
-        ("cpus", f"{data['cpus_logical']} logical, {data['cpus_physical']} physical"),
-        ("memory", _fmt_bytes(data["memory_bytes"])),
-        ("/dev/shm", f"{_fmt_bytes(shm['free_bytes'])} free of {_fmt_bytes(shm['total_bytes'])}"),
-        ("real-time scheduling", ("yes: " if data["realtime_scheduling"]["permitted"] else "no: ")
-         + data["realtime_scheduling"]["detail"]),
-        ("cpu pinning", ("yes: " if data["cpu_pinning"]["permitted"] else "no: ")
-         + data["cpu_pinning"]["detail"]),
-        ("semaphore timeouts", "yes" if data["semaphore_timeout_supported"] else "NO"),
-        ("memory ordering", data["memory_ordering"]),
-        ("dmxshm objects", f"{objs['count']} ({objs['stale']} stale, "
-                           f"{_fmt_bytes(objs['bytes'])}); 'dmxshm clean' removes stale ones"),
-    ]
-    lines += [(f"  {k}", v or "not installed") for k, v in data["versions"].items()]
-    width = max(len(k) for k, _ in lines)
-    for k, v in lines:
-        click.echo(f"{k:<{width}}  {v}")
+    else:
+        console.print_info(data)
 
 
 @cli.command()
@@ -95,15 +66,7 @@ def clean(dry_run: bool, remove_all: bool) -> None:
     from dmxshm.shm.clean import scan, sweep
 
     found = scan()
-    targets = sweep(remove_live=remove_all, dry_run=dry_run)
-    verb = "would remove" if dry_run else "removed"
-    for f in targets:
-        state = "alive" if f.creator_alive else "dead"
-        click.echo(f"{verb} {f.entry.kind:9s} {f.entry.name}  "
-                   f"({_fmt_bytes(f.size_bytes)}, creator pid {f.entry.pid} {state})")
-    kept = len(found) - len(targets)
-    click.echo(f"{verb} {len(targets)} object(s), "
-               f"{_fmt_bytes(sum(f.size_bytes for f in targets))}; kept {kept} of live networks")
+    console.print_clean(found, sweep(remove_live=remove_all, dry_run=dry_run), dry_run)
 
 
 def _parse_wh(ctx: Any, param: Any, value: str) -> tuple[int, int]:
@@ -194,12 +157,12 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
     steps/s, each sensor's configured and achieved rate, drops, and the time
     per step spent in physics, rendering, agents and the framework.
     """
-    from dmxshm.network import DEFAULT_SENSOR_RATES_HZ, Network, NetworkConfig
+    from dmxshm import network
     from dmxshm.network.policies import resolve
     from dmxshm.world.maps import load_map
 
-    _check_writable(json)
-    load_map(map_name)  # a bad map or agent is reported now, not from inside a child
+    _check_outputs(json)
+    load_map(map_name)  # a bad map or agent is reported now, before the progress bar
     resolve(agent)
     if record_dir:
         try:
@@ -207,124 +170,21 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
         except OSError as exc:
             raise click.BadParameter(f"cannot create {record_dir}: {exc.strerror}",
                                      param_hint="--record") from None
-    config = NetworkConfig(
+    config = network.NetworkConfig(
         mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
         steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
         pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
         command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
-        sensor_rates_hz={**DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
+        sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
         profile_interval_s=profile_interval_s)
-    total = steps if mode == "gym" else int(round(duration_s / config.dt_s))
-    if profile and sys.stderr.isatty():
-        live = _LiveTable(f"{mode} run", total)
-        with Network(config) as net:
-            try:
-                summary = net.run(live.progress, live.draw)
-            finally:
-                live.close()
-    else:
-        with Network(config) as net, click.progressbar(
-                length=total, label=f"{mode} run", file=sys.stderr, show_pos=True) as bar:
-            done = [0]
-
-            def progress(n: int) -> None:
-                bar.update(n - done[0])
-                done[0] = n
-
-            summary = net.run(progress)
-    _print_summary(summary)
+    with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (
+            on_progress, on_profile):
+        summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
+    console.print_summary(summary)
     if profile:
-        _print_profile(summary.processes, summary.profile, summary.shm_bytes)
+        console.print_profile(summary.processes, summary.profile, summary.shm_bytes)
     if json:
-        with open(json, "w") as fh:
-            _json.dump(summary.to_dict(), fh, indent=1)
-        click.echo(f"wrote {json}")
-
-
-class _LiveTable:
-    """The profile table, redrawn in place on a terminal (stderr) at each sample."""
-
-    def __init__(self, label: str, total: int) -> None:
-        self.label = label
-        self.total = total
-        self.done = 0
-        self.lines = 0
-
-    def progress(self, n: int) -> None:
-        self.done = n
-
-    def draw(self, profiler: Any) -> None:
-        head = f"{self.label}: {self.done}/{self.total} steps" if self.total else self.label
-        text = [head, *profiler.format_table()]
-        up = f"\x1b[{self.lines}F" if self.lines else ""
-        sys.stderr.write(up + "".join(f"\x1b[2K{line}\n" for line in text))
-        sys.stderr.flush()
-        self.lines = len(text)
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
-def _print_profile(processes: list[dict[str, Any]], profile: dict[str, Any],
-                   shm_bytes: int) -> None:
-    click.echo(f"\n{'process':<12} {'pid':>7} {'cpus':>6} {'ran on':>7} {'CPU% mean':>9} "
-               f"{'peak':>6} {'RSS peak':>9} {'USS peak':>9} {'PSS peak':>9} {'invol ctx':>9}")
-    for p in processes:
-        click.echo(
-            f"{p['role']:<12} {p['pid']:>7} {_cpus(p['affinity']):>6} "
-            f"{_cpus(p['cores_seen']):>7} {p['cpu_percent_mean']:>9.1f} "
-            f"{p['cpu_percent_peak']:>6.0f} {_fmt_bytes(p['rss_bytes_peak']):>9} "
-            f"{_fmt_bytes(p['uss_bytes']):>9} {_fmt_bytes(p['pss_bytes']):>9} "
-            f"{p['ctx_switches_involuntary']:>9}")
-    moved = [p["role"] for p in processes if not p["stayed_in_affinity"]]
-    click.echo(f"shared memory of the run: {_fmt_bytes(shm_bytes)} in "
-               f"{len(profile.get('shm', {}))} objects (counted once; RSS counts it in "
-               "every process that touched it)")
-    click.echo(f"profiler: {profile['samples']} samples every {profile['interval_s']:g} s, "
-               f"{profile['sampler_cpu_fraction']:.2%} of one core"
-               + (f"; left their CPUs: {', '.join(moved)}" if moved else ""))
-
-
-def _cpus(cpus: list[int]) -> str:
-    if not cpus:
-        return "-"
-    if len(cpus) > 1 and cpus == list(range(cpus[0], cpus[-1] + 1)):
-        return f"{cpus[0]}-{cpus[-1]}"
-    return ",".join(map(str, cpus))
-
-
-def _print_summary(s: Any) -> None:
-    click.echo(f"\n{s.mode} mode, {s.robots} robot(s): {s.steps} steps, "
-               f"{s.sim_time_s:.2f} s simulated in {s.wall_time_s:.2f} s wall "
-               f"({s.steps_per_s:.1f} steps/s)")
-    click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
-    for name, rate in s.sensors.items():
-        click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
-    if s.mode == "realtime":
-        missed = sum(s.missed_sensor_ticks.values())
-        click.echo(f"late engine steps: {s.late_steps} (worst lag {s.max_lag_s * 1e3:.1f} ms); "
-                   f"missed sensor ticks: {missed}")
-    drops = ", ".join(f"{k} {v}" for k, v in s.drops.items())
-    click.echo(f"drops: {drops}; rejected commands {sum(s.rejected_commands)}, "
-               f"expired commands {sum(s.expired_commands)}")
-    t = s.timing
-    parts = [("physics", t["physics_s"]), ("rendering", t["rendering_s"]),
-             ("agents", t["agents_s"])]
-    if "framework_s" in t:
-        parts.append(("framework", t["framework_s"]))
-    click.echo("time per step: " + ", ".join(
-        f"{k} {v * 1e3:.3f} ms ({v / t['step_s']:.0%})" for k, v in parts)
-        + f"; step {t['step_s'] * 1e3:.3f} ms")
-    if s.spine:
-        sp = s.spine
-        click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
-                   f"({sp['scheduling']}), skipped {sp['skipped_cycles']}, period p99 "
-                   f"{sp['period_us']['p99']:.1f} us, expired agent commands "
-                   f"{sum(sp['expired_commands'])}")
-    click.echo(f"trajectory digest {s.trajectory_digest}")
-    if s.contact_sheet:
-        click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
+        console.write_json(summary.to_dict(), json)
 
 
 @cli.command("profile")
@@ -348,12 +208,8 @@ def profile_cmd(path: str, plot: str | None) -> None:
         raise click.BadParameter(
             f"{path} holds no profile: write it with 'dmxshm run --profile --json {path}' "
             "(or 'dmxshm spine --profile --json ...')", param_hint="PATH")
-    _check_writable(plot)
-    if plot:
-        from dmxshm.bench.plot import require_matplotlib
-
-        require_matplotlib()
-    _print_profile(run["processes"], run["profile"], run.get("shm_bytes", 0))
+    _check_outputs(plot=plot)
+    console.print_profile(run["processes"], run["profile"], run.get("shm_bytes", 0))
     if plot:
         from dmxshm.bench.plot import plot_profile
 
@@ -408,58 +264,25 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
     """
     from dmxshm.spine.run import SpineConfig, run
 
-    _check_writable(json, plot)
-    if plot:
-        from dmxshm.bench.plot import require_matplotlib
-
-        require_matplotlib()
+    _check_outputs(json, plot)
     cfg = SpineConfig(schedule=schedule, frequency_hz=frequency_hz, cpu=cpu,
                       actuation=actuation, can_cycle_s=can_cycle_s, reply_at_s=reply_at_s,
                       jitter_s=jitter_s, plan_s=plan_s, duration_s=duration_s, agent=agent,
                       action_timeout_s=action_timeout_s)
     click.echo(f"spine: {schedule} at {frequency_hz:g} Hz for {duration_s:g} s ...", err=True)
-    live = _LiveTable("spine", 0) if profile and sys.stderr.isatty() else None
+    live = console.LiveTable("spine", 0) if profile and sys.stderr.isatty() else None
     try:
         report, recs = run(cfg, profile_interval_s if profile else None,
                            live.draw if live else None)
     finally:
         if live:
             live.close()
-    _print_spine(report)
+    console.print_spine(report)
     if profile:
-        _print_profile(report["processes"], report["profile"], report["shm_bytes"])
+        console.print_profile(report["processes"], report["profile"], report["shm_bytes"])
     from dmxshm.spine.plot import plot_spine
 
-    _write_outputs(report, json, plot, lambda p: plot_spine(report, recs, p))
-
-
-def _print_spine(r: dict[str, Any]) -> None:
-    click.echo(f"schedule {r['schedule']}, {r['frequency_hz']:g} Hz, spine on CPU {r['cpu']} "
-               f"({r['scheduling']}), CAN bus on CPU {r['bus_cpu']}")
-    click.echo(f"cycles {r['cycles']} (acting {r['acting_cycles']}), skipped "
-               f"{r['skipped_cycles']} ({r['skipped_cycles'] / max(r['cycles'], 1):.3%})")
-    p = r["period_us"]
-    click.echo(f"period us: p50 {p['p50']:.1f}, p99 {p['p99']:.1f}, max {p['max']:.1f}; "
-               f"p99 |period - T| {r['period_error_us_p99']:.1f} us")
-    c = r["can_cycle_us"]
-    plan = "an agent" if "agent" in r else f"{r['plan_us_p50']:.1f} us"
-    click.echo(f"CAN cycle us: p50 {c['p50']:.1f}, p99 {c['p99']:.1f}; measured T_p "
-               f"{plan}, T_o {r['reply_at_us_p50']:.1f} us")
-    click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10}")
-    for key in ("send_minus_obs_us", "send_minus_act_us"):
-        m = r[key]
-        law = r["predicted"][key]
-        click.echo(f"{key[:-3].replace('_', ' '):<18} {m['mean']:>9.1f} {m['p50']:>9.1f} "
-                   f"{m['p99']:>9.1f} {'-' if law is None else f'{law:.1f}':>10}")
-    if "agent" in r:
-        a = r["agent"]
-        click.echo(f"agent: {a['actions']} actions, {a['expired_actions']} expired"
-                   f"{', hung at the end' if a['hung'] else ''}; round trip (action written to "
-                   f"next observation read) p50 {a['round_trip_us']['p50']:.1f} us, "
-                   f"p99 {a['round_trip_us']['p99']:.1f} us")
-        click.echo("(with an agent, t_act is the agent's: the answer to an observation goes out "
-                   "one cycle later, so the law is 3T - T_o)")
-    click.echo("states: " + ", ".join(f"{k} {v}" for k, v in r["states"].items()))
+    console.write_outputs(report, json, plot, lambda p: plot_spine(report, recs, p))
 
 
 @cli.group()
@@ -491,11 +314,7 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
     from dmxshm.bench import ipc
 
     json_path, plot_path = json, plot
-    _check_writable(json_path, plot_path)
-    if plot_path:
-        from dmxshm.bench.plot import require_matplotlib
-
-        require_matplotlib()
+    _check_outputs(json_path, plot_path)
     rounds = rounds or (2000 if quick else 20_000)
     repeats = repeats or (1 if quick else 3)
     ncells = len(ipc.TRANSPORTS) * len(ipc.PAYLOADS) * len(ipc.pinnings()) * repeats
@@ -506,12 +325,12 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
 
         rows = ipc.run(rounds=rounds, repeats=repeats, progress=progress,
                        warmup=200 if quick else 500)
-    _print_ipc_table(rows)
+    console.print_ipc_table(rows)
     from dmxshm.bench.plot import plot_ipc
 
-    _write_outputs(ipc.as_dicts(rows), json_path, plot_path, lambda p: plot_ipc(rows, p))
+    console.write_outputs(ipc.as_dicts(rows), json_path, plot_path, lambda p: plot_ipc(rows, p))
     missed = [t for t in ipc.targets(rows) if not t[2]]
-    _print_targets(ipc.targets(rows))
+    console.print_targets(ipc.targets(rows))
     if check and missed:
         sys.exit(EXIT_TARGET_MISSED)
 
@@ -532,25 +351,16 @@ def bench_network(quick: bool, json: str | None, plot: str | None) -> None:
     """
     from dmxshm.bench import network
 
-    _check_writable(json, plot)
-    if plot:
-        from dmxshm.bench.plot import require_matplotlib
-
-        require_matplotlib()
+    _check_outputs(json, plot)
     configs = network.CONFIGS
     with click.progressbar(length=len(configs), label="bench network", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
         rows = network.run(quick=quick, progress=lambda label: bar.update(1, label))
-    click.echo(f"{'robots':>6} {'camera':>8} {'steps/s':>9} {'physics':>9} {'render':>9} "
-               f"{'agents':>8} {'overhead':>9} {'share':>6} {'floor':>7}  (us per step)")
-    for r in rows:
-        click.echo(f"{r.robots:>6} {r.camera:>8} {r.steps_per_s:>9.1f} {r.physics_us:>9.1f} "
-                   f"{r.rendering_us:>9.1f} {r.agents_us:>8.1f} {r.overhead_us:>9.1f} "
-                   f"{r.overhead_fraction:>6.1%} {r.floor_us:>7.1f}")
+    console.print_network_rows(rows)
     from dmxshm.bench.plot import plot_network
 
-    _write_outputs(network.as_dicts(rows), json, plot, lambda p: plot_network(rows, p))
-    _print_targets(network.targets(rows))
+    console.write_outputs(network.as_dicts(rows), json, plot, lambda p: plot_network(rows, p))
+    console.print_targets(network.targets(rows))
 
 
 @bench.command("vector")
@@ -580,11 +390,7 @@ def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str,
     """
     from dmxshm.bench import vector
 
-    _check_writable(json, plot)
-    if plot:
-        from dmxshm.bench.plot import require_matplotlib
-
-        require_matplotlib()
+    _check_outputs(json, plot)
     kinds = {"state": ("state", (160, 120)), "camera64": ("camera", (64, 64)),
              "camera160": ("camera", (160, 120))}
     configs = tuple(kinds[k] for k in obs) or vector.OBS_CONFIGS
@@ -593,58 +399,27 @@ def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str,
                            item_show_func=lambda s: s) as bar:
         rows = vector.run(num_envs=num_envs, workers=workers, quick=quick, configs=configs,
                           progress=lambda label: bar.update(1, label))
-    click.echo(f"{'impl':<8} {'obs':<7} {'camera':<8} {'envs':>5} {'procs':>6} "
-               f"{'env-steps/s':>12}")
-    for r in rows:
-        click.echo(f"{r.impl:<8} {r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>6} "
-                   f"{r.env_steps_per_s:>12.0f}")
-    click.echo("")
-    for srow in vector.summary(rows):
-        click.echo(f"{srow['obs']} {srow['camera']} x{srow['num_envs']}: dmxshm / sync "
-                   f"{srow['vs_sync']:.2f}, dmxshm / async {srow['vs_async']:.2f}, "
-                   f"scaling efficiency {srow['scaling_efficiency']:.2f}")
+    console.print_vector_rows(rows, vector.summary(rows))
     from dmxshm.bench.plot import plot_vector
 
-    _write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))
+    console.write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))
     if vector.targets(rows):
-        _print_targets(vector.targets(rows))
+        console.print_targets(vector.targets(rows))
 
 
-def _write_outputs(data: Any, json_path: str | None, plot_path: str | None,
-                   draw: Any) -> None:
-    """Write ``data`` as JSON and ``draw(plot_path)`` a figure, where asked."""
-    if json_path:
-        with open(json_path, "w") as fh:
-            _json.dump(data, fh, indent=1)
-        click.echo(f"wrote {json_path}")
-    if plot_path:
-        draw(plot_path)
-        click.echo(f"wrote {plot_path}")
-
-
-def _print_targets(targets: list[tuple[str, float, bool]]) -> None:
-    click.echo("")
-    for desc, value, ok in targets:
-        click.echo(f"target {desc}: {value:.2f} {'reached' if ok else 'MISSED'}")
-
-
-def _check_writable(*paths: str | None) -> None:
-    """Fail before a long run, not after it, when an output cannot be written."""
-    for path in paths:
+def _check_outputs(json_path: str | None = None, plot: str | None = None) -> None:
+    """Fail before a long run, not after it: an output that cannot be written, or a
+    plot without matplotlib."""
+    for path in (json_path, plot):
         if path is None:
             continue
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise click.BadParameter(f"cannot write {path}: {folder} is not a writable folder")
+    if plot:
+        from dmxshm.bench.plot import require_matplotlib
 
-
-def _print_ipc_table(rows: list[Any]) -> None:
-    click.echo(f"{'transport':<12} {'payload':<8} {'pinning':<8} {'rtt_us median':>13} "
-               f"{'p10':>8} {'p90':>8} {'x semaphore':>12}")
-    for r in sorted(rows, key=lambda r: (r.pinning, r.payload_bytes)):
-        ratio = f"{r.ratio_to_semaphore:.2f}" if r.ratio_to_semaphore is not None else "-"
-        click.echo(f"{r.transport:<12} {r.payload:<8} {r.pinning:<8} {r.rtt_us_median:>13.1f} "
-                   f"{r.rtt_us_p10:>8.1f} {r.rtt_us_p90:>8.1f} {ratio:>12}")
+        require_matplotlib()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,12 +10,12 @@
   :mod:`~dmxshm.network.results`.
 * :mod:`~dmxshm.network.policies`: the built-in agents and loading the user's.
 * :mod:`~dmxshm.network.summary`: the figures of a run.
-* :mod:`~dmxshm.network.run`: :func:`run`, one call for a whole run.
+* :func:`run`: one call for a whole run (what ``dmxshm run`` does).
 """
 
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ, ConfigError, NetworkConfig
 from dmxshm.network.summary import Summary
-from dmxshm.network.supervisor import Network, NetworkError
+from dmxshm.network.supervisor import Network, NetworkError, run
 
 __all__ = ["DEFAULT_SENSOR_RATES_HZ", "ConfigError", "Network", "NetworkConfig",
-           "NetworkError", "Summary"]
+           "NetworkError", "Summary", "run"]

@@ -158,6 +158,11 @@ class NetworkConfig:
         return [role_name(role, index) for role, index in self.processes()]
 
     @property
+    def planned_steps(self) -> int:
+        """Engine steps of the run: ``steps`` (gym), or ``duration_s / dt_s`` (realtime)."""
+        return self.steps if self.mode == "gym" else int(round(self.duration_s / self.dt_s))
+
+    @property
     def camera_wh(self) -> tuple[int, int] | None:
         """The camera size, or None when disabled."""
         return None if self.camera == (0, 0) else self.camera

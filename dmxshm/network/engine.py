@@ -189,7 +189,7 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
     physics_s = 0.0
     late_steps = 0
     max_lag_s = 0.0
-    steps = int(round(cfg.duration_s / cfg.dt_s))
+    steps = cfg.planned_steps
     lanes = LaneLog(world)
     t_start = clock()
     for k in range(steps):

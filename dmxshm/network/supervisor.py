@@ -282,3 +282,22 @@ class Network:
                 c.mark_hung(waited)
         self.supervisor.stop(left)
         return True
+
+
+def run(config: NetworkConfig, *, start_hook: StartHook | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        on_profile: Callable[[Profiler], None] | None = None) -> Summary:
+    """One whole run, what ``dmxshm run`` does: start, watch, summarise, tear down.
+
+    Args:
+        config: the run.
+        start_hook: work every process does after the start gate (benchmarks).
+        on_progress: called with the engine's step count while it runs.
+        on_profile: with ``config.profile``, called after each sample.
+
+    Raises:
+        NetworkError: a process died or raised; names it and the cause.
+        ConfigError, AgentError, MapError: the run could not start.
+    """
+    with Network(config, start_hook=start_hook) as net:
+        return net.run(on_progress, on_profile)

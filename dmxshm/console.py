@@ -1,0 +1,254 @@
+"""Everything the command line prints: tables, summaries, a live table, progress.
+
+The library returns typed results (:class:`~dmxshm.network.summary.Summary`,
+benchmark rows, reports); the CLI hands them here. Nothing here computes a
+figure: it formats what it is given.
+"""
+
+from __future__ import annotations
+
+import json as _json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+class LiveTable:
+    """The profile table, redrawn in place on a terminal (stderr) at each sample."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.lines = 0
+
+    def progress(self, n: int) -> None:
+        self.done = n
+
+    def draw(self, profiler: Any) -> None:
+        head = f"{self.label}: {self.done}/{self.total} steps" if self.total else self.label
+        text = [head, *profiler.format_table()]
+        up = f"\x1b[{self.lines}F" if self.lines else ""
+        sys.stderr.write(up + "".join(f"\x1b[2K{line}\n" for line in text))
+        sys.stderr.flush()
+        self.lines = len(text)
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def print_profile(processes: list[dict[str, Any]], profile: dict[str, Any],
+                   shm_bytes: int) -> None:
+    click.echo(f"\n{'process':<12} {'pid':>7} {'cpus':>6} {'ran on':>7} {'CPU% mean':>9} "
+               f"{'peak':>6} {'RSS peak':>9} {'USS peak':>9} {'PSS peak':>9} {'invol ctx':>9}")
+    for p in processes:
+        click.echo(
+            f"{p['role']:<12} {p['pid']:>7} {fmt_cpus(p['affinity']):>6} "
+            f"{fmt_cpus(p['cores_seen']):>7} {p['cpu_percent_mean']:>9.1f} "
+            f"{p['cpu_percent_peak']:>6.0f} {fmt_bytes(p['rss_bytes_peak']):>9} "
+            f"{fmt_bytes(p['uss_bytes']):>9} {fmt_bytes(p['pss_bytes']):>9} "
+            f"{p['ctx_switches_involuntary']:>9}")
+    moved = [p["role"] for p in processes if not p["stayed_in_affinity"]]
+    click.echo(f"shared memory of the run: {fmt_bytes(shm_bytes)} in "
+               f"{len(profile.get('shm', {}))} objects (counted once; RSS counts it in "
+               "every process that touched it)")
+    click.echo(f"profiler: {profile['samples']} samples every {profile['interval_s']:g} s, "
+               f"{profile['sampler_cpu_fraction']:.2%} of one core"
+               + (f"; left their CPUs: {', '.join(moved)}" if moved else ""))
+
+
+def fmt_cpus(cpus: list[int]) -> str:
+    if not cpus:
+        return "-"
+    if len(cpus) > 1 and cpus == list(range(cpus[0], cpus[-1] + 1)):
+        return f"{cpus[0]}-{cpus[-1]}"
+    return ",".join(map(str, cpus))
+
+
+def print_summary(s: Any) -> None:
+    click.echo(f"\n{s.mode} mode, {s.robots} robot(s): {s.steps} steps, "
+               f"{s.sim_time_s:.2f} s simulated in {s.wall_time_s:.2f} s wall "
+               f"({s.steps_per_s:.1f} steps/s)")
+    click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
+    for name, rate in s.sensors.items():
+        click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
+    if s.mode == "realtime":
+        missed = sum(s.missed_sensor_ticks.values())
+        click.echo(f"late engine steps: {s.late_steps} (worst lag {s.max_lag_s * 1e3:.1f} ms); "
+                   f"missed sensor ticks: {missed}")
+    drops = ", ".join(f"{k} {v}" for k, v in s.drops.items())
+    click.echo(f"drops: {drops}; rejected commands {sum(s.rejected_commands)}, "
+               f"expired commands {sum(s.expired_commands)}")
+    t = s.timing
+    parts = [("physics", t["physics_s"]), ("rendering", t["rendering_s"]),
+             ("agents", t["agents_s"])]
+    if "framework_s" in t:
+        parts.append(("framework", t["framework_s"]))
+    click.echo("time per step: " + ", ".join(
+        f"{k} {v * 1e3:.3f} ms ({v / t['step_s']:.0%})" for k, v in parts)
+        + f"; step {t['step_s'] * 1e3:.3f} ms")
+    if s.spine:
+        sp = s.spine
+        click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
+                   f"({sp['scheduling']}), skipped {sp['skipped_cycles']}, period p99 "
+                   f"{sp['period_us']['p99']:.1f} us, expired agent commands "
+                   f"{sum(sp['expired_commands'])}")
+    click.echo(f"trajectory digest {s.trajectory_digest}")
+    if s.contact_sheet:
+        click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
+
+
+def print_spine(r: dict[str, Any]) -> None:
+    click.echo(f"schedule {r['schedule']}, {r['frequency_hz']:g} Hz, spine on CPU {r['cpu']} "
+               f"({r['scheduling']}), CAN bus on CPU {r['bus_cpu']}")
+    click.echo(f"cycles {r['cycles']} (acting {r['acting_cycles']}), skipped "
+               f"{r['skipped_cycles']} ({r['skipped_cycles'] / max(r['cycles'], 1):.3%})")
+    p = r["period_us"]
+    click.echo(f"period us: p50 {p['p50']:.1f}, p99 {p['p99']:.1f}, max {p['max']:.1f}; "
+               f"p99 |period - T| {r['period_error_us_p99']:.1f} us")
+    c = r["can_cycle_us"]
+    plan = "an agent" if "agent" in r else f"{r['plan_us_p50']:.1f} us"
+    click.echo(f"CAN cycle us: p50 {c['p50']:.1f}, p99 {c['p99']:.1f}; measured T_p "
+               f"{plan}, T_o {r['reply_at_us_p50']:.1f} us")
+    click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10}")
+    for key in ("send_minus_obs_us", "send_minus_act_us"):
+        m = r[key]
+        law = r["predicted"][key]
+        click.echo(f"{key[:-3].replace('_', ' '):<18} {m['mean']:>9.1f} {m['p50']:>9.1f} "
+                   f"{m['p99']:>9.1f} {'-' if law is None else f'{law:.1f}':>10}")
+    if "agent" in r:
+        a = r["agent"]
+        click.echo(f"agent: {a['actions']} actions, {a['expired_actions']} expired"
+                   f"{', hung at the end' if a['hung'] else ''}; round trip (action written to "
+                   f"next observation read) p50 {a['round_trip_us']['p50']:.1f} us, "
+                   f"p99 {a['round_trip_us']['p99']:.1f} us")
+        click.echo("(with an agent, t_act is the agent's: the answer to an observation goes out "
+                   "one cycle later, so the law is 3T - T_o)")
+    click.echo("states: " + ", ".join(f"{k} {v}" for k, v in r["states"].items()))
+
+
+def write_outputs(data: Any, json_path: str | None, plot_path: str | None,
+                   draw: Any) -> None:
+    """Write ``data`` as JSON and ``draw(plot_path)`` a figure, where asked."""
+    if json_path:
+        write_json(data, json_path)
+    if plot_path:
+        draw(plot_path)
+        click.echo(f"wrote {plot_path}")
+
+
+def print_targets(targets: list[tuple[str, float, bool]]) -> None:
+    click.echo("")
+    for desc, value, ok in targets:
+        click.echo(f"target {desc}: {value:.2f} {'reached' if ok else 'MISSED'}")
+
+
+def print_ipc_table(rows: list[Any]) -> None:
+    click.echo(f"{'transport':<12} {'payload':<8} {'pinning':<8} {'rtt_us median':>13} "
+               f"{'p10':>8} {'p90':>8} {'x semaphore':>12}")
+    for r in sorted(rows, key=lambda r: (r.pinning, r.payload_bytes)):
+        ratio = f"{r.ratio_to_semaphore:.2f}" if r.ratio_to_semaphore is not None else "-"
+        click.echo(f"{r.transport:<12} {r.payload:<8} {r.pinning:<8} {r.rtt_us_median:>13.1f} "
+                   f"{r.rtt_us_p10:>8.1f} {r.rtt_us_p90:>8.1f} {ratio:>12}")
+
+
+def print_info(data: dict[str, Any]) -> None:
+    """What ``dmxshm info`` shows (see :func:`dmxshm.sysinfo.collect`)."""
+    shm = data["shm"]
+    objs = data["dmxshm_objects"]
+    lines = [
+        ("python", f"{data['python']} on {data['platform']}"),
+        ("cpus", f"{data['cpus_logical']} logical, {data['cpus_physical']} physical"),
+        ("memory", fmt_bytes(data["memory_bytes"])),
+        ("/dev/shm", f"{fmt_bytes(shm['free_bytes'])} free of {fmt_bytes(shm['total_bytes'])}"),
+        ("real-time scheduling", ("yes: " if data["realtime_scheduling"]["permitted"] else "no: ")
+         + data["realtime_scheduling"]["detail"]),
+        ("cpu pinning", ("yes: " if data["cpu_pinning"]["permitted"] else "no: ")
+         + data["cpu_pinning"]["detail"]),
+        ("semaphore timeouts", "yes" if data["semaphore_timeout_supported"] else "NO"),
+        ("memory ordering", data["memory_ordering"]),
+        ("dmxshm objects", f"{objs['count']} ({objs['stale']} stale, "
+                           f"{fmt_bytes(objs['bytes'])}); 'dmxshm clean' removes stale ones"),
+    ]
+    lines += [(f"  {k}", v or "not installed") for k, v in data["versions"].items()]
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        click.echo(f"{k:<{width}}  {v}")
+
+
+def print_clean(found: list[Any], targets: list[Any], dry_run: bool) -> None:
+    """What ``dmxshm clean`` removed (or would), and what it kept."""
+    verb = "would remove" if dry_run else "removed"
+    for f in targets:
+        state = "alive" if f.creator_alive else "dead"
+        click.echo(f"{verb} {f.entry.kind:9s} {f.entry.name}  "
+                   f"({fmt_bytes(f.size_bytes)}, creator pid {f.entry.pid} {state})")
+    kept = len(found) - len(targets)
+    click.echo(f"{verb} {len(targets)} object(s), "
+               f"{fmt_bytes(sum(f.size_bytes for f in targets))}; kept {kept} of live networks")
+
+
+@contextmanager
+def run_progress(label: str, total: int, live_table: bool
+                 ) -> Iterator[tuple[Callable[[int], None], Callable[[Any], None] | None]]:
+    """``(on_progress, on_profile)`` callbacks for a run: a live profile table on a
+    terminal when asked (``live_table``), else a progress bar; both on stderr."""
+    if live_table and sys.stderr.isatty():
+        live = LiveTable(label, total)
+        try:
+            yield live.progress, live.draw
+        finally:
+            live.close()
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
+        done = [0]
+
+        def progress(n: int) -> None:
+            bar.update(n - done[0])
+            done[0] = n
+
+        yield progress, None
+
+
+def write_json(data: Any, path: str) -> None:
+    with open(path, "w") as fh:
+        _json.dump(data, fh, indent=1)
+    click.echo(f"wrote {path}")
+
+
+def print_network_rows(rows: list[Any]) -> None:
+    """``dmxshm bench network``'s table (times per step, in microseconds)."""
+    click.echo(f"{'robots':>6} {'camera':>8} {'steps/s':>9} {'physics':>9} {'render':>9} "
+               f"{'agents':>8} {'overhead':>9} {'share':>6} {'floor':>7}  (us per step)")
+    for r in rows:
+        click.echo(f"{r.robots:>6} {r.camera:>8} {r.steps_per_s:>9.1f} {r.physics_us:>9.1f} "
+                   f"{r.rendering_us:>9.1f} {r.agents_us:>8.1f} {r.overhead_us:>9.1f} "
+                   f"{r.overhead_fraction:>6.1%} {r.floor_us:>7.1f}")
+
+
+def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
+    """``dmxshm bench vector``'s table and its ratios."""
+    click.echo(f"{'impl':<8} {'obs':<7} {'camera':<8} {'envs':>5} {'procs':>6} "
+               f"{'env-steps/s':>12}")
+    for r in rows:
+        click.echo(f"{r.impl:<8} {r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>6} "
+                   f"{r.env_steps_per_s:>12.0f}")
+    click.echo("")
+    for srow in summary:
+        click.echo(f"{srow['obs']} {srow['camera']} x{srow['num_envs']}: dmxshm / sync "
+                   f"{srow['vs_sync']:.2f}, dmxshm / async {srow['vs_async']:.2f}, "
+                   f"scaling efficiency {srow['scaling_efficiency']:.2f}")
