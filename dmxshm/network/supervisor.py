@@ -55,8 +55,9 @@ REPORT_GRACE_S = 0.3
 # Once the engine has finished, how long the others get to finish too.
 END_GRACE_S = 2.0
 
-MAINS = {"engine": run_engine, "renderer": run_renderer, "agent": run_agent,
-         "spine": run_network_spine}
+MAINS: dict[str, Callable[..., object]] = {
+    "engine": run_engine, "renderer": run_renderer, "agent": run_agent,
+    "spine": run_network_spine}
 """The main function of each role."""
 
 
