@@ -62,10 +62,6 @@ class SynchronousClock:
         self.measured_period_s = math.nan
         self._last_wake: float | None = None
 
-    def tick_index(self, t: float, t0: float) -> float:
-        """Where ``t`` falls on the grid started at ``t0``, in periods."""
-        return (t - t0) / self.period_s
-
     def wait_for_next_tick(self) -> float:
         """Block until the next tick; returns the time woken (perf_counter)."""
         clock = time.perf_counter

@@ -3,6 +3,7 @@ indices and orderings (durations are the benchmark's business)."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -82,14 +83,20 @@ def test_stop_commands_before_and_after_acting(schedule: str) -> None:
 
 
 def test_clock_counts_skipped_ticks() -> None:
-    clock = SynchronousClock(1e-3)
+    period_s = 1e-3
+    clock = SynchronousClock(period_s)
     clock.wait_for_next_tick()
-    deadline = time.perf_counter() + 3.5e-3
-    while time.perf_counter() < deadline:  # overrun by three and a half periods
+    before, tick = clock.skipped, clock.next_tick
+    deadline = time.perf_counter() + 3.5 * period_s
+    while time.perf_counter() < deadline:  # overrun by three and a half periods, or more
         pass
     clock.wait_for_next_tick()
-    assert clock.slack_s < 0
-    assert clock.skipped in (3, 4)  # ceil of the overrun, whatever the wake-up jitter
+    # The clock missed tick `tick` by -slack_s: every tick of the overrun is counted...
+    assert clock.slack_s <= -2.5 * period_s  # woke at or after tick - T, spun 3.5 T
+    missed = math.ceil(-clock.slack_s / period_s)
+    assert clock.skipped - before == missed >= 3
+    # ...and it woke on the grid, at the first tick still ahead, ready for the next.
+    assert clock.next_tick == pytest.approx(tick + (missed + 1) * period_s, abs=1e-9)
 
 
 def spine_child(parent: int) -> psutil.Process:
