@@ -14,7 +14,7 @@ from gymnasium.vector import AutoresetMode
 
 import dmxshm
 from dmxshm.batch.env import DuckieLaneEnv
-from dmxshm.batch.vector import WorkerError
+from dmxshm.batch.vector import DmxVectorEnv, WorkerError
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.shm.names import list_entries
 
@@ -196,12 +196,43 @@ def test_bad_actions_are_refused_and_the_batch_goes_on() -> None:
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_gymnasium_make_vec_and_wrappers() -> None:
-    env = gymnasium.make_vec("dmxshm/DuckieLane-v0", num_envs=2,
-                             vectorization_mode="vector_entry_point", num_workers=1)
+    # The registered vector entry point gives our VectorEnv under a Gymnasium
+    # wrapper, and RecordEpisodeStatistics sees each episode it ends, with the
+    # length and return counted here. Robot 0 turns off the road (terminated,
+    # at its own times), robot 1 stands still until it is truncated.
+    num_envs, episode_steps, steps = 2, 40, 100
+    env = gymnasium.make_vec("dmxshm/DuckieLane-v0", num_envs=num_envs,
+                             vectorization_mode="vector_entry_point", num_workers=1,
+                             max_episode_steps=episode_steps)
     env = gymnasium.wrappers.vector.RecordEpisodeStatistics(env)
     try:
+        assert type(env.unwrapped) is DmxVectorEnv and env.unwrapped.num_envs == num_envs
         env.reset(seed=0)
-        for a in actions(2, 20):
-            env.step(a)
+        a = np.array([[1.0, 0.6], [0.0, 0.0]], np.float32)
+        returns, lengths = np.zeros(num_envs), np.zeros(num_envs, np.int64)
+        resetting = np.zeros(num_envs, np.bool_)  # next-step autoreset: a step that only resets
+        ended: list[tuple[int, float]] = []  # (length, return) of each episode, in order
+        terminations = truncations = uneven_ends = 0
+        for _ in range(steps):
+            _, reward, terminated, truncated, info = env.step(a)
+            returns[resetting], lengths[resetting] = 0.0, 0
+            returns[~resetting] += reward[~resetting]
+            lengths[~resetting] += 1
+            done = terminated | truncated
+            if done.any():
+                assert np.array_equal(info["_episode"], done)
+                assert np.array_equal(info["episode"]["l"][done], lengths[done])
+                np.testing.assert_allclose(info["episode"]["r"][done], returns[done])
+                ended += [(int(lengths[i]), float(returns[i])) for i in np.flatnonzero(done)]
+                terminations += int(terminated.sum())
+                truncations += int(truncated.sum())
+                uneven_ends += int(not done.all())
+            else:
+                assert "episode" not in info
+            resetting = done
+        assert terminations and truncations and uneven_ends  # both kinds of end, at own times
+        assert env.episode_count == len(ended)
+        assert list(env.length_queue) == [n for n, _ in ended]
+        np.testing.assert_allclose(list(env.return_queue), [r for _, r in ended])
     finally:
         env.close()

@@ -1,4 +1,10 @@
-"""An N-party barrier on POSIX semaphores, for gym mode.
+"""A reusable N-party barrier on POSIX semaphores, across processes.
+
+dmxshm uses it as the start gate of every run (:mod:`dmxshm.proc.gate`):
+each process sets itself up, then waits here, so the run's clock starts only
+when all are ready. It does not pace gym mode: gym mode's lockstep comes from
+the blocking rings (the engine reads every command ring each step, see
+:mod:`dmxshm.network.engine`), not from this barrier.
 
 Layout of the segment::
 
@@ -46,7 +52,11 @@ _SEMS = (("mutex", 1), ("gate0", 0), ("gate1", 0))
 
 
 class Barrier:
-    """N processes wait until all have arrived, then all go on.
+    """N processes wait until all have arrived, then all go on; reusable.
+
+    Each :meth:`wait` is one generation: the barrier can be waited at again
+    and again, as :class:`threading.Barrier` can. dmxshm waits at it once per
+    run, as the start gate (:func:`dmxshm.proc.gate.wait_for_start`).
 
     Example:
         >>> with Registry() as reg:

@@ -294,10 +294,6 @@ class RoadMap:
         """The road centrelines of one tile, in world coordinates."""
         return self._paths[(row, col)]
 
-    def all_paths(self) -> list[Path]:
-        """Every centreline of the map, row by row."""
-        return [p for key in sorted(self._paths) for p in self._paths[key]]
-
     def check_connected(self) -> None:
         """Check that every road leaving a tile enters its neighbour.
 

@@ -143,12 +143,6 @@ class Tile:
         return f"{self.kind}/{self.rotation_deg}"
 
 
-def yaw_of_edge(edge: str) -> float:
-    """Heading (rad, counter-clockwise from east) pointing towards ``edge``."""
-    dx, dy = EDGE_VECTORS[edge]
-    return math.atan2(dy, dx)
-
-
 def tile_paths(tile: Tile, cx: float, cy: float, size: float) -> tuple[Path, ...]:
     """The road centrelines of ``tile`` (see the table above), centred at ``(cx, cy)``.
 
