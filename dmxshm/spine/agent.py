@@ -9,12 +9,16 @@ it is too old, then sends stops.
 
 The agent also measures its round trip through the spine: from writing an
 action to reading the first observation published after it.
+
+:class:`AgentLink` is the spine's side of the link.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,8 +26,83 @@ import numpy as np
 from dmxshm.errors import DmxError, RingClosedError
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
+from dmxshm.spine.state_machine import State
 
 FORWARD_RAD_S = 5.0
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What the agent process did, or what its supervisor saw of it.
+
+    Attributes:
+        actions: actions written.
+        round_trips_s: from writing an action to reading the first observation
+            published after it.
+        hung: it did not end after the spine did (its supervisor stopped it).
+        failed: how it failed, if it did (the spine went on without it).
+    """
+
+    actions: int = 0
+    round_trips_s: list[float] = field(default_factory=list)
+    hung: bool = False
+    failed: str | None = None
+
+
+class AgentLink:
+    """The spine's side of the agent link: observations out, actions in.
+
+    The spine never waits for the agent: it publishes an observation each
+    cycle and takes the newest action if one came. An action is reused
+    until it is ``timeout_s`` old; then the spine sends stops.
+
+    Attributes:
+        started: an action has come (the agent starts the spine by sending one).
+        expired: actions dropped for being too old.
+    """
+
+    def __init__(self, names: dict[str, str], timeout_s: float) -> None:
+        self.obs = Ring.attach(names["agent_obs"], side="writer", role="spine")
+        self.actions = Ring.attach(names["agent_action"], side="reader", role="spine")
+        self.timeout_s = timeout_s
+        self.slot = np.zeros((), self.obs.dtype)
+        self.last: np.ndarray | None = None
+        self.received_at = -math.inf
+        self.started = False
+        self.expired = 0
+
+    def publish(self, k: int, obs_cycle: int, t_obs: float, state: State) -> None:
+        """Tell the agent of cycle ``k``'s observation (made at ``t_obs`` by the CAN
+        cycle started in ``obs_cycle``) and of the spine's state."""
+        self.slot["cycle"] = k
+        self.slot["obs_cycle"] = obs_cycle
+        self.slot["t_obs"] = t_obs
+        self.slot["state"] = int(state)
+        self.slot["t_published"] = time.perf_counter()
+        self.obs.write(self.slot)
+
+    def take(self) -> np.ndarray | None:
+        """The action to send now, or None (none yet, or expired)."""
+        fresh = self.actions.try_read(newest=True)
+        now = time.perf_counter()
+        if fresh is not None:
+            self.last, self.received_at, self.started = fresh, now, True
+        if self.last is None:
+            return None
+        if now - self.received_at > self.timeout_s:
+            self.expired += 1
+            self.last = None
+            return None
+        return self.last
+
+    def forget(self) -> None:
+        """Drop the last action (RESET): only a fresh one is sent."""
+        self.last = None
+
+    def close(self) -> None:
+        self.obs.close_writer()
+        self.obs.close()
+        self.actions.close()
 
 
 def forward(obs: np.ndarray) -> tuple[float, float]:
@@ -47,7 +126,7 @@ def resolve_policy(spec: str) -> Any:
     return obj
 
 
-def run_spine_agent(names: dict[str, str], spec: str, timeout_s: float) -> dict[str, Any]:
+def run_spine_agent(names: dict[str, str], spec: str, timeout_s: float) -> AgentResult:
     """Main loop of the agent process."""
     policy = resolve_policy(spec)
     obs_ring = Ring.attach(names["agent_obs"], side="reader", role="spine-agent")
@@ -75,7 +154,7 @@ def run_spine_agent(names: dict[str, str], spec: str, timeout_s: float) -> dict[
             actions.write(out)
             written_at = time.perf_counter()
             count += 1
-        return {"actions": count, "round_trips_s": round_trips}
+        return AgentResult(actions=count, round_trips_s=round_trips)
     finally:
         obs_ring.close()
         actions.close()

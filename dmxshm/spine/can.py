@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +32,19 @@ BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
 
 
+@dataclass(frozen=True)
+class BusResult:
+    """What the bus process did.
+
+    Attributes:
+        cycles: CAN cycles run (commands answered).
+        scheduling: the scheduling policy it got.
+    """
+
+    cycles: int
+    scheduling: str
+
+
 def _sleep_until(t: float) -> float:
     """Sleep to just before ``t``, then spin: exact, yet the core is mostly free."""
     ahead = t - SPIN_MARGIN_S - time.perf_counter()
@@ -41,7 +54,7 @@ def _sleep_until(t: float) -> float:
 
 
 def _serve(names: dict[str, str], timeout_s: float,
-           cycle: Callable[[np.ndarray, np.ndarray], None]) -> dict[str, Any]:
+           cycle: Callable[[np.ndarray, np.ndarray], None]) -> BusResult:
     """The bus loop: take each CAN cycle from the spine, run it, send the replies.
 
     ``cycle(command, out)`` runs one CAN cycle and fills the reply slot ``out``.
@@ -69,14 +82,14 @@ def _serve(names: dict[str, str], timeout_s: float,
             reply.write(out, timeout_s)
             cycles += 1
         reply.close_writer()
-        return {"cycles": cycles, "scheduling": scheduling}
+        return BusResult(cycles=cycles, scheduling=scheduling)
     finally:
         cmd.close()
         reply.close()
 
 
 def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
-                timeout_s: float) -> dict[str, Any]:
+                timeout_s: float) -> BusResult:
     """Main loop of the sim bus process: one physics step per CAN cycle."""
     from dmxshm.world.world import World
 
@@ -97,8 +110,8 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
 
 
 def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
-                 jitter_s: float, seed: int, timeout_s: float) -> dict[str, Any]:
-    """Main loop of the mock bus process; returns how many cycles it ran."""
+                 jitter_s: float, seed: int, timeout_s: float) -> BusResult:
+    """Main loop of the mock bus process."""
     rng = np.random.default_rng(seed)
     angle = np.zeros(2)
 

@@ -13,23 +13,38 @@ commands. The schedules order these steps differently:
 
 The spine sends stop commands for ``stop_cycles`` cycles before it acts and
 again before it ends, and never waits for anything but the bus.
+
+Every end goes through SHUTDOWN (:mod:`~dmxshm.spine.state_machine`); the
+loop never raises. A bus that falls silent (no reply within ``timeout_s``),
+dies or refuses a command sends the spine to SHUTDOWN in that very cycle,
+whose command becomes a stop. The spine then still tries to send its stops,
+each waiting at most half a period for room, since they cannot be confirmed;
+its result says what failed (``bus_error``), and its supervisor raises it.
 """
 
 from __future__ import annotations
 
-import enum
 import gc
 import math
 import time
-from dataclasses import dataclass
-from typing import Any
+import traceback
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from dmxshm.errors import DmxError
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
+from dmxshm.spine.agent import AgentLink
 from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
 from dmxshm.spine.records import RECORD_DTYPE
+from dmxshm.spine.state_machine import ShutdownReason, State, StateMachine
+
+START_DELAY_S = 0.01  # from the end of the start gate to the first tick
+# Once the bus failed, a command waits at most this share of a period for
+# room in the command ring: the stops keep the spine's period, whatever the bus does.
+FAILED_BUS_WAIT_PERIODS = 0.5
 
 _stop_requested: int | None = None  # the signal that asked for a stop
 
@@ -40,18 +55,81 @@ def request_stop(signum: int, frame: object) -> None:
     _stop_requested = signum
 
 
-@dataclass(frozen=True)
-class _Obs:
+class Observation(NamedTuple):
     """What an observation was built from: the replies of one CAN cycle."""
 
-    cycle: int = -1
-    t_reply: float = math.nan
+    cycle: int = -1  # the spine cycle that started that CAN cycle
+    t_reply: float = math.nan  # when its last servo reply was made
 
 
+class Command(NamedTuple):
+    """What a cycle sends to the bus, and where it comes from (a record's fields)."""
+
+    t_act: float  # when it was computed (the end of its plan)
+    act_cycle: int  # the cycle whose plan computed it
+    obs: Observation  # the observation it answers
+    wheels_rad_s: np.ndarray  # the servo commands
+    acted: bool  # an action, not a stop
 
 
-def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
-    """Main loop of the spine process (see the module docstring)."""
+class Plan(NamedTuple):
+    """Steps 1-2 of a cycle: when the plan ran, and the command it chose."""
+
+    start: float
+    end: float
+    command: Command
+
+
+class Step(NamedTuple):
+    """What a cycle did: its plan's times, and what it sent when (NaN: nothing)."""
+
+    plan_start: float
+    plan_end: float
+    t_send: float
+    sent: Command
+
+
+_STOP = np.zeros(2)
+_NOTHING = Command(math.nan, -1, Observation(), _STOP, False)  # after-sleep's first cycle
+_FAILED_STEP = Step(math.nan, math.nan, math.nan, _NOTHING)
+
+
+@dataclass(frozen=True)
+class SpineResult:
+    """What the spine did, returned by :func:`run_spine` to its supervisor.
+
+    Attributes:
+        cycles: cycles run (one record each).
+        acting_cycles: cycles in ACT.
+        skipped_cycles: clock ticks missed.
+        states: cycles run in each state, by state name.
+        shutdown_reason: why it went to SHUTDOWN.
+        stop_signal: the signal that stopped it, if one did.
+        bus_error: how the bus failed (it fell silent, died or refused a
+            command), if it did: the stops could not all be confirmed.
+        error: the traceback of a step that raised, if one did.
+        unsent_commands: commands the bus did not take (their ``t_send`` is NaN).
+        expired_actions: agent actions dropped for being too old.
+        agent_started: its agent started it (None: no agent).
+        scheduling: the scheduling policy it got.
+    """
+
+    cycles: int
+    acting_cycles: int
+    skipped_cycles: int
+    states: dict[str, int]
+    shutdown_reason: ShutdownReason
+    stop_signal: int | None = None
+    bus_error: str | None = None
+    error: str | None = None
+    unsent_commands: int = 0
+    expired_actions: int = 0
+    agent_started: bool | None = None
+    scheduling: str = ""
+
+
+def run_spine(cfg: Any, names: dict[str, str]) -> SpineResult:
+    """Main process of the spine: attach, wait at the start gate, run :class:`SpineLoop`."""
     scheduling = ask_realtime() if cfg.realtime_priority else "SCHED_OTHER (not asked)"
     cmd = Ring.attach(names["cmd"], side="writer", role="spine", spin_us=0)
     reply = Ring.attach(names["reply"], side="reader", role="spine", spin_us=0)
@@ -61,7 +139,7 @@ def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
     gc.collect()
     gc.disable()  # a real-time loop takes no garbage-collection pauses
     try:
-        return {"scheduling": scheduling, **_loop(cfg, cmd, reply, records, agent)}
+        return replace(SpineLoop(cfg, cmd, reply, records, agent).run(), scheduling=scheduling)
     finally:
         gc.enable()
         if agent is not None:
@@ -70,178 +148,188 @@ def run_spine(cfg: Any, names: dict[str, str]) -> dict[str, Any]:
             ring.close()
 
 
-class State(enum.IntEnum):
-    """The spine's states, as a real spine's (Vulp's ``State``)."""
+class SpineLoop:
+    """The spine's loop: its state, and the steps of a cycle as methods.
 
-    SEND_STOPS = 0  # stop commands until the agent starts us (>= stop_cycles)
-    RESET = 1  # one cycle: forget the last action
-    IDLE = 2  # no fresh action: stop commands
-    ACT = 3  # send the latest action
-    SHUTDOWN = 4  # stop commands again (>= stop_cycles), then the end
-
-
-class AgentLink:
-    """The spine's side of the agent link: observations out, actions in.
-
-    The spine never waits for the agent: it publishes an observation each
-    cycle and takes the newest action if one came. An action is reused
-    until it is ``timeout_s`` old; then the spine sends stops.
+    Args:
+        cfg: the run (a :class:`~dmxshm.spine.run.SpineConfig`).
+        cmd: ring of CAN commands to the bus (writer side).
+        reply: ring of the bus's replies (reader side).
+        records: ring of the per-cycle records (writer side).
+        agent: the link to an agent, or None for the built-in planner.
     """
 
-    def __init__(self, names: dict[str, str], timeout_s: float) -> None:
-        self.obs = Ring.attach(names["agent_obs"], side="writer", role="spine")
-        self.actions = Ring.attach(names["agent_action"], side="reader", role="spine")
-        self.timeout_s = timeout_s
-        self.slot = np.zeros((), self.obs.dtype)
-        self.last: np.ndarray | None = None
-        self.received_at = -math.inf
-        self.started = False
-        self.expired = 0
+    def __init__(self, cfg: Any, cmd: Ring, reply: Ring, records: Ring,
+                 agent: AgentLink | None = None) -> None:
+        self.cfg = cfg
+        self.cmd, self.reply, self.records, self.agent = cmd, reply, records, agent
+        self.period_s = 1.0 / cfg.frequency_hz
+        self.after_sleep = cfg.schedule == "after-sleep"
+        self.machine = StateMachine(
+            stop_cycles=cfg.stop_cycles,
+            acting_cycles=int(round(cfg.duration_s * cfg.frequency_hz)),
+            # after-sleep sends each action one cycle after planning it: one more
+            # cycle at the end, so that the last stop_cycles sends are all stops.
+            shutdown_cycles=cfg.stop_cycles + int(self.after_sleep),
+            start_limit=cfg.stop_cycles + int(cfg.timeout_s * cfg.frequency_hz),
+            has_agent=agent is not None)
+        self.clock = SynchronousClock(self.period_s, start=time.perf_counter() + START_DELAY_S)
+        self.latest = Observation()  # from the last CAN cycle collected
+        self.inflight: int | None = None  # the cycle that started the CAN cycle in flight
+        self.pending: Command | None = None  # after-sleep: planned, sent next cycle
+        self.can = np.full(3, math.nan)  # start, reply, end of the CAN cycle collected
+        self.unsent = 0
+        self._forward = np.full(2, cfg.wheel_speed_rad_s)  # the built-in planner's action
+        self._slot = np.zeros((), cmd.dtype)
+        self._rec = np.zeros((), RECORD_DTYPE)
 
-    def publish(self, k: int, obs: _Obs, state: State) -> None:
-        self.slot["cycle"] = k
-        self.slot["obs_cycle"] = obs.cycle
-        self.slot["t_obs"] = obs.t_reply
-        self.slot["state"] = int(state)
-        self.slot["t_published"] = time.perf_counter()
-        self.obs.write(self.slot)
+    def run(self) -> SpineResult:
+        """Run cycles until SHUTDOWN has sent its stops; never raises."""
+        machine, agent = self.machine, self.agent
+        k = 0
+        while True:
+            leaving_reset = machine.state is State.RESET
+            if not machine.begin_cycle(_stop_requested, agent is not None and agent.started):
+                break
+            if agent is not None and leaving_reset:
+                agent.forget()
+            if agent is not None and machine.state is State.SEND_STOPS:
+                agent.take()  # an agent starts the spine by sending anything
+            t_tick = self.clock.wait_for_next_tick()
+            self.can[:] = math.nan
+            try:
+                step = self._after_sleep(k) if self.after_sleep else self._after_action(k)
+            except Exception:  # noqa: BLE001  a real-time loop shuts down, it never raises
+                machine.fail(ShutdownReason.ERROR, f"cycle {k}: {traceback.format_exc()}")
+                step = _FAILED_STEP
+            machine.end_cycle()
+            self._record(k, t_tick, step)
+            k += 1
+        self._collect()  # the last CAN cycle: its replies confirm the last stop
+        self.cmd.close_writer()
+        self.records.close_writer()
+        return self._result(k)
 
-    def take(self) -> np.ndarray | None:
-        """The action to send now, or None (none yet, or expired)."""
-        fresh = self.actions.try_read(newest=True)
-        now = time.perf_counter()
-        if fresh is not None:
-            self.last, self.received_at, self.started = fresh, now, True
-        if self.last is None:
-            return None
-        if now - self.received_at > self.timeout_s:
-            self.expired += self.last is not None
-            self.last = None
-            return None
-        return self.last
+    # -- the schedules --------------------------------------------------------------
+    def _after_action(self, k: int) -> Step:
+        """``plan . (can // sleep)``: plan, collect, send this plan's command."""
+        plan = self._plan(k)
+        self._collect()
+        sent, t_send = self._send(k, plan.command)
+        return Step(plan.start, plan.end, t_send, sent)
 
-    def close(self) -> None:
-        self.obs.close_writer()
-        self.obs.close()
-        self.actions.close()
+    def _after_sleep(self, k: int) -> Step:
+        """``(plan // can) . sleep``: collect, send the previous cycle's plan, plan."""
+        self._collect()
+        sent, t_send = (_NOTHING, math.nan) if self.pending is None else \
+            self._send(k, self.pending)
+        plan = self._plan(k)
+        self.pending = plan.command
+        return Step(plan.start, plan.end, t_send, sent)
 
+    # -- the steps ------------------------------------------------------------------
+    def _plan(self, k: int) -> Plan:
+        """Steps 1-2: publish the observation, then take an action, or a stop."""
+        obs, machine, agent = self.latest, self.machine, self.agent
+        start = time.perf_counter()
+        if agent is not None:
+            agent.publish(k, obs.cycle, obs.t_reply, machine.state)
+        if not machine.acting:
+            return Plan(start, start, Command(start, k, obs, _STOP, False))
+        if agent is None:  # the built-in planner works T_p
+            end = spin_until_time(start + self.cfg.plan_s)
+            machine.planned(True)
+            return Plan(start, end, Command(end, k, obs, self._forward, True))
+        action = agent.take()
+        machine.planned(action is not None)
+        if action is None:
+            return Plan(start, start, Command(start, k, obs, _STOP, False))
+        answered = Observation(int(action["obs_cycle"]), float(action["t_obs"]))
+        t_act = float(action["t_act"])
+        return Plan(start, t_act, Command(t_act, k, answered, action["wheels_rad_s"].copy(),
+                                          True))
 
-def _loop(cfg: Any, cmd: Ring, reply: Ring, records: Ring,
-          agent: AgentLink | None = None) -> dict[str, Any]:
-    period = 1.0 / cfg.frequency_hz
-    acting_target = int(round(cfg.duration_s * cfg.frequency_hz))
-    after_sleep = cfg.schedule == "after-sleep"
-    # after-sleep sends each action one cycle after planning it: one more
-    # cycle at the end, so that the last stop_cycles sends are all stops.
-    shutdown_cycles = cfg.stop_cycles + int(after_sleep)
-    start_limit = cfg.stop_cycles + int(cfg.timeout_s * cfg.frequency_hz)
-    clock = SynchronousClock(period, start=time.perf_counter() + 0.01)
-    latest = _Obs()
-    inflight = False
-    pending: tuple[float, int, _Obs, np.ndarray, bool] | None = None  # after-sleep's next
-    slot = np.zeros((), cmd.dtype)
-    rec = np.zeros((), RECORD_DTYPE)
-    can = np.full(3, math.nan)
-    stop = np.zeros(2)
-    state = State.SEND_STOPS
-    counts = dict.fromkeys(State, 0)
+    def _collect(self) -> None:
+        """Step 3: the replies of the CAN cycle started last cycle.
 
-    def collect() -> None:  # step 3: the CAN cycle started last cycle
-        nonlocal latest, inflight
-        if inflight:
-            r = reply.read(cfg.timeout_s)
-            latest = _Obs(int(r["cycle"]), float(r["t_reply"]))
-            can[:] = (r["t_start"], r["t_reply"], r["t_end"])
-            inflight = False
+        It waits up to ``timeout_s`` for them; a bus that already failed is
+        not waited for. A failure sends the spine to SHUTDOWN.
+        """
+        started_in, self.inflight = self.inflight, None
+        if started_in is None:
+            return
+        try:
+            if self.machine.bus_error is None:
+                r = self.reply.read(self.cfg.timeout_s)
+            elif (late := self.reply.try_read()) is not None:
+                r = late
+            else:
+                return
+        except DmxError as exc:
+            self.machine.fail(ShutdownReason.BUS, f"no reply to the CAN cycle started in "
+                                                  f"cycle {started_in}: "
+                                                  f"{type(exc).__name__}: {exc}")
+            return
+        self.latest = Observation(int(r["cycle"]), float(r["t_reply"]))
+        self.can[:] = (r["t_start"], r["t_reply"], r["t_end"])
 
-    def send(k: int, wheels: np.ndarray) -> float:  # step 4
-        nonlocal inflight
+    def _send(self, k: int, command: Command) -> tuple[Command, float]:
+        """Step 4: start the next CAN cycle with ``command``.
+
+        After a failure only stops go out. Returns what was sent, and when
+        (NaN: the bus did not take it, and the spine went to SHUTDOWN).
+        """
+        machine = self.machine
+        failed = machine.bus_error is not None or machine.error is not None
+        if command.acted and failed:
+            command = command._replace(wheels_rad_s=_STOP, acted=False)
+        wait_s = self.cfg.timeout_s if machine.bus_error is None else \
+            FAILED_BUS_WAIT_PERIODS * self.period_s
+        slot = self._slot
         t_send = time.perf_counter()
         slot["cycle"] = k
         slot["t_send"] = t_send
-        slot["wheels_rad_s"] = wheels
-        cmd.write(slot, cfg.timeout_s)
-        inflight = True
-        return t_send
+        slot["wheels_rad_s"] = command.wheels_rad_s
+        try:
+            self.cmd.write(slot, wait_s)
+        except DmxError as exc:
+            self.unsent += 1
+            machine.fail(ShutdownReason.BUS, f"the command of cycle {k} was not taken: "
+                                             f"{type(exc).__name__}: {exc}")
+            return command, math.nan
+        self.inflight = k
+        return command, t_send
 
-    def plan(k: int, obs: _Obs) -> tuple[float, float, _Obs, np.ndarray, bool]:  # steps 1-2
-        nonlocal state
-        start = time.perf_counter()
-        if agent is not None:
-            agent.publish(k, obs, state)
-        if state not in (State.IDLE, State.ACT):
-            return start, start, obs, stop, False
-        if agent is None:  # the built-in planner works T_p
-            end = spin_until_time(start + cfg.plan_s)
-            state = State.ACT
-            return start, end, obs, np.full(2, cfg.wheel_speed_rad_s), True
-        action = agent.take()
-        if action is None:
-            state = State.IDLE
-            return start, start, obs, stop, False
-        state = State.ACT
-        answered = _Obs(int(action["obs_cycle"]), float(action["t_obs"]))
-        return start, float(action["t_act"]), answered, action["wheels_rad_s"].copy(), True
-
-    k = 0
-    stopped_by: int | None = None  # a signal that cut the run short
-    while True:
-        # Transitions happen at the top of a cycle. Only the bus can end a
-        # cycle early (a dead or silent bus raises: nothing can be sent then).
-        if _stop_requested and state is not State.SHUTDOWN:
-            state = State.SHUTDOWN
-            stopped_by = _stop_requested
-        elif state is State.SEND_STOPS and counts[State.SEND_STOPS] >= cfg.stop_cycles and (
-                agent is None or agent.started or counts[State.SEND_STOPS] >= start_limit):
-            state = State.RESET if agent is None or agent.started else State.SHUTDOWN
-        elif state is State.RESET:
-            state = State.IDLE
-            if agent is not None:
-                agent.last = None
-        elif state in (State.IDLE, State.ACT) and (
-                counts[State.IDLE] + counts[State.ACT] >= acting_target):
-            state = State.SHUTDOWN
-        elif state is State.SHUTDOWN and counts[State.SHUTDOWN] >= shutdown_cycles:
-            break
-        if agent is not None and state is State.SEND_STOPS:
-            agent.take()  # an agent starts the spine by sending anything
-        t_tick = clock.wait_for_next_tick()
-        can[:] = math.nan
-        if after_sleep:
-            collect()
-            sent = pending
-            t_send = send(k, sent[3]) if sent is not None else math.nan
-            p0, p1, obs, wheels, acted = plan(k, latest)
-            pending = (p1, k, obs, wheels, acted)
-        else:
-            p0, p1, obs, wheels, acted = plan(k, latest)
-            collect()
-            t_send = send(k, wheels)
-            sent = (p1, k, obs, wheels, acted)
-        counts[state] += 1
+    def _record(self, k: int, t_tick: float, step: Step) -> None:
+        """The cycle's record (fields: :mod:`~dmxshm.spine.records`)."""
+        rec, sent, clock = self._rec, step.sent, self.clock
         rec["cycle"] = k
         rec["t_tick"] = t_tick
-        rec["t_send"] = t_send
-        rec["t_act"] = sent[0] if sent is not None else math.nan
-        rec["act_cycle"] = sent[1] if sent is not None else -1
-        rec["obs_cycle"] = sent[2].cycle if sent is not None else -1
-        rec["t_obs"] = sent[2].t_reply if sent is not None else math.nan
-        rec["plan_start"] = p0
-        rec["plan_end"] = p1
-        rec["can_start"], rec["can_reply"], rec["can_end"] = can
+        rec["t_send"] = step.t_send
+        rec["t_act"] = sent.t_act
+        rec["act_cycle"] = sent.act_cycle
+        rec["obs_cycle"] = sent.obs.cycle
+        rec["t_obs"] = sent.obs.t_reply
+        rec["plan_start"] = step.plan_start
+        rec["plan_end"] = step.plan_end
+        rec["can_start"], rec["can_reply"], rec["can_end"] = self.can
         rec["period_s"] = clock.measured_period_s
         rec["slack_s"] = clock.slack_s
         rec["skipped"] = clock.skipped
-        rec["stopping"] = int(sent is None or not sent[4])  # a stop, not an action, was sent
-        rec["state"] = int(state)
-        rec["wheels_rad_s"] = sent[3] if sent is not None else stop
-        records.write(rec)
-        k += 1
-    collect()
-    cmd.close_writer()
-    records.close_writer()
-    return {"cycles": k, "acting_cycles": counts[State.ACT], "stop_signal": stopped_by,
-            "skipped_cycles": clock.skipped,
-            "states": {s.name: n for s, n in counts.items()},
-            "expired_actions": agent.expired if agent is not None else 0,
-            "agent_started": agent.started if agent is not None else None}
+        rec["stopping"] = int(not sent.acted)  # a stop, not an action, was sent
+        rec["state"] = int(self.machine.state)
+        rec["wheels_rad_s"] = sent.wheels_rad_s
+        self.records.write(rec)
+
+    def _result(self, cycles: int) -> SpineResult:
+        machine, agent = self.machine, self.agent
+        reason = machine.reason
+        assert reason is not None  # the loop ends in SHUTDOWN only
+        return SpineResult(
+            cycles=cycles, acting_cycles=machine.counts[State.ACT],
+            skipped_cycles=self.clock.skipped,
+            states={s.name: n for s, n in machine.counts.items()},
+            shutdown_reason=reason, stop_signal=machine.stop_signal,
+            bus_error=machine.bus_error, error=machine.error, unsent_commands=self.unsent,
+            expired_actions=agent.expired if agent is not None else 0,
+            agent_started=agent.started if agent is not None else None)

@@ -22,7 +22,7 @@ field            meaning
 ``skipped``      ticks skipped since the start
 ``stopping``     1 while the spine sends stop commands
 ``wheels_rad_s``  the servo commands sent in cycle k
-``state``        the spine's state in cycle k (:class:`~dmxshm.spine.loop.State`)
+``state``        the spine's state in cycle k (:class:`~dmxshm.spine.state_machine.State`)
 ===============  =====================================================
 """
 

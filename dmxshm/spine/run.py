@@ -26,10 +26,10 @@ from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.agent import resolve_policy, run_spine_agent
-from dmxshm.spine.can import run_mock_bus, run_sim_bus
+from dmxshm.spine.agent import AgentResult, resolve_policy, run_spine_agent
+from dmxshm.spine.can import BusResult, run_mock_bus, run_sim_bus
 from dmxshm.spine.law import SCHEDULES, predicted
-from dmxshm.spine.loop import request_stop, run_spine
+from dmxshm.spine.loop import SpineResult, request_stop, run_spine
 from dmxshm.spine.records import (
     AGENT_ACTION_DTYPE,
     AGENT_OBS_DTYPE,
@@ -37,8 +37,12 @@ from dmxshm.spine.records import (
     CAN_REPLY_DTYPE,
     RECORD_DTYPE,
 )
+from dmxshm.spine.state_machine import State
 
 AGENT_END_GRACE_S = 2.0  # after the spine's end, an agent still busy is hung
+# After a spine's end on a bus failure, how long the bus gets to end, so that
+# its own end (killed, crashed) names the cause; then it is stopped as silent.
+BUS_END_GRACE_S = 0.5
 # At the end, how long the spine gets to send its shutdown stops, then the others to end.
 SPINE_STOP_GRACE_S = 5.0
 
@@ -47,17 +51,49 @@ class SpineError(DmxError):
     """The spine or its bus failed; the message names which and why."""
 
 
-class SpineStopped(SpineError):
-    """The spine was stopped by a signal from outside (SIGTERM, SIGINT) before its end.
+class SpineShutDown(SpineError):
+    """The spine shut down before its end, or its bus failed, but it went through
+    SHUTDOWN and tried to send its stop commands; ``report`` and ``records``
+    hold what it did until then.
 
-    It went through SHUTDOWN and sent its stop commands first; ``report`` and
-    ``records`` hold what it did until then.
+    A step of its cycle that raised ends here (its traceback in the message);
+    the subclasses say more.
     """
 
     def __init__(self, message: str, report: dict[str, Any], records: np.ndarray) -> None:
         super().__init__(message)
         self.report = report
         self.records = records
+
+
+class SpineStopped(SpineShutDown):
+    """The spine was stopped by a signal from outside (SIGTERM, SIGINT) before its end.
+
+    It went through SHUTDOWN and sent its stop commands first.
+    """
+
+
+class SpineBusError(SpineShutDown):
+    """The spine's CAN bus fell silent, died or refused a command.
+
+    The spine went to SHUTDOWN at once and tried to send its stop commands,
+    which the bus could not confirm; the message names the bus and what failed.
+    """
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """What the processes of a run returned.
+
+    Attributes:
+        spine: the spine's result.
+        bus: the bus's, None if it did not end by itself (a failed bus is stopped).
+        agent: the agent's, or what its supervisor saw of it (None: no agent).
+    """
+
+    spine: SpineResult
+    bus: BusResult | None = None
+    agent: AgentResult | None = None
 
 
 @dataclass(frozen=True)
@@ -192,10 +228,10 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
         profiler: Profiler | None = None
         try:
             if cfg.actuation == "mock":
-                sup.start("can-bus", run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
+                bus = sup.start("can-bus", run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
                           cfg.jitter_s, cfg.seed, cfg.timeout_s, cpu=bus_cpu)
             else:
-                sup.start("can-bus", run_sim_bus, names, cfg.frequency_hz, cfg.seed,
+                bus = sup.start("can-bus", run_sim_bus, names, cfg.frequency_hz, cfg.seed,
                           cfg.timeout_s + START_TIMEOUT_S, cpu=bus_cpu)
             # Its handlers only record a stop: the loop goes to SHUTDOWN and sends stops.
             spine = sup.start("spine", run_spine, cfg_run, names, cpu=spine_cpu,
@@ -223,77 +259,108 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
             sup.stop(grace_s=SPINE_STOP_GRACE_S)
             records.close()
     recs = np.array(rows, dtype=RECORD_DTYPE) if rows else np.zeros(0, RECORD_DTYPE)
-    rep = report(cfg, recs, results["spine"], (spine_cpu, bus_cpu))
+    done = results.spine
+    rep = report(cfg, recs, done, (spine_cpu, bus_cpu))
     rep = _no_nan(rep)
     if cfg.agent:
-        agent = results.get("spine-agent", {})
-        rtt = np.array(agent.get("round_trips_s", []))
+        agent = results.agent if results.agent is not None else AgentResult()
+        rtt = np.array(agent.round_trips_s)
         rep["agent"] = {
-            "started": results["spine"]["agent_started"],
-            "hung": bool(agent.get("hung", False)),
-            "failed": agent.get("failed"),
-            "actions": int(agent.get("actions", 0)),
-            "expired_actions": int(results["spine"]["expired_actions"]),
+            "started": done.agent_started,
+            "hung": agent.hung,
+            "failed": agent.failed,
+            "actions": agent.actions,
+            "expired_actions": done.expired_actions,
             "round_trip_us": {"p50": _pct(rtt * 1e6, 50), "p99": _pct(rtt * 1e6, 99),
                               "samples": len(rtt)},
         }
-    rep["states"] = results["spine"]["states"]
+    rep["states"] = done.states
     rep["shm_bytes"] = shm_bytes
     if profiler is not None:
         profiler.stop()
         prof = profiler.report()
         rep["processes"] = prof.pop("processes")
         rep["profile"] = prof
-    stop = results["spine"].get("stop_signal")
-    if stop:  # someone else stopped it: the run is not what was asked for
-        raise SpineStopped(
-            f"spine (pid {spine.pid}) was stopped by {describe_signal(stop)} after "
-            f"{results['spine']['cycles']} cycles; it sent its shutdown stops", rep, recs)
+    _raise_unless_done(cfg, done, spine.pid, bus.pid, rep, recs)
     return rep, recs
+
+
+def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_pid: int,
+                       rep: dict[str, Any], recs: np.ndarray) -> None:
+    """Raise what ended the spine early, if anything did (a failed bus first: its
+    stops are unconfirmed, whatever else happened).
+
+    Raises:
+        SpineBusError: the bus fell silent, died or refused a command.
+        SpineShutDown: a step of the spine's cycle raised.
+        SpineStopped: a signal from outside stopped the spine.
+    """
+    shutdown = done.states[State.SHUTDOWN.name]
+    cut_short = (f"the spine (pid {spine_pid}) went to SHUTDOWN after "
+                 f"{done.cycles - shutdown} cycles")
+    if done.bus_error is not None:
+        raise SpineBusError(
+            f"CAN bus can-bus (pid {bus_pid}) failed: {done.bus_error}. {cut_short} and "
+            f"tried to send {shutdown} stop commands ({done.unsent_commands} not taken), "
+            f"unconfirmed. Is the bus stuck, or is the timeout ({cfg.timeout_s:g} s) too "
+            "short for it?", rep, recs)
+    if done.error is not None:
+        raise SpineShutDown(f"spine (pid {spine_pid}) failed: {cut_short} and sent its "
+                            f"stops:\n{done.error.rstrip()}", rep, recs)
+    if done.stop_signal:  # someone else stopped it: the run is not what was asked for
+        raise SpineStopped(
+            f"spine (pid {spine_pid}) was stopped by {describe_signal(done.stop_signal)} "
+            f"after {done.cycles} cycles; it sent its shutdown stops", rep, recs)
 
 
 def _watch(sup: Supervisor, deadline: float, profiler: Profiler | None = None,
            on_profile: Callable[[Profiler], None] | None = None,
-           on_progress: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Gather the children's results until all ended; the agent's failure is tolerated.
+           on_progress: Callable[[], None] | None = None) -> RunResults:
+    """Gather the children's results until all ended; the agent's failure is tolerated,
+    and so is a bus that the spine found failed (it is stopped, not awaited).
 
     Raises:
         SpineError: the spine or its bus failed, or the run overstayed ``deadline``.
     """
-    results: dict[str, Any] = {}
+    got: dict[str, Any] = {}
     spine = sup.child("spine")
     spine_done_at: float | None = None
     while True:
         signals.check()
         for child in sup.children:
             outcome = child.outcome
-            if outcome is None or child.name in results:
+            if outcome is None or child.name in got:
                 continue
             if outcome.ok:
-                results[child.name] = outcome.result
+                got[child.name] = outcome.result
             elif child.name == "spine-agent":  # tolerated: the spine expires its action
-                results[child.name] = {"failed": outcome.describe(), "actions": 0,
-                                       "round_trips_s": []}
+                got[child.name] = AgentResult(failed=outcome.describe())
             elif outcome.cause in (Cause.KILLED, Cause.SIGNALLED, Cause.EXITED):
                 raise SpineError(f"{child.name} (pid {child.pid}) died: {outcome.describe()}")
             else:
                 raise SpineError(f"{child.name} (pid {child.pid}) failed: {outcome.describe()}"
                                  f"\n{outcome.traceback.rstrip()}")
-        if len(results) == len(sup.children):
-            return results
-        if "spine" in results and spine_done_at is None:
+        left = {c.name for c in sup.children} - set(got)
+        if not left:
+            return RunResults(spine=got["spine"], bus=got["can-bus"],
+                              agent=got.get("spine-agent"))
+        if "spine" in got and spine_done_at is None:
             spine_done_at = time.monotonic()
             if profiler is not None:  # the others are still there
                 profiler.final_sample()
+        if spine_done_at is not None:
+            waited = time.monotonic() - spine_done_at
+            if left == {"spine-agent"} and waited > AGENT_END_GRACE_S:
+                # The spine never waits for its agent; neither does its supervisor.
+                got["spine-agent"] = AgentResult(hung=True)
+                left.clear()
+            failed_bus = got["spine"].bus_error is not None and waited > BUS_END_GRACE_S
+            if not left or (left == {"can-bus"} and failed_bus):  # a silent bus: stopped
+                return RunResults(spine=got["spine"], bus=got.get("can-bus"),
+                                  agent=got.get("spine-agent"))
         if profiler is not None and spine_done_at is None and profiler.maybe_sample() \
                 and on_profile is not None:
             on_profile(profiler)
-        left = {c.name for c in sup.children} - set(results)
-        if (spine_done_at is not None and left == {"spine-agent"}
-                and time.monotonic() - spine_done_at > AGENT_END_GRACE_S):
-            # The spine never waits for its agent; neither does its supervisor.
-            results["spine-agent"] = {"hung": True, "actions": 0, "round_trips_s": []}
-            return results
         if time.monotonic() > deadline:
             raise SpineError(f"{', '.join(sorted(left))} did not finish in time")
         if on_progress is not None and spine.report is None:
@@ -324,7 +391,7 @@ def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else float("nan")
 
 
-def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
+def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
            cpus: tuple[int, int | None]) -> dict[str, Any]:
     """The summary of a run: figures of the acting cycles, and the law's prediction."""
     period = 1.0 / cfg.frequency_hz
@@ -360,9 +427,9 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: dict[str, Any],
 
     return {
         "schedule": cfg.schedule, "frequency_hz": cfg.frequency_hz, "actuation": cfg.actuation,
-        "cpu": cpus[0], "bus_cpu": cpus[1], "scheduling": spine["scheduling"],
-        "cycles": int(spine["cycles"]), "acting_cycles": int(spine["acting_cycles"]),
-        "skipped_cycles": int(spine["skipped_cycles"]),
+        "cpu": cpus[0], "bus_cpu": cpus[1], "scheduling": spine.scheduling,
+        "cycles": spine.cycles, "acting_cycles": spine.acting_cycles,
+        "skipped_cycles": spine.skipped_cycles,
         "period_us": {"p50": _pct(periods * 1e6, 50), "p99": _pct(periods * 1e6, 99),
                       "max": float(periods.max() * 1e6) if len(periods) else float("nan")},
         "period_error_us_p99": _pct(np.abs(periods - period) * 1e6, 99),
