@@ -54,5 +54,5 @@ def train(iterations: int = 20, num_envs: int = 16, horizon: int = 150, seed: in
         envs.close()
 
 
-if __name__ == "__main__":  # workers are spawned: they re-import this file
+if __name__ == "__main__":
     train(int(sys.argv[1]) if len(sys.argv) > 1 else 20)

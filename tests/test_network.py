@@ -135,6 +135,7 @@ def test_an_answer_of_the_wrong_shape_ends_the_run_naming_the_agent() -> None:
     ("no_such_module_xyz:act", "cannot import"),
     ("tests.agents:missing", "has no 'missing'"),
     ("nonsense", "module:callable"),
+    ("__main__:act", "never run your __main__"),
 ])
 def test_bad_agents_are_refused_before_any_process_starts(spec: str, words: str) -> None:
     net = Network(NetworkConfig(**{**SMALL, "agent": spec}))

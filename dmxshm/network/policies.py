@@ -112,6 +112,10 @@ def resolve(spec: str) -> Any:
         if not sep or not module_name or not attr:
             raise AgentError(f"agent {spec!r}: use a built-in ({', '.join(BUILTINS)}) "
                              "or module:callable")
+        if module_name == "__main__":
+            raise AgentError(f"agent {spec!r}: agents run in processes of their own, which "
+                             "never run your __main__; put the policy in a module and name "
+                             "it module:callable")
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:
