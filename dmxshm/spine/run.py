@@ -296,17 +296,16 @@ def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_
         SpineStopped: a signal from outside stopped the spine.
     """
     shutdown = done.states[State.SHUTDOWN.name]
-    cut_short = (f"the spine (pid {spine_pid}) went to SHUTDOWN after "
-                 f"{done.cycles - shutdown} cycles")
+    went = f"went to SHUTDOWN after {done.cycles - shutdown} cycles"
     if done.bus_error is not None:
         raise SpineBusError(
-            f"CAN bus can-bus (pid {bus_pid}) failed: {done.bus_error}. {cut_short} and "
-            f"tried to send {shutdown} stop commands ({done.unsent_commands} not taken), "
-            f"unconfirmed. Is the bus stuck, or is the timeout ({cfg.timeout_s:g} s) too "
-            "short for it?", rep, recs)
+            f"CAN bus can-bus (pid {bus_pid}) failed: {done.bus_error}\nThe spine (pid "
+            f"{spine_pid}) {went} and tried to send {shutdown} stop commands, unconfirmed "
+            f"({done.unsent_commands} not taken by the bus). It waits timeout_s "
+            f"({cfg.timeout_s:g} s) for a reply.", rep, recs)
     if done.error is not None:
-        raise SpineShutDown(f"spine (pid {spine_pid}) failed: {cut_short} and sent its "
-                            f"stops:\n{done.error.rstrip()}", rep, recs)
+        raise SpineShutDown(f"spine (pid {spine_pid}) failed and {went}, sending its stops:"
+                            f"\n{done.error.rstrip()}", rep, recs)
     if done.stop_signal:  # someone else stopped it: the run is not what was asked for
         raise SpineStopped(
             f"spine (pid {spine_pid}) was stopped by {describe_signal(done.stop_signal)} "
