@@ -193,11 +193,11 @@ class SpineLoop:
                 break
             if agent is not None and leaving_reset:
                 agent.forget()
-            if agent is not None and machine.state is State.SEND_STOPS:
-                agent.take()  # an agent starts the spine by sending anything
             t_tick = self.clock.wait_for_next_tick()
             self.can[:] = math.nan
             try:
+                if agent is not None and machine.state is State.SEND_STOPS:
+                    agent.take()  # an agent starts the spine by sending anything
                 step = self._after_sleep(k) if self.after_sleep else self._after_action(k)
             except Exception:  # noqa: BLE001  a real-time loop shuts down, it never raises
                 machine.fail(ShutdownReason.ERROR, f"cycle {k}: {traceback.format_exc()}")
