@@ -280,7 +280,7 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
     console.print_spine(report)
     if profile:
         console.print_profile(report["processes"], report["profile"], report["shm_bytes"])
-    from dmxshm.spine.plot import plot_spine
+    from dmxshm.bench.plot import plot_spine
 
     console.write_outputs(report, json, plot, lambda p: plot_spine(report, recs, p))
 

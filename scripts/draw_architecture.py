@@ -119,7 +119,6 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("network", "world"): "engine and renderer build a World",
     ("network", "profiling"): "listed in the profiling box",
     ("batch", "profiling"): "listed in the profiling box",
-    ("spine", "bench"): "spine/plot.py borrows bench.plot's matplotlib loader",
     ("cli", "dmxshm"): "the version number",
     ("dmxshm", "batch"): "dmxshm.make_vec, imported when called",
 }

@@ -1,0 +1,136 @@
+"""A standalone spine run's configuration, and its errors."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dmxshm.errors import DmxError
+from dmxshm.proc.cpus import usable_cpus
+from dmxshm.spine.agent import resolve_policy
+from dmxshm.spine.law import SCHEDULES
+
+
+class SpineError(DmxError):
+    """The spine or its bus failed; the message names which and why."""
+
+
+class SpineShutDown(SpineError):
+    """The spine shut down before its end, or its bus failed, but it went through
+    SHUTDOWN and tried to send its stop commands; ``report`` and ``records``
+    hold what it did until then.
+
+    A step of its cycle that raised ends here (its traceback in the message);
+    the subclasses say more.
+    """
+
+    def __init__(self, message: str, report: dict[str, Any], records: np.ndarray) -> None:
+        super().__init__(message)
+        self.report = report
+        self.records = records
+
+
+class SpineStopped(SpineShutDown):
+    """The spine was stopped by a signal from outside (SIGTERM, SIGINT) before its end.
+
+    It went through SHUTDOWN and sent its stop commands first.
+    """
+
+
+class SpineBusError(SpineShutDown):
+    """The spine's CAN bus fell silent, died or refused a command.
+
+    The spine went to SHUTDOWN at once and tried to send its stop commands,
+    which the bus could not confirm; the message names the bus and what failed.
+    """
+
+
+@dataclass(frozen=True)
+class SpineConfig:
+    """A spine run. Defaults are those of ``dmxshm spine``.
+
+    Attributes:
+        schedule: ``after-action`` or ``after-sleep``.
+        frequency_hz: spine frequency (1/T).
+        cpu: CPU of the spine (None: the last one).
+        bus_cpu: CPU of the CAN bus (None: the one before the spine's, if any).
+        actuation: ``mock`` (a simulated bus) or ``sim`` (a pybullet world,
+            one physics step per CAN cycle; T_c is then the step's time).
+        can_cycle_s: duration T_c of a CAN cycle.
+        reply_at_s: when the last servo reply comes within it (T_o; None: T_c).
+        jitter_s: standard deviation of the CAN cycle's timing jitter.
+        plan_s: the built-in planner's work time T_p.
+        duration_s: acting time (stop cycles come on top).
+        stop_cycles: stop commands sent before acting and before ending.
+        wheel_speed_rad_s: what the built-in planner commands.
+        realtime_priority: ask for SCHED_FIFO.
+        timeout_s: the longest the spine waits for its bus.
+        seed: seed of the jitter.
+        agent: take actions from an agent process instead of the built-in
+            planner: ``forward`` or ``module:callable`` (see
+            :mod:`dmxshm.spine.agent`).
+        action_timeout_s: an agent's action is reused until it is this old;
+            then the spine sends stops (Vulp: 100 ms).
+    """
+
+    schedule: str = "after-action"
+    frequency_hz: float = 1000.0
+    cpu: int | None = None
+    bus_cpu: int | None = None
+    actuation: str = "mock"
+    can_cycle_s: float = 0.9e-3
+    reply_at_s: float | None = None
+    jitter_s: float = 0.0
+    plan_s: float = 0.3e-3
+    duration_s: float = 10.0
+    stop_cycles: int = 5
+    wheel_speed_rad_s: float = 5.0
+    realtime_priority: bool = True
+    timeout_s: float = 2.0
+    seed: int = 0
+    agent: str | None = None
+    action_timeout_s: float = 0.1
+
+    def __post_init__(self) -> None:
+        ncpu = os.cpu_count() or 1
+        checks = [
+            (self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}"),
+            (self.frequency_hz > 0, "frequency must be positive"),
+            (self.actuation in ("mock", "sim"), "actuation must be 'mock' or 'sim'"),
+            (0 < self.can_cycle_s < 1 / self.frequency_hz,
+             f"the CAN cycle ({self.can_cycle_s * 1e3:.3f} ms) must be shorter than the "
+             f"period ({1e3 / self.frequency_hz:.3f} ms)"),
+            (0 <= self.plan_s < 1 / self.frequency_hz,
+             "the plan time must be shorter than the period"),
+            (self.reply_at_s is None or 0 <= self.reply_at_s <= self.can_cycle_s,
+             "the reply instant must lie within the CAN cycle (0 <= reply-at <= can-cycle)"),
+            (self.jitter_s >= 0, "jitter must be 0 or more"),
+            (self.action_timeout_s > 0, "the action timeout must be positive"),
+            (self.duration_s > 0, "duration must be positive"),
+            (self.stop_cycles >= 5, "a spine sends at least 5 stop cycles"),
+            (self.cpu is None or 0 <= self.cpu < ncpu,
+             f"CPU {self.cpu} does not exist (0-{ncpu - 1})"),
+            (self.bus_cpu is None or 0 <= self.bus_cpu < ncpu,
+             f"CPU {self.bus_cpu} does not exist (0-{ncpu - 1})"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise SpineError(message)
+        if self.agent:
+            resolve_policy(self.agent)  # a bad agent fails here, not in a child
+
+    @property
+    def reply_at(self) -> float:
+        """T_o."""
+        return self.can_cycle_s if self.reply_at_s is None else self.reply_at_s
+
+    def cpus(self) -> tuple[int, int | None]:
+        """(spine CPU, bus CPU)."""
+        allowed = usable_cpus()
+        spine = self.cpu if self.cpu is not None else allowed[-1]
+        others = [c for c in allowed if c != spine]
+        bus = self.bus_cpu if self.bus_cpu is not None else (others[-1] if others else None)
+        return spine, bus

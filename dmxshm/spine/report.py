@@ -1,0 +1,101 @@
+"""The report of a spine run: figures of its acting cycles, and the law's prediction."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from dmxshm.spine.config import SpineConfig
+from dmxshm.spine.law import predicted
+from dmxshm.spine.loop import SpineResult
+
+
+def _no_nan(obj: Any) -> Any:
+    """NaN (no data) as None, so that the JSON report is valid JSON."""
+    if isinstance(obj, dict):
+        return {k: _no_nan(v) for k, v in obj.items()}
+    if isinstance(obj, float) and obj != obj:
+        return None
+    return obj
+
+
+def _us(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e6
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
+           cpus: tuple[int, int | None]) -> dict[str, Any]:
+    """The summary of a run: figures of the acting cycles, and the law's prediction."""
+    period = 1.0 / cfg.frequency_hz
+    acting = recs[(recs["stopping"] == 0) & (recs["obs_cycle"] >= 0)]
+    periods = recs["period_s"][np.isfinite(recs["period_s"])]
+    can = recs[np.isfinite(recs["can_end"])]
+    can_cycle = can["can_end"] - _sent_at(recs, can["cycle"] - 1)
+    # T_p as the note means it: planning time from the start of the cycle's
+    # "plan // can" (after-sleep: the CAN start, after step 3's few us) or the
+    # plan itself (after-action).
+    if not len(acting):
+        plan_s = cfg.plan_s
+    elif cfg.schedule == "after-sleep":
+        plan_s = float(np.nanmedian(_plan_end_of(recs, acting["act_cycle"])
+                                    - _sent_at(recs, acting["act_cycle"])))
+    else:
+        plan_s = float(np.median(acting["plan_end"] - acting["plan_start"]))
+    # Medians: one stall of the machine must not move the prediction.
+    reply_at = float(np.nanmedian(can["can_reply"] - _sent_at(recs, can["cycle"] - 1))) \
+        if len(can) else cfg.reply_at
+    s_o = (acting["t_send"] - acting["t_obs"]) * 1e6
+    s_a = (acting["t_send"] - acting["t_act"]) * 1e6
+    law: dict[str, float | None] = dict(predicted(cfg.schedule, period, plan_s, reply_at))
+    if cfg.agent:
+        # The agent answers an observation after the spine has taken this
+        # cycle's action, so its answer goes out one cycle later: one more T.
+        # When it computed depends on the agent, so t_send - t_act has no law.
+        law = {"send_minus_obs_s": 3 * period - reply_at, "send_minus_act_s": None}
+
+    def stats(x: np.ndarray) -> dict[str, float]:
+        return {"mean": float(np.mean(x)) if len(x) else float("nan"),
+                "p50": _pct(x, 50), "p99": _pct(x, 99)}
+
+    return {
+        "schedule": cfg.schedule, "frequency_hz": cfg.frequency_hz, "actuation": cfg.actuation,
+        "cpu": cpus[0], "bus_cpu": cpus[1], "scheduling": spine.scheduling,
+        "cycles": spine.cycles, "acting_cycles": spine.acting_cycles,
+        "skipped_cycles": spine.skipped_cycles,
+        "period_us": {"p50": _pct(periods * 1e6, 50), "p99": _pct(periods * 1e6, 99),
+                      "max": float(periods.max() * 1e6) if len(periods) else float("nan")},
+        "period_error_us_p99": _pct(np.abs(periods - period) * 1e6, 99),
+        "can_cycle_us": {"p50": _pct(can_cycle * 1e6, 50), "p99": _pct(can_cycle * 1e6, 99)},
+        "plan_us_p50": plan_s * 1e6, "reply_at_us_p50": reply_at * 1e6,
+        "send_minus_obs_us": stats(s_o), "send_minus_act_us": stats(s_a),
+        "predicted": {"send_minus_obs_us": _us(law["send_minus_obs_s"]),
+                      "send_minus_act_us": _us(law["send_minus_act_s"])},
+        "config": asdict(cfg),
+    }
+
+
+def _of_cycles(recs: np.ndarray, cycles: np.ndarray, field: str) -> np.ndarray:
+    """``field`` of the records of ``cycles`` (NaN where there is none)."""
+    size = int(max(recs["cycle"].max() if len(recs) else 0, cycles.max() if len(cycles) else 0))
+    by_cycle = np.full(size + 2, np.nan)
+    by_cycle[recs["cycle"]] = recs[field]
+    ok = (cycles >= 0) & (cycles < len(by_cycle))
+    out = np.full(len(cycles), np.nan)
+    out[ok] = by_cycle[cycles[ok]]
+    return out
+
+
+def _plan_end_of(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
+    """plan_end of the given cycles."""
+    return _of_cycles(recs, cycles, "plan_end")
+
+
+def _sent_at(recs: np.ndarray, cycles: np.ndarray) -> np.ndarray:
+    """t_send of the CAN cycles started in ``cycles``."""
+    return _of_cycles(recs, cycles, "t_send")
