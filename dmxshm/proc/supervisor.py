@@ -40,6 +40,8 @@ from dmxshm.shm.peers import pid_stopped
 
 # Once a child's channel is closed, how long its exit status may take to come.
 _REAP_S = 1.0
+# While stopping, how often to look for children still stopped (SIGSTOP).
+_STOP_POLL_S = 0.05
 
 
 class Child:
@@ -250,19 +252,18 @@ class Supervisor:
         SIGKILL those still there ``grace_s`` later."""
         procs = [c for c in (self.children if children is None else children) if c.alive()]
         for c in procs:
-            try:
-                # A stopped process must wake to die, and wake first: a SIGTERM
-                # sent while it is stopped was seen lost on resume (it was then
-                # killed 2 s later instead of unwinding).
-                os.kill(c.pid, signal.SIGCONT)
-                c.popen.terminate()
-            except ProcessLookupError:
-                pass
+            _wake_and_terminate(c)
         deadline = time.monotonic() + grace_s
-        for c in procs:
+        while (left := [c for c in procs if c.alive()]) and time.monotonic() < deadline:
             try:
-                c.popen.wait(max(deadline - time.monotonic(), 0.0))
+                left[0].popen.wait(min(_STOP_POLL_S, max(deadline - time.monotonic(), 0.0)))
             except subprocess.TimeoutExpired:
+                pass
+            for c in left:
+                if c.stopped():  # the SIGCONT raced a SIGSTOP still on its way: again
+                    _wake_and_terminate(c)
+        for c in procs:
+            if c.alive():
                 c.popen.kill()
                 try:
                     c.popen.wait(grace_s)
@@ -279,6 +280,17 @@ class Supervisor:
         finally:
             for c in self.children:
                 c.close()
+
+
+def _wake_and_terminate(child: Child) -> None:
+    """SIGCONT, then SIGTERM. A stopped process must wake to die, and wake first:
+    a SIGTERM sent while it was stopped was seen lost on resume (it was then
+    killed 2 s later instead of unwinding)."""
+    try:
+        os.kill(child.pid, signal.SIGCONT)
+        child.popen.terminate()
+    except ProcessLookupError:
+        pass
 
 
 def _child_env() -> dict[str, str]:

@@ -168,6 +168,7 @@ def test_stop_terminates_then_kills_and_close_leaves_no_process() -> None:
         frozen = sup.start("b", targets.sleeps, 60.0)
         wait_until(sup, lambda: named(sleeping)() and named(frozen)())
         os.kill(frozen.pid, signal.SIGSTOP)
+        wait_until(sup, frozen.stopped)
     finally:
         sup.close()
     assert not sleeping.alive() and not frozen.alive()
