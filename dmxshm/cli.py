@@ -272,8 +272,8 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
     click.echo(f"spine: {schedule} at {frequency_hz:g} Hz for {duration_s:g} s ...", err=True)
     live = console.LiveTable("spine", 0) if profile and sys.stderr.isatty() else None
     try:
-        report, recs = run(cfg, profile_interval_s if profile else None,
-                           live.draw if live else None)
+        report, recs = run(cfg, profile_interval_s=profile_interval_s if profile else None,
+                           on_profile=live.draw if live else None)
     finally:
         if live:
             live.close()

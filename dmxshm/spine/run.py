@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from dmxshm.spine.records import (
 from dmxshm.spine.report import _no_nan, _pct, report
 from dmxshm.spine.state_machine import State
 
-__all__ = ["RunResults", "SpineBusError", "SpineConfig", "SpineError", "SpineShutDown",
+__all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError", "SpineShutDown",
            "SpineStopped", "report", "run"]
 
 AGENT_END_GRACE_S = 2.0  # after the spine's end, an agent still busy is hung
@@ -70,11 +70,18 @@ class RunResults:
     agent: AgentResult | None = None
 
 
-def run(cfg: SpineConfig, profile_interval_s: float | None = None,
+class SpineRun(NamedTuple):
+    """What a spine run gives: its report (JSON-ready, as ``dmxshm spine --json``
+    writes it) and its per-cycle records (:data:`~dmxshm.spine.records.RECORD_DTYPE`)."""
+
+    report: dict[str, Any]
+    records: np.ndarray
+
+
+def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         on_profile: Callable[[Profiler], None] | None = None,
-        on_progress: Callable[[int], None] | None = None
-        ) -> tuple[dict[str, Any], np.ndarray]:
-    """Run the spine and its bus; returns the report and the records.
+        on_progress: Callable[[int], None] | None = None) -> SpineRun:
+    """Run the spine and its bus; what ``dmxshm spine`` does.
 
     Args:
         cfg: the run.
@@ -168,7 +175,7 @@ def run(cfg: SpineConfig, profile_interval_s: float | None = None,
         rep["processes"] = prof.pop("processes")
         rep["profile"] = prof
     _raise_unless_done(cfg, done, spine.pid, bus.pid, rep, recs)
-    return rep, recs
+    return SpineRun(rep, recs)
 
 
 def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_pid: int,
