@@ -307,11 +307,8 @@ class DmxVectorEnv(VectorEnv):
     def _check_worker(self, w: int) -> None:
         """Raise WorkerError if worker ``w`` ended (died, raised, or returned)."""
         child = self._workers[w]
-        child.receive()
+        child.refresh()
         outcome = child.outcome
-        if outcome is None and not child.alive():
-            child.receive()  # it died between the two looks: its channel says how
-            outcome = child.outcome
         if outcome is not None:
             cause = "it ended" if outcome.ok else outcome.describe()
             detail = f"\n{outcome.traceback.rstrip()}" if outcome.traceback and \
@@ -377,7 +374,7 @@ class DmxVectorEnv(VectorEnv):
                 self._profile_thread.join(5.0)
             if workers:
                 self._arrays.views["command"][:] = CLOSE
-                for child, sem in zip(workers, self._go, strict=True):
+                for child, sem in zip(workers, self._go, strict=False):  # a partial init
                     if child.alive():
                         sem.release()
             deadline = time.monotonic() + settings.STOP_GRACE_S

@@ -91,12 +91,10 @@ class NetworkError(DmxError):
             return cls(f"{name} (pid {pid}) {o.message}", role=name, pid=pid,
                        cause=o.message.partition(";")[0], outcome=o)
         if o.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED):
-            cause = o.describe()
-            return cls(f"{name} (pid {pid}) died: {cause}; the run was stopped.",
-                       role=name, pid=pid, cause=cause, outcome=o)
-        cause = o.describe()
-        return cls(f"{name} (pid {pid}) failed: {cause}\n--- traceback of {name} ---\n"
-                   f"{o.traceback.rstrip()}", role=name, pid=pid, cause=cause, outcome=o)
+            return cls(f"{o.headline()}; the run was stopped.", role=name, pid=pid,
+                       cause=o.describe(), outcome=o)
+        return cls(f"{o.headline()}\n--- traceback of {name} ---\n{o.traceback.rstrip()}",
+                   role=name, pid=pid, cause=o.describe(), outcome=o)
 
 
 class Network:
@@ -136,6 +134,7 @@ class Network:
         load_map(cfg.map)
         self._catch_sigterm()
         self.swept = len(sweep())
+        self.supervisor = Supervisor()  # a network closed and started again starts afresh
         self.registry = reg = Registry()
         try:
             self.plan = plan = self._create_rings(reg, make_plan(cfg))

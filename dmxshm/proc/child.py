@@ -1,12 +1,13 @@
-"""The start of every child process: ``python -m dmxshm.proc FD NAME``.
+"""The start of every child process: :func:`main` with ``FD NAME``.
 
 A child is a fresh interpreter started by :class:`~dmxshm.proc.supervisor.Supervisor`
-that never runs the user's ``__main__`` again (``multiprocessing``'s spawn
-re-imports it, so a script without an ``if __name__ == "__main__":`` guard,
-``python -c`` or a script fed on standard input could not start children).
-Its one channel to the supervisor is the socket ``FD``: it reads the
-parent's ``sys.path`` and its :class:`ChildSpec` there, and writes back
-exactly one :class:`~dmxshm.proc.outcome.Outcome`.
+(``python -c`` with the parent's ``sys.path`` and interpreter flags, or by
+hand ``python -m dmxshm.proc FD NAME``) that never runs the user's
+``__main__`` again (``multiprocessing``'s spawn re-imports it, so a script
+without an ``if __name__ == "__main__":`` guard, ``python -c`` or a script fed
+on standard input could not start children). Its one channel to the
+supervisor is the socket ``FD``: it reads its :class:`ChildSpec` there, and
+writes back exactly one :class:`~dmxshm.proc.outcome.Outcome`.
 
 In order, a child:
 
@@ -27,7 +28,6 @@ import importlib
 import os
 import pickle
 import signal
-import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,39 +89,40 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Run one child; returns its exit status."""
+    """Run one child (``argv``: its channel's file descriptor and its name); returns
+    its exit status. Whatever fails, from reading its spec on, is reported."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
-    fd = int(argv[0])
+    fd, name = int(argv[0]), argv[1]
     os.set_inheritable(fd, False)  # the child's own children must not hold its channel
     conn = Connection(fd)
-    try:
-        boot = conn.recv()  # plain types: readable before sys.path is the parent's
-        sys.path[:] = boot["sys_path"]
-        spec: ChildSpec = pickle.loads(conn.recv_bytes())
-    except (EOFError, OSError):
-        return 1  # the supervisor is gone before it told us anything
-    if spec.on_stop is not None:
-        handler = resolve(spec.on_stop)
-        signal.signal(signal.SIGINT, handler)
-        signal.signal(signal.SIGTERM, handler)
-    die_with_parent()
-    if os.getppid() != spec.parent_pid:  # the supervisor died before the line above
-        return 1
     pid = os.getpid()
     try:
+        try:
+            spec: ChildSpec = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return 1  # the supervisor is gone before it told us anything
+        if spec.on_stop is not None:
+            handler = resolve(spec.on_stop)
+            signal.signal(signal.SIGINT, handler)
+            signal.signal(signal.SIGTERM, handler)
+        die_with_parent()
+        if os.getppid() != spec.parent_pid:  # the supervisor died before the line above
+            return 1
         if spec.cpu is not None:
             os.sched_setaffinity(0, [spec.cpu])
         set_process_name(f"dmx-{spec.name}")
         result = resolve(spec.target)(*spec.args)
-        outcome = Outcome(name=spec.name, pid=pid, cause=Cause.OK, result=result)
+        outcome = Outcome(name=name, pid=pid, cause=Cause.OK, result=result)
     except BaseException as exc:  # noqa: BLE001  every failure must reach the supervisor
-        outcome = Outcome.of_exception(spec.name, pid, exc, traceback.format_exc())
+        outcome = Outcome.of_exception(name, pid, exc, traceback.format_exc())
+    # A stop signal now would cut the report in half: the child ends anyway.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
-        conn.send(outcome)
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        outcome = Outcome.of_exception(spec.name, pid, exc, traceback.format_exc())
-        conn.send(outcome)
+        try:
+            conn.send(outcome)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            conn.send(Outcome.of_exception(name, pid, exc, traceback.format_exc()))
     except OSError:
         pass  # the supervisor is gone: nobody to tell
     finally:

@@ -69,13 +69,6 @@ def describe_signal(signum: int) -> str:
     return f"signal {signum} ({name})"
 
 
-def describe_exit(exitcode: int | None) -> str:
-    """``signal 9 (SIGKILL)`` for a process killed by a signal, else ``exit code N``."""
-    if exitcode is not None and exitcode < 0:
-        return describe_signal(-exitcode)
-    return f"exit code {exitcode}"
-
-
 @dataclass(frozen=True)
 class Outcome:
     """How one child ended.
@@ -126,13 +119,23 @@ class Outcome:
                    peer_pid=exc.pid if isinstance(exc, PeerDiedError) else None)
 
     @classmethod
-    def of_exit(cls, name: str, pid: int, exitcode: int | None) -> Outcome:
-        """What the exit status says of a child that sent nothing."""
+    def of_exit(cls, name: str, pid: int, exitcode: int | None,
+                reported: bool = False) -> Outcome:
+        """What the exit status says of a child that sent nothing (or that reported
+        success, then ended badly: ``reported``)."""
+        after = " after it reported success" if reported else ""
         if exitcode is not None and exitcode < 0:
             return cls(name=name, pid=pid, cause=Cause.KILLED, exitcode=exitcode,
-                       signum=-exitcode, message=describe_exit(exitcode))
+                       signum=-exitcode, message=describe_signal(-exitcode) + after)
+        what = after or " without a report; its error is on stderr above"
         return cls(name=name, pid=pid, cause=Cause.EXITED, exitcode=exitcode,
-                   message=f"exit code {exitcode} without a report")
+                   message=f"exit code {exitcode}{what}")
+
+    def headline(self) -> str:
+        """``renderer-0 (pid 42) died: signal 9 (SIGKILL)``, or ``... failed: ValueError: ...``."""
+        verb = "died" if self.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED) \
+            else "failed"
+        return f"{self.name} (pid {self.pid}) {verb}: {self.describe()}"
 
     def with_exit(self, exitcode: int | None) -> Outcome:
         return replace(self, exitcode=exitcode)
@@ -145,7 +148,7 @@ class Outcome:
     def describe(self) -> str:
         """One line: ``signal 9 (SIGKILL)``, ``ValueError: ...``, ``exit code 1 ...``."""
         if self.cause in (Cause.SIGNALLED, Cause.KILLED) and self.signum is not None:
-            return describe_signal(self.signum)
+            return self.message or describe_signal(self.signum)
         if self.error_type:
             return f"{self.error_name}: {self.message}" if self.message else self.error_name
         return self.message or self.cause.value

@@ -12,7 +12,7 @@ The network, the batch and the spine all start their processes here::
     finally:
         sup.close()                     # SIGTERM, then SIGKILL, whatever is left
 
-A child is a fresh interpreter (``python -m dmxshm.proc``) that never runs
+A child is a fresh interpreter (``python -c <boot>``) that never runs
 the caller's ``__main__`` (see :mod:`dmxshm.proc.child`); its target is a
 module-level function, its arguments pickle, and it reports exactly one
 :class:`~dmxshm.proc.outcome.Outcome` through a socket that also tells the
@@ -21,13 +21,16 @@ supervisor, by its end-of-file, that the child is gone.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_any
@@ -35,11 +38,11 @@ from typing import Any
 
 from dmxshm.proc.child import ChildSpec, ref
 from dmxshm.proc.outcome import Cause, Outcome, root_cause
-from dmxshm.settings import STOP_GRACE_S
+from dmxshm.settings import START_TIMEOUT_S, STOP_GRACE_S
 from dmxshm.shm.peers import pid_stopped
 
-# Once a child's channel is closed, how long its exit status may take to come.
-_REAP_S = 1.0
+# While a child's channel is closed but its exit status not yet in, how often to look.
+_EXIT_POLL_S = 0.01
 # While stopping, how often to look for children still stopped (SIGSTOP).
 _STOP_POLL_S = 0.05
 
@@ -47,11 +50,15 @@ _STOP_POLL_S = 0.05
 class Child:
     """One child process, as its supervisor sees it.
 
+    A child has ended once its exit status is in (``popen.poll()``), whatever
+    its channel says: a process it forked may hold the channel open after it.
+
     Attributes:
         name: ``engine``, ``renderer-0``, ``batch-1``...
         pid: its pid.
         report: the outcome it sent, once it did.
-        ended_at: when its channel closed (it is gone), on the monotonic clock.
+        reported_at, ended_at: when its report came and when its end was seen
+            (monotonic clock).
         hung_for_s: set by :meth:`mark_hung` when it was stopped for not ending.
     """
 
@@ -60,6 +67,7 @@ class Child:
         self.popen = popen
         self.pid: int = popen.pid
         self.conn = conn
+        self.eof = False
         self.report: Outcome | None = None
         self.reported_at: float | None = None
         self.ended_at: float | None = None
@@ -71,13 +79,8 @@ class Child:
     # -- state -------------------------------------------------------------------
     @property
     def ended(self) -> bool:
-        """Its channel closed: it exited (or is about to)."""
+        """Its end was seen (by :meth:`refresh`)."""
         return self.ended_at is not None
-
-    @property
-    def exitcode(self) -> int | None:
-        """Its exit status (negative: the signal that killed it), None while it runs."""
-        return self.popen.poll()
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -87,49 +90,60 @@ class Child:
         return self.alive() and pid_stopped(self.pid)
 
     @property
+    def first_seen(self) -> float:
+        """When its report or its end was first seen (for ranking); inf if neither."""
+        times = [t for t in (self.reported_at, self.ended_at) if t is not None]
+        return min(times) if times else float("inf")
+
+    @property
     def outcome(self) -> Outcome | None:
-        """How it ended: its report, or what its exit status or supervisor says; None
-        while it runs without a report."""
+        """How it ended: its report (with its exit status once in), or what its exit
+        status or its supervisor says; None while it runs without a report.
+
+        A child that reported success but then exited non-zero (a crash while
+        tearing down, a kill) failed: its exit status is its outcome.
+        """
         if self.hung_for_s is not None:
             return Outcome(name=self.name, pid=self.pid, cause=Cause.HUNG,
                            message=f"hung: no end {self.hung_for_s:.1f} s after the run's "
                                    "end; it was stopped")
+        code = self.popen.poll()
         if self.report is not None:
-            return self.report
+            if self.report.ok and code not in (0, None):
+                return Outcome.of_exit(self.name, self.pid, code, reported=True)
+            return self.report.with_exit(code)
         if self.ended:
-            self.popen.poll()
-            return Outcome.of_exit(self.name, self.pid, self.popen.returncode)
+            return Outcome.of_exit(self.name, self.pid, code)
         return None
 
     def mark_hung(self, waited_s: float) -> None:
         """Record that it did not end within ``waited_s`` (then stop it)."""
         self.hung_for_s = waited_s
 
-    # -- the channel ----------------------------------------------------------------
-    def receive(self) -> bool:
-        """Take what the channel holds without blocking; True if anything came."""
+    # -- news -------------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Take what its channel holds and see whether it ended, without blocking;
+        True if anything new came."""
         if self.ended:
             return False
-        try:
-            if not self.conn.poll():
-                return False
-            message = self.conn.recv()
-        except (EOFError, OSError):
-            self._end()
-            return True
-        if isinstance(message, Outcome):
-            self.report = message
-            self.reported_at = time.monotonic()
-        return True
-
-    def _end(self) -> None:
-        self.ended_at = time.monotonic()
-        try:
-            self.popen.wait(_REAP_S)
-        except subprocess.TimeoutExpired:
-            pass  # closed its channel but lives on: the exit status comes later
-        if self.report is not None:
-            self.report = self.report.with_exit(self.popen.returncode)
+        # The exit status first: a process that has exited wrote all it ever will.
+        exited = self.popen.poll() is not None
+        news = False
+        while not self.eof:
+            try:
+                if not self.conn.poll():
+                    break
+                message = self.conn.recv()
+            except (EOFError, OSError):
+                self.eof = True
+                break
+            if isinstance(message, Outcome):
+                self.report, self.reported_at = message, time.monotonic()
+                news = True
+        if exited:
+            self.ended_at = time.monotonic()
+            news = True
+        return news
 
     def close(self) -> None:
         self.conn.close()
@@ -144,7 +158,6 @@ class Supervisor:
 
     def __init__(self) -> None:
         self.children: list[Child] = []
-        self._env = _child_env()
 
     def __enter__(self) -> Supervisor:
         return self
@@ -159,36 +172,39 @@ class Supervisor:
         Args:
             name: its name in reports, ps and profiles.
             target: a module-level function (see :func:`dmxshm.proc.child.ref`).
-            args: its arguments; they pickle.
+            args: its arguments; they pickle, and nothing in them is defined in
+                ``__main__`` (a child never runs it).
             cpu: pin it to this CPU.
             on_stop: a module-level handler of SIGINT and SIGTERM (default:
                 SIGINT ignored, SIGTERM unwinds with Terminated).
 
         Raises:
-            ValueError: ``target`` or ``on_stop`` is not importable by a child.
+            ValueError: ``target``, ``on_stop`` or something in ``args`` cannot
+                reach a child (defined in ``__main__``, a lambda, nested).
         """
         spec = ChildSpec(name=name, target=ref(target), args=tuple(args), cpu=cpu,
                          on_stop=ref(on_stop) if on_stop is not None else None)
-        payload = pickle.dumps(spec)
+        payload = _dumps(spec)
         mine, theirs = socket.socketpair()
+        # A child stuck before it reads its spec must not block us: sends time out.
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                        struct.pack("ll", int(START_TIMEOUT_S), 0))
         try:
             popen = subprocess.Popen(
-                [sys.executable, "-m", "dmxshm.proc", str(theirs.fileno()), name],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=self._env,
-                close_fds=True)
+                [sys.executable, *_interpreter_flags(), "-c", _BOOT.format(sys.path),
+                 str(theirs.fileno()), name],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
         except BaseException:
             mine.close()
             raise
         finally:
             theirs.close()
-        conn = Connection(mine.detach())
-        child = Child(name, popen, conn)
+        child = Child(name, popen, Connection(mine.detach()))
         self.children.append(child)
         try:
-            conn.send({"sys_path": list(sys.path)})
-            conn.send_bytes(payload)
+            child.conn.send_bytes(payload)
         except OSError:
-            pass  # it died at once: its outcome tells how
+            pass  # it died at once, or never read: its outcome tells how
         return child
 
     def child(self, name: str) -> Child:
@@ -203,22 +219,24 @@ class Supervisor:
 
     # -- watching -----------------------------------------------------------------
     def running(self) -> list[Child]:
-        """Children whose channel is still open."""
+        """Children whose end was not seen yet."""
         return [c for c in self.children if not c.ended]
 
-    def wait(self, timeout_s: float) -> list[Child]:
-        """Wait up to ``timeout_s`` for news from any child; returns those with news."""
-        live = {c.conn: c for c in self.running()}
-        if not live:
-            return []
-        ready = wait_any(list(live), timeout=timeout_s)
-        news = []
-        for conn in ready:
-            child = live[conn]  # type: ignore[index]
-            while child.receive():  # a report and the end may both be there
-                if child not in news:
-                    news.append(child)
-        return news
+    def wait(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for news from any child (a report, an end)."""
+        running = self.running()
+        if not running:
+            return
+        listening = [c.conn for c in running if not c.eof]
+        # A closed channel is always ready: its child's exit status is polled instead.
+        if len(listening) < len(running):
+            timeout_s = min(timeout_s, _EXIT_POLL_S)
+        if listening:
+            wait_any(listening, timeout=timeout_s)
+        else:
+            time.sleep(timeout_s)
+        for child in running:
+            child.refresh()
 
     def failure(self, exclude: Iterable[str] = ()) -> Outcome | None:
         """The root cause among the children that failed, if any did.
@@ -235,7 +253,7 @@ class Supervisor:
                 continue
             outcome = c.outcome
             if outcome is not None and not outcome.ok:
-                done.append((outcome, c.ended_at or c.reported_at or float("inf")))
+                done.append((outcome, c.first_seen))
         cause = root_cause(done)
         if cause is not None and cause.cause.rank > 0:
             stopped = next((c for c in self.children if c.name not in skip and c.stopped()),
@@ -270,8 +288,7 @@ class Supervisor:
                 except subprocess.TimeoutExpired:
                     pass  # unkillable (in the kernel): nothing more to do
         for c in procs:
-            while c.receive():
-                pass
+            c.refresh()
 
     def close(self) -> None:
         """Stop every child still running and close every channel; always returns."""
@@ -293,12 +310,31 @@ def _wake_and_terminate(child: Child) -> None:
         pass
 
 
-def _child_env() -> dict[str, str]:
-    """The environment of a child: ours, with dmxshm importable by ``-m``."""
-    env = dict(os.environ)
-    # The folder that holds the dmxshm package: three levels above this file.
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if root not in paths:
-        env["PYTHONPATH"] = os.pathsep.join([root, *paths])
-    return env
+# A child's first line: the parent's sys.path (so it imports what the parent
+# would, its working folder included), then dmxshm's child entry. A fresh
+# interpreter started this way never runs the caller's __main__.
+_BOOT = ("import sys; sys.path[:] = {!r}; from dmxshm.proc.child import main; "
+         "sys.exit(main(sys.argv[1:]))")
+
+
+def _interpreter_flags() -> list[str]:
+    """The parent's -O, -W, -X, -E, -I... flags, as multiprocessing passes them on."""
+    flags = getattr(subprocess, "_args_from_interpreter_flags", None)
+    return list(flags()) if flags is not None else []
+
+
+class _Pickler(pickle.Pickler):
+    """Refuses what a child cannot import: classes and functions of ``__main__``."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, (type, types.FunctionType)) and \
+                getattr(obj, "__module__", None) == "__main__":
+            raise ValueError(f"{obj.__qualname__} is defined in __main__, which a child "
+                             "process never runs: move it to an importable module")
+        return NotImplemented
+
+
+def _dumps(spec: ChildSpec) -> bytes:
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(spec)
+    return buf.getvalue()

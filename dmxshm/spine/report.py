@@ -12,10 +12,10 @@ from dmxshm.spine.law import predicted
 from dmxshm.spine.loop import SpineResult
 
 
-def _no_nan(obj: Any) -> Any:
+def no_nan(obj: Any) -> Any:
     """NaN (no data) as None, so that the JSON report is valid JSON."""
     if isinstance(obj, dict):
-        return {k: _no_nan(v) for k, v in obj.items()}
+        return {k: no_nan(v) for k, v in obj.items()}
     if isinstance(obj, float) and obj != obj:
         return None
     return obj
@@ -25,7 +25,7 @@ def _us(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e6
 
 
-def _pct(x: np.ndarray, q: float) -> float:
+def percentile(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else float("nan")
 
 
@@ -61,17 +61,18 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
 
     def stats(x: np.ndarray) -> dict[str, float]:
         return {"mean": float(np.mean(x)) if len(x) else float("nan"),
-                "p50": _pct(x, 50), "p99": _pct(x, 99)}
+                "p50": percentile(x, 50), "p99": percentile(x, 99)}
 
     return {
         "schedule": cfg.schedule, "frequency_hz": cfg.frequency_hz, "actuation": cfg.actuation,
         "cpu": cpus[0], "bus_cpu": cpus[1], "scheduling": spine.scheduling,
         "cycles": spine.cycles, "acting_cycles": spine.acting_cycles,
         "skipped_cycles": spine.skipped_cycles,
-        "period_us": {"p50": _pct(periods * 1e6, 50), "p99": _pct(periods * 1e6, 99),
+        "period_us": {"p50": percentile(periods * 1e6, 50), "p99": percentile(periods * 1e6, 99),
                       "max": float(periods.max() * 1e6) if len(periods) else float("nan")},
-        "period_error_us_p99": _pct(np.abs(periods - period) * 1e6, 99),
-        "can_cycle_us": {"p50": _pct(can_cycle * 1e6, 50), "p99": _pct(can_cycle * 1e6, 99)},
+        "period_error_us_p99": percentile(np.abs(periods - period) * 1e6, 99),
+        "can_cycle_us": {"p50": percentile(can_cycle * 1e6, 50),
+                         "p99": percentile(can_cycle * 1e6, 99)},
         "plan_us_p50": plan_s * 1e6, "reply_at_us_p50": reply_at * 1e6,
         "send_minus_obs_us": stats(s_o), "send_minus_act_us": stats(s_a),
         "predicted": {"send_minus_obs_us": _us(law["send_minus_obs_s"]),

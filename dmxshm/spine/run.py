@@ -41,7 +41,7 @@ from dmxshm.spine.records import (
     CAN_REPLY_DTYPE,
     RECORD_DTYPE,
 )
-from dmxshm.spine.report import _no_nan, _pct, report
+from dmxshm.spine.report import no_nan, percentile, report
 from dmxshm.spine.state_machine import State
 
 __all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError", "SpineShutDown",
@@ -154,7 +154,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
     recs = np.array(rows, dtype=RECORD_DTYPE) if rows else np.zeros(0, RECORD_DTYPE)
     done = results.spine
     rep = report(cfg, recs, done, (spine_cpu, bus_cpu))
-    rep = _no_nan(rep)
+    rep = no_nan(rep)
     if cfg.agent:
         agent = results.agent if results.agent is not None else AgentResult()
         rtt = np.array(agent.round_trips_s)
@@ -164,7 +164,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
             "failed": agent.failed,
             "actions": agent.actions,
             "expired_actions": done.expired_actions,
-            "round_trip_us": {"p50": _pct(rtt * 1e6, 50), "p99": _pct(rtt * 1e6, 99),
+            "round_trip_us": {"p50": percentile(rtt * 1e6, 50), "p99": percentile(rtt * 1e6, 99),
                               "samples": len(rtt)},
         }
     rep["states"] = done.states
@@ -228,10 +228,9 @@ def _watch(sup: Supervisor, deadline: float, profiler: Profiler | None = None,
             elif child.name == "spine-agent":  # tolerated: the spine expires its action
                 got[child.name] = AgentResult(failed=outcome.describe())
             elif outcome.cause in (Cause.KILLED, Cause.SIGNALLED, Cause.EXITED):
-                raise SpineError(f"{child.name} (pid {child.pid}) died: {outcome.describe()}")
+                raise SpineError(outcome.headline())
             else:
-                raise SpineError(f"{child.name} (pid {child.pid}) failed: {outcome.describe()}"
-                                 f"\n{outcome.traceback.rstrip()}")
+                raise SpineError(f"{outcome.headline()}\n{outcome.traceback.rstrip()}")
         left = {c.name for c in sup.children} - set(got)
         if not left:
             return RunResults(spine=got["spine"], bus=got["can-bus"],

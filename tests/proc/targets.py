@@ -65,3 +65,23 @@ def waits_for_stop(timeout_s: float) -> int | None:
     while _stop is None and time.monotonic() < deadline:
         time.sleep(0.01)
     return _stop
+
+
+def forks_and_returns(grandchild_s: float) -> int:
+    """Fork a process that holds this child's channel open, then return at once."""
+    pid = os.fork()
+    if pid == 0:  # the grandchild: inherits the channel's descriptor, and sleeps
+        time.sleep(grandchild_s)
+        os._exit(0)
+    return pid
+
+
+class Hook:
+    """A start hook (stands for any argument object); its class is importable."""
+
+    def __call__(self) -> str:
+        return "hooked"
+
+
+def calls(hook: object) -> object:
+    return hook()  # type: ignore[operator]

@@ -205,3 +205,38 @@ def test_only_importable_functions_can_run_in_a_child() -> None:
             ref(local_function)
     finally:
         local_function.__module__ = __name__
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_a_child_whose_fork_holds_its_channel_is_seen_to_end() -> None:
+    grandchild_s = 5.0
+    with Supervisor() as sup:
+        child = sup.start("agent-0", targets.forks_and_returns, grandchild_s)
+        wait_until(sup, ended(child), timeout_s=grandchild_s / 2)
+        assert child.outcome is not None and child.outcome.ok
+        assert psutil.pid_exists(child.outcome.result)  # the fork still holds the channel
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_arguments_defined_in_main_are_refused_before_a_child_starts() -> None:
+    class FromMain(targets.Hook):
+        pass
+
+    FromMain.__module__ = "__main__"
+    with Supervisor() as sup:
+        with pytest.raises(ValueError, match="FromMain is defined in __main__"):
+            sup.start("engine", targets.calls, FromMain())
+        assert sup.children == []
+        child = sup.start("engine", targets.calls, targets.Hook())
+        wait_until(sup, ended(child))
+        assert child.outcome is not None and child.outcome.result == "hooked"
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_a_child_that_fails_before_its_target_reports_why() -> None:
+    with Supervisor() as sup:
+        child = sup.start("renderer-0", targets.returns, 1, cpu=10**6)  # no such CPU
+        wait_until(sup, ended(child))
+        out = child.outcome
+        assert out is not None and out.cause is Cause.RAISED and out.name == "renderer-0"
+        assert "sched_setaffinity" in out.traceback
