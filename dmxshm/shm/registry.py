@@ -61,22 +61,31 @@ class Registry:
         return make_name(self.token, what, pid=self.pid)
 
     def create_segment(self, what: str, size_bytes: int) -> Segment:
-        """Create a segment and register it for :meth:`unlink_all`."""
-        seg = Segment.create(self.name(what), size_bytes)
-        self._segments.append(seg.name)
-        return seg
+        """Create a segment and register it for :meth:`unlink_all`.
+
+        The name is registered first: a signal that unwinds during the creation
+        (SIGTERM raises SystemExit) must not leave the new segment behind.
+        """
+        name = self.name(what)
+        self._segments.append(name)
+        try:
+            return Segment.create(name, size_bytes)
+        except SegmentExistsError:
+            self._segments.remove(name)  # somebody else's: never ours to unlink
+            raise
 
     def create_semaphore(self, name: str, initial_value: int = 0) -> posix_ipc.Semaphore:
-        """Create a semaphore with a full name (from :meth:`name`) and register it."""
+        """Create a semaphore with a full name (from :meth:`name`) and register it
+        (first, as :meth:`create_segment` does)."""
+        self._semaphores.append(name)
         try:
-            sem = posix_ipc.Semaphore(name, posix_ipc.O_CREX, 0o600, initial_value)
+            return posix_ipc.Semaphore(name, posix_ipc.O_CREX, 0o600, initial_value)
         except posix_ipc.ExistentialError as exc:
+            self._semaphores.remove(name)
             raise SegmentExistsError(
                 f"semaphore {name} already exists; dmxshm never adopts it. "
                 "If its creator is dead, 'dmxshm clean' removes it."
             ) from exc
-        self._semaphores.append(name)
-        return sem
 
     @property
     def names(self) -> list[str]:
