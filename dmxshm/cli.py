@@ -112,7 +112,11 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
 @click.option("--agents", type=int, default=1, show_default=True,
               help="Agent processes (robots are split between them).")
 @click.option("--agent", default="lane-follow", show_default=True,
-              help="Built-in agent (idle, random, lane-follow) or module:callable.")
+              help="Built-in agent (idle, random, lane-follow), module:callable (found in "
+                   "--app-dir or on sys.path) or path/to/file.py:callable.")
+@click.option("--app-dir", type=click.Path(exists=True, file_okay=False), default=".",
+              show_default=True,
+              help="Folder searched first for the --agent module (as uvicorn's --app-dir).")
 @click.option("--steps", type=int, default=1000, show_default=True, help="Gym mode: steps.")
 @click.option("--duration", "duration_s", type=float, default=10.0, show_default=True,
               help="Realtime mode: seconds to run.")
@@ -146,7 +150,8 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
 @click.option("--rates", callback=_parse_rates, default="",
               help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 "
                    "[default: camera=30,imu=100,encoders=30,tof=15].")
-def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: int,
+def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir: str,
+        steps: int,
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
@@ -158,12 +163,14 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, steps: 
     per step spent in physics, rendering, agents and the framework.
     """
     from dmxshm import network
-    from dmxshm.network.policies import resolve
+    from dmxshm.network.policies import agent_spec, resolve
     from dmxshm.world.maps import load_map
 
     _check_outputs(json)
+    # The agent processes start with this sys.path: they find the module too.
+    sys.path.insert(0, os.path.abspath(app_dir))
     load_map(map_name)  # a bad map or agent is reported now, before the progress bar
-    resolve(agent)
+    resolve(agent_spec(agent))
     if record_dir:
         try:
             os.makedirs(record_dir, exist_ok=True)

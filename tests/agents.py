@@ -60,3 +60,8 @@ def too_fast(obs: np.ndarray) -> np.ndarray:
 
 def strings(obs: np.ndarray) -> list[list[str]]:
     return [["fast", "faster"]] * len(obs)
+
+
+def forward(obs: np.ndarray) -> np.ndarray:
+    """Both wheels forward at 5 rad/s: the robots drive."""
+    return np.full((len(obs), 2), 5.0)

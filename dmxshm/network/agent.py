@@ -22,7 +22,7 @@ def run_agent(plan: Plan, index: int) -> AgentResult:
     role = f"agent-{index}"
     robots = plan.agent_robots[index]
     links = plan.links_of_agent(index)
-    policy = load_policy(cfg.agent, robots, cfg.seed)
+    policy = load_policy(cfg.agent_ref, robots, cfg.seed)
     obs_rings = [Ring.attach(link.ring, side="reader", role=role, spin_us=plan.spin_us)
                  for link in links]
     cmd_ring = Ring.attach(plan.cmd_rings[index], side="writer", role=role, spin_us=plan.spin_us)

@@ -8,10 +8,13 @@ any process starts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dmxshm import settings
 from dmxshm.errors import DmxError
+from dmxshm.network.policies import AgentError, agent_spec
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 
 MODES = ("gym", "realtime")
@@ -38,7 +41,10 @@ class NetworkConfig:
         robots: number of robots in the world.
         renderers: renderer processes (robots are split between them).
         agents: agent processes (robots are split between them).
-        agent: built-in agent name or ``module:callable``.
+        agent: built-in agent name, ``module:callable``,
+            ``path/to/file.py:callable``, or the callable itself (a
+            module-level function or class); kept as the string an agent
+            process resolves (:func:`dmxshm.network.policies.agent_spec`).
         steps: gym mode: steps to run.
         duration_s: realtime mode: seconds to run.
         camera: ``(width, height)``; ``(0, 0)`` disables the camera.
@@ -72,7 +78,7 @@ class NetworkConfig:
     robots: int = 2
     renderers: int = 1
     agents: int = 1
-    agent: str = "lane-follow"
+    agent: str | Callable[..., Any] = "lane-follow"
     steps: int = 1000
     duration_s: float = 10.0
     camera: tuple[int, int] = (160, 120)
@@ -95,6 +101,10 @@ class NetworkConfig:
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "agent", agent_spec(self.agent))
+        except AgentError as exc:
+            raise ConfigError(str(exc)) from None
         _check(self.mode in MODES, f"mode must be one of {MODES}, not {self.mode!r}")
         _check(1 <= self.robots <= MAX_ROBOTS,
                f"robots must be between 1 and {MAX_ROBOTS}, not {self.robots}")
@@ -156,6 +166,11 @@ class NetworkConfig:
     def roles(self) -> list[str]:
         """The processes of this run, by name (``engine``, ``renderer-0``...), in start order."""
         return [role_name(role, index) for role, index in self.processes()]
+
+    @property
+    def agent_ref(self) -> str:
+        """``agent`` as the string an agent process resolves (set by ``__post_init__``)."""
+        return str(self.agent)
 
     @property
     def planned_steps(self) -> int:

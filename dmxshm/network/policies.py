@@ -1,7 +1,11 @@
 """Policies that drive robots: the built-ins, and loading the user's.
 
-A policy is given as a built-in name (``idle``, ``random``, ``lane-follow``)
-or as ``module:callable``. The callable is either
+A policy is given as a built-in name (``idle``, ``random``, ``lane-follow``),
+as ``module:callable`` (the module found on ``sys.path``, which holds the
+current folder for ``dmxshm run``), as ``path/to/file.py:callable``, or,
+from Python, as the callable itself (a module-level function or class; a
+lambda, a closure or anything defined in ``__main__`` cannot reach an agent
+process, which never runs ``__main__``). The callable is either
 
 * a function ``act(obs) -> wheels``, or
 * a class; it is instantiated as ``Policy(robot_ids, seed)`` and its
@@ -18,9 +22,14 @@ its own random stream (the built-ins seed one generator per robot id).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import inspect
+import os
+import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -98,36 +107,100 @@ class LaneFollow:
 BUILTINS: dict[str, type] = {"idle": Idle, "random": RandomWheels, "lane-follow": LaneFollow}
 
 
-def resolve(spec: str) -> Any:
-    """The class or function named by ``spec``, not yet instantiated.
+def agent_spec(agent: str | Callable[..., Any]) -> str:
+    """``agent`` as the string an agent process resolves: a built-in name,
+    ``module:callable``, or ``/absolute/path/file.py:callable``.
 
     Raises:
-        AgentError: unknown name, a module that does not import, a missing
-            attribute, or something that is not callable.
+        AgentError: a callable that an agent process cannot import (a lambda, a
+            closure, something defined in ``__main__``), or not a string at all.
+    """
+    if callable(agent) and not isinstance(agent, str):
+        module = getattr(agent, "__module__", None)
+        qual = getattr(agent, "__qualname__", "")
+        if module == "__main__":
+            raise AgentError(
+                f"agent {qual or agent!r} is defined in __main__, which agent processes never "
+                "run: put it in a module (e.g. mypolicy.py beside your script) and pass "
+                "mypolicy.act, or the string 'mypolicy:act'")
+        if not module or "<" in qual or not qual:
+            raise AgentError(
+                f"agent {agent!r} cannot reach an agent process: a lambda or a function "
+                "defined inside another cannot be imported there; define it at the top "
+                "level of a module")
+        return f"{module}:{qual}"
+    if not isinstance(agent, str):
+        raise AgentError(f"agent must be a built-in name, 'module:callable', "
+                         f"'file.py:callable' or a callable, not {type(agent).__name__}")
+    path, sep, attr = agent.rpartition(":")
+    if sep and path.endswith(".py"):
+        return f"{os.path.abspath(path)}:{attr}"
+    return agent
+
+
+def resolve(spec: str) -> Any:
+    """The class or function named by ``spec`` (see :func:`agent_spec`), not yet
+    instantiated.
+
+    Raises:
+        AgentError: unknown name, a module or file that does not import, a
+            missing attribute, or something that is not callable.
     """
     if spec in BUILTINS:
         obj: Any = BUILTINS[spec]
     else:
-        module_name, sep, attr = spec.partition(":")
+        module_name, sep, attr = spec.rpartition(":")
         if not sep or not module_name or not attr:
-            raise AgentError(f"agent {spec!r}: use a built-in ({', '.join(BUILTINS)}) "
-                             "or module:callable")
+            raise AgentError(f"agent {spec!r}: use a built-in ({', '.join(BUILTINS)}), "
+                             "module:callable or path/to/file.py:callable")
         if module_name == "__main__":
             raise AgentError(f"agent {spec!r}: agents run in processes of their own, which "
                              "never run your __main__; put the policy in a module and name "
                              "it module:callable")
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:
-            raise AgentError(f"agent {spec!r}: cannot import {module_name}: "
-                             f"{type(exc).__name__}: {exc}") from exc
-        try:
-            obj = getattr(module, attr)
-        except AttributeError as exc:
-            raise AgentError(f"agent {spec!r}: module {module_name} has no {attr!r}") from exc
+        module = _import_file(spec, module_name) if module_name.endswith(".py") else \
+            _import_module(spec, module_name)
+        obj = module
+        for part in attr.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError as exc:
+                raise AgentError(f"agent {spec!r}: {module_name} has no {attr!r}") from exc
     if not callable(obj):
         raise AgentError(f"agent {spec!r} is a {type(obj).__name__}, not a callable")
     return obj
+
+
+def _import_module(spec: str, name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name == name.partition(".")[0]:
+            hint = (f" (looked in the current folder and on sys.path; give the file as "
+                    f"path/to/{name.replace('.', '/')}.py:callable, or --app-dir its folder)")
+        raise AgentError(f"agent {spec!r}: cannot import {name}: "
+                         f"{type(exc).__name__}: {exc}{hint}") from exc
+
+
+def _import_file(spec: str, path: str) -> ModuleType:
+    """The module of the file ``path``, loaded once per process (by its absolute path)."""
+    path = os.path.abspath(path)
+    name = "dmxshm_agent_" + hashlib.sha1(path.encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    if not os.path.isfile(path):
+        raise AgentError(f"agent {spec!r}: no file {path}")
+    loader = importlib.util.spec_from_file_location(name, path)
+    if loader is None or loader.loader is None:
+        raise AgentError(f"agent {spec!r}: {path} is not a Python file")
+    module = importlib.util.module_from_spec(loader)
+    sys.modules[name] = module  # classes defined there pickle by this name
+    try:
+        loader.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise AgentError(f"agent {spec!r}: {path} raised {type(exc).__name__}: {exc}") from exc
+    return module
 
 
 def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:

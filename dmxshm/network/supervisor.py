@@ -130,7 +130,7 @@ class Network:
         """Sweep orphans, create the rings, start every process."""
         cfg = self.config
         # What can be checked here fails here, with a plain error, not in a child.
-        resolve(cfg.agent)
+        resolve(cfg.agent_ref)
         load_map(cfg.map)
         self._catch_sigterm()
         self.swept = len(sweep())
