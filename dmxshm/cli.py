@@ -184,14 +184,20 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
         sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
         profile_interval_s=profile_interval_s)
+    failed: network.CommandsRejectedError | None = None
     with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (
             on_progress, on_profile):
-        summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
+        try:
+            summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
+        except network.CommandsRejectedError as exc:  # the figures still tell what happened
+            failed, summary = exc, exc.summary
     console.print_summary(summary)
     if profile:
         console.print_profile(summary.processes, summary.profile, summary.shm_bytes)
     if json:
         console.write_json(summary.to_dict(), json)
+    if failed is not None:
+        raise failed
 
 
 @cli.command("profile")

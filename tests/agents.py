@@ -65,3 +65,17 @@ def strings(obs: np.ndarray) -> list[list[str]]:
 def forward(obs: np.ndarray) -> np.ndarray:
     """Both wheels forward at 5 rad/s: the robots drive."""
     return np.full((len(obs), 2), 5.0)
+
+
+class NanEveryThird:
+    """Drives forward, but the last robot's command is NaN at every third call."""
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        self.calls = 0
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        wheels = np.full((len(obs), 2), 5.0)
+        if self.calls % 3 == 0:
+            wheels[-1] = np.nan
+        self.calls += 1
+        return wheels

@@ -184,6 +184,17 @@ def test_run_command_prints_a_summary_and_writes_json(tmp_path) -> None:  # noqa
     assert "steps/s" in result.output and "trajectory digest" in result.output
 
 
+def test_a_run_whose_robots_never_moved_fails_after_its_summary(tmp_path) -> None:  # noqa: ANN001
+    from dmxshm.network import CommandsRejectedError
+
+    path = tmp_path / "run.json"
+    result = CliRunner().invoke(cli, ["run", "--steps", "10", "--camera", "0x0", "--agent",
+                                      "tests.agents:nan_wheels", "--json", str(path)])
+    assert isinstance(result.exception, CommandsRejectedError) and result.exit_code == 1
+    assert "trajectory digest" in result.output  # the summary came first...
+    assert json.loads(path.read_text())["rejected_commands"] == [10, 10]  # ...and the JSON
+
+
 @pytest.mark.parametrize("args, words", [
     (["--robots", "0"], "robots"),
     (["--camera", "100000x100000"], "larger than"),

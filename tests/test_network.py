@@ -9,7 +9,13 @@ import time
 
 import pytest
 
-from dmxshm.network import ConfigError, Network, NetworkConfig, NetworkError
+from dmxshm.network import (
+    CommandsRejectedError,
+    ConfigError,
+    Network,
+    NetworkConfig,
+    NetworkError,
+)
 from dmxshm.network.policies import AgentError
 from dmxshm.shm.names import list_entries
 
@@ -80,8 +86,20 @@ def test_lane_follow_stays_in_lane_for_60_simulated_seconds() -> None:
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_nan_commands_are_rejected_and_the_robot_stopped() -> None:
-    s = run(agent="tests.agents:nan_wheels", camera=(0, 0), steps=10)
-    assert s.rejected_commands == [10, 10]
+    with pytest.raises(CommandsRejectedError, match="never moved") as info:
+        run(agent="tests.agents:nan_wheels", camera=(0, 0), steps=10)
+    assert info.value.summary.rejected_commands == [10, 10]
+    assert "(nan, nan) rad/s from agent-0 at step 0: not finite" in str(info.value)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_some_rejected_commands_are_told_once_and_the_run_goes_on(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    s = run(agent="tests.agents:NanEveryThird", camera=(0, 0), steps=9)
+    assert s.rejected_commands == [0, 3] and s.received_commands == [9, 9]
+    assert s.first_rejections == {1: "(nan, nan) rad/s from agent-0 at step 0: not finite"}
+    err = capfd.readouterr().err
+    assert err.count("dmxshm: warning: robot 1's command (nan, nan)") == 1
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

@@ -15,7 +15,7 @@
 
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ, ConfigError, NetworkConfig
 from dmxshm.network.summary import Summary
-from dmxshm.network.supervisor import Network, NetworkError, run
+from dmxshm.network.supervisor import CommandsRejectedError, Network, NetworkError, run
 
-__all__ = ["DEFAULT_SENSOR_RATES_HZ", "ConfigError", "Network", "NetworkConfig",
-           "NetworkError", "Summary", "run"]
+__all__ = ["DEFAULT_SENSOR_RATES_HZ", "CommandsRejectedError", "ConfigError", "Network",
+           "NetworkConfig", "NetworkError", "Summary", "run"]

@@ -19,6 +19,7 @@ stopped for the step.
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from typing import Any
 
@@ -55,6 +56,48 @@ def check_commands(wheels: np.ndarray, rejected: np.ndarray) -> np.ndarray:
         rejected += bad
         wheels = np.where(bad[:, None], 0.0, wheels)
     return wheels
+
+
+class Rejections:
+    """Each robot's rejected commands: counted, and the first one reported at once.
+
+    The first rejected command of a robot is written to stderr as it happens
+    (which robot, the values, the agent that sent them, the limit), so a
+    policy that answers NaN or too fast is seen at its first step, not in a
+    count at the end; what each robot received and had rejected goes to the
+    summary, where a robot whose every command was rejected fails the run.
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        robots = plan.config.robots
+        self.counts = np.zeros(robots, np.int64)
+        self.received = np.zeros(robots, np.int64)
+        self.first: dict[int, str] = {}
+        self.owner = {int(r): f"agent-{a}" for a, rows in enumerate(plan.agent_robots)
+                      for r in rows}
+
+    def check(self, wheels: np.ndarray, rows: np.ndarray, step: int) -> np.ndarray:
+        """The commands of ``rows`` that physics may use (see :func:`check_commands`)."""
+        self.received[rows] += 1
+        bad = np.zeros(len(rows), np.int64)
+        safe = check_commands(wheels, bad)
+        if safe is not wheels:  # something was rejected (the usual case returns wheels)
+            self.counts[rows] += bad
+            for j in np.flatnonzero(bad):
+                robot = int(rows[j])
+                if robot not in self.first:
+                    self._report(robot, wheels[j], step)
+        return safe
+
+    def _report(self, robot: int, pair: np.ndarray, step: int) -> None:
+        left, right = (float(v) for v in pair)
+        why = "not finite" if not np.isfinite(pair).all() else \
+            f"beyond the motors' {MAX_WHEEL_SPEED_RAD_S:g} rad/s"
+        self.first[robot] = (f"({left:g}, {right:g}) rad/s from {self.owner.get(robot, '?')} "
+                             f"at step {step}: {why}")
+        print(f"dmxshm: warning: robot {robot}'s command {self.first[robot]}; wheel speeds "
+              f"must be finite and within +-{MAX_WHEEL_SPEED_RAD_S:g} rad/s. The robot "
+              "stands still while its commands are rejected.", file=sys.stderr, flush=True)
 
 
 class LaneLog:
@@ -104,12 +147,14 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
                   else [np.array(rows) for rows in plan.agent_robots])
     spine_reply = (Ring.attach(plan.spine_rings[1], side="writer", role="engine")
                    if cfg.spine else None)
+    rejections = Rejections(plan)
     try:
         hook = plan.wait_for_start("engine", 0)
         if cfg.mode == "gym":
-            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows)
+            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections)
         else:
-            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, spine_reply)
+            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
+                                    spine_reply)
         for ring in state_rings:
             ring.close_writer()
         if spine_reply is not None:
@@ -136,11 +181,11 @@ def _publish(rings: list[Ring], step: int, sim_time_s: float, states: np.ndarray
 
 
 def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
-              agent_rows: list[np.ndarray]) -> EngineResult:
+              agent_rows: list[np.ndarray], rejections: Rejections) -> EngineResult:
     clock = time.perf_counter
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
-    rejected = np.zeros(cfg.robots, np.int64)
+    everyone = np.arange(cfg.robots)
     physics_s = 0.0
     t_start = clock()
     lanes = LaneLog(world)
@@ -153,7 +198,7 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
         lanes.update(poses)
         for ring, rows in zip(cmd_rings, agent_rows, strict=True):
             wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
-        safe = check_commands(wheels, rejected)  # framework work, not physics
+        safe = rejections.check(wheels, everyone, k)  # framework work, not physics
         t0 = clock()
         world.apply_wheel_speeds(safe)
         world.step()
@@ -164,7 +209,8 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     return EngineResult(
         steps=cfg.steps, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
         metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
-        rejected_commands=rejected.tolist(), expired_commands=[0] * cfg.robots,
+        rejected_commands=rejections.counts.tolist(), expired_commands=[0] * cfg.robots,
+        received_commands=rejections.received.tolist(), first_rejections=rejections.first,
         lane=lanes.report())
 
 
@@ -177,13 +223,12 @@ def _reply_to_spine(ring: Ring, step: int, states: np.ndarray) -> None:
 
 
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
-                   agent_rows: list[np.ndarray], spine_reply: Ring | None = None
-                   ) -> EngineResult:
+                   agent_rows: list[np.ndarray], rejections: Rejections,
+                   spine_reply: Ring | None = None) -> EngineResult:
     clock = time.monotonic
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
     cmd_time = np.full(cfg.robots, -np.inf)
-    rejected = np.zeros(cfg.robots, np.int64)
     expired = np.zeros(cfg.robots, np.int64)
     was_live = np.zeros(cfg.robots, bool)
     physics_s = 0.0
@@ -201,9 +246,7 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
         for ring, rows in zip(cmd_rings, agent_rows, strict=True):
             cmd = ring.try_read(newest=True)
             if cmd is not None:  # checked once, when it arrives
-                bad = np.zeros(len(rows), np.int64)
-                wheels[rows] = check_commands(cmd["wheels_rad_s"], bad)
-                rejected[rows] += bad
+                wheels[rows] = rejections.check(cmd["wheels_rad_s"], rows, k)
                 cmd_time[rows] = cmd["wall_time_s"]
         now = clock()
         live = now - cmd_time <= cfg.command_timeout_s
@@ -228,5 +271,6 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
     return EngineResult(
         steps=steps, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
         metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
-        rejected_commands=rejected.tolist(), expired_commands=expired.tolist(),
+        rejected_commands=rejections.counts.tolist(), expired_commands=expired.tolist(),
+        received_commands=rejections.received.tolist(), first_rejections=rejections.first,
         lane=lanes.report(), late_steps=late_steps, max_lag_s=max_lag_s)

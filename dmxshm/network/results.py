@@ -26,6 +26,8 @@ class EngineResult:
     rejected_commands: list[int]
     expired_commands: list[int]
     lane: dict[str, list[float]]
+    received_commands: list[int] = field(default_factory=list)
+    first_rejections: dict[int, str] = field(default_factory=dict)
     late_steps: int = 0
     max_lag_s: float = 0.0
     final_poses: list[list[float]] = field(default_factory=list)

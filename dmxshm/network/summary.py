@@ -29,6 +29,8 @@ class Summary:
     the shared-memory objects and the sampler's own cost. ``start_hook`` is
     what the plan's start hook returned in the engine (``dmxshm bench
     network``: the floor's seconds per round; None in a plain run).
+    ``received_commands`` counts the commands that reached each robot, and
+    ``first_rejections`` describes each robot's first rejected one.
     """
 
     mode: str
@@ -56,6 +58,8 @@ class Summary:
     processes: list[dict[str, Any]] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
     start_hook: Any = None
+    received_commands: list[int] = field(default_factory=list)
+    first_rejections: dict[int, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -127,5 +131,6 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         late_steps=eng.late_steps, max_lag_s=float(eng.max_lag_s),
         missed_sensor_ticks={name: sum(int(r.missed.get(name, 0)) for r in renderers)
                              for name in names},
-        start_hook=eng.start_hook,
+        start_hook=eng.start_hook, received_commands=eng.received_commands,
+        first_rejections=eng.first_rejections,
     )

@@ -97,6 +97,34 @@ class NetworkError(DmxError):
                    role=name, pid=pid, cause=o.describe(), outcome=o)
 
 
+class CommandsRejectedError(DmxError):
+    """Every command a robot received was rejected: the run did nothing for it.
+
+    Attributes:
+        robots: the robots concerned.
+        summary: the run's summary (the figures are still there).
+    """
+
+    def __init__(self, message: str, *, robots: list[int], summary: Summary) -> None:
+        super().__init__(message)
+        self.robots = robots
+        self.summary = summary
+
+    @classmethod
+    def check(cls, summary: Summary, owners: dict[int, str]) -> None:
+        """Raise if some robot had every command it received rejected."""
+        dead = [r for r, n in enumerate(summary.received_commands)
+                if n and summary.rejected_commands[r] == n]
+        if not dead:
+            return
+        lines = [f"robot {r}: all {summary.received_commands[r]} commands rejected, the "
+                 f"first " + summary.first_rejections.get(r, "from " + owners.get(r, "?"))
+                 for r in dead]
+        raise cls("the robots never moved: " + "; ".join(lines) + ". Wheel speeds must be "
+                  "finite and within the motors' limit (docs/agents.md).",
+                  robots=dead, summary=summary)
+
+
 class Network:
     """One run: engine, renderers and agents over shared-memory rings.
 
@@ -256,6 +284,8 @@ class Network:
             report = self.profiler.report()
             summary.processes = report.pop("processes")
             summary.profile = report
+        CommandsRejectedError.check(summary, {r: f"agent-{a}" for a, rows in
+                                              enumerate(self.plan.agent_robots) for r in rows})
         return summary
 
     def _stragglers(self, engine_done_at: float) -> bool:

@@ -14,7 +14,7 @@ import os
 import posix_ipc
 import pytest
 
-from dmxshm.network import Network, NetworkConfig, NetworkError
+from dmxshm.network import CommandsRejectedError, Network, NetworkConfig, NetworkError
 from dmxshm.shm.names import list_entries
 
 RUN_TIMEOUT_S = 120
@@ -28,10 +28,18 @@ def run(**kw: object):  # noqa: ANN201
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 @pytest.mark.parametrize("agent", ["tests.agents:inf_wheels", "tests.agents:too_fast"])
-def test_impossible_wheel_speeds_are_rejected_counted_and_the_robots_stopped(agent: str) -> None:
-    s = run(agent=agent)
-    assert s.rejected_commands == [12, 12]  # every command of both robots
+def test_impossible_wheel_speeds_are_rejected_counted_and_the_robots_stopped(
+        agent: str, capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(CommandsRejectedError) as info:
+        run(agent=agent)
+    s = info.value.summary
+    assert s.rejected_commands == s.received_commands == [12, 12]  # every command of both
     assert max(s.lane["distance_m"]) < 0.01  # never passed to physics: the robots stood
+    assert info.value.robots == [0, 1] and "from agent-0" in str(info.value)
+    # Each robot's first rejection was told at once, by the engine, with its values.
+    warnings = [line for line in capfd.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 2 and all("at step 0" in w for w in warnings)
+    assert "robot 0's command" in warnings[0] and "robot 1's command" in warnings[1]
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
