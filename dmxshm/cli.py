@@ -164,13 +164,11 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     """
     from dmxshm import network
     from dmxshm.network.policies import agent_spec, resolve
-    from dmxshm.world.maps import load_map
 
     _check_outputs(json)
     # The agent processes start with this sys.path: they find the module too.
     sys.path.insert(0, os.path.abspath(app_dir))
-    load_map(map_name)  # a bad map or agent is reported now, before the progress bar
-    resolve(agent_spec(agent))
+    resolve(agent_spec(agent))  # a bad agent is reported now, before the progress bar
     if record_dir:
         try:
             os.makedirs(record_dir, exist_ok=True)
@@ -184,6 +182,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
         sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
         profile_interval_s=profile_interval_s)
+    config.check_world()  # a bad map, or too many robots for it, before the progress bar
     failed: network.CommandsRejectedError | None = None
     with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (
             on_progress, on_profile):
@@ -198,6 +197,24 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         console.write_json(summary.to_dict(), json)
     if failed is not None:
         raise failed
+
+
+@cli.command("maps")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def maps_cmd(as_json: bool) -> None:
+    """List the bundled maps: size, road tiles, and how many robots each holds.
+
+    A map's capacity is how many robots always fit on it, 0.35 m apart, whatever
+    the seed; --robots above it is refused before a run starts. Pass a map by
+    name (--map NAME) or give your own map file (docs/maps.md).
+    """
+    from dmxshm.world.maps import map_infos
+
+    infos = map_infos()
+    if as_json:
+        click.echo(_json.dumps(infos, indent=2))
+    else:
+        console.print_maps(infos)
 
 
 @cli.command("profile")

@@ -252,3 +252,13 @@ def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
         click.echo(f"{srow['obs']} {srow['camera']} x{srow['num_envs']}: dmxshm / sync "
                    f"{srow['vs_sync']:.2f}, dmxshm / async {srow['vs_async']:.2f}, "
                    f"scaling efficiency {srow['scaling_efficiency']:.2f}")
+
+
+def print_maps(infos: list[dict[str, Any]]) -> None:
+    """``dmxshm maps``: one line per bundled map."""
+    click.echo(f"{'map':<10} {'tiles':>7} {'size m':>11} {'road tiles':>10} {'robots':>7}  "
+               "description")
+    for m in infos:
+        click.echo(f"{m['name']:<10} {m['cols']:>3} x {m['rows']:<3}"
+                   f"{m['width_m']:>5.1f} x {m['height_m']:<4.1f} {m['road_tiles']:>10} "
+                   f"{m['capacity']:>7}  {m['description']}")

@@ -12,10 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from dmxshm import settings
 from dmxshm.errors import DmxError
 from dmxshm.network.policies import AgentError, agent_spec
 from dmxshm.proc.cpus import auto_pins, usable_cpus
+from dmxshm.world.maps import load_map
 
 MODES = ("gym", "realtime")
 MAX_CAMERA_PIXELS = 1920 * 1080
@@ -166,6 +169,16 @@ class NetworkConfig:
     def roles(self) -> list[str]:
         """The processes of this run, by name (``engine``, ``renderer-0``...), in start order."""
         return [role_name(role, index) for role, index in self.processes()]
+
+    def check_world(self) -> None:
+        """Load the map and place the robots as the world will, in this process: a bad
+        map, or more robots than the map has room for, fail here before any process
+        starts.
+
+        Raises:
+            MapError: the map does not load, or has no room for the robots.
+        """
+        load_map(self.map).start_poses(self.robots, np.random.default_rng(self.seed))
 
     @property
     def agent_ref(self) -> str:

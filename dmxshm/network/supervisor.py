@@ -46,7 +46,6 @@ from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype
-from dmxshm.world.maps import load_map
 
 WATCH_INTERVAL_S = 0.05
 # After the first failure, how long to wait for the others' reports, so the
@@ -159,7 +158,7 @@ class Network:
         cfg = self.config
         # What can be checked here fails here, with a plain error, not in a child.
         resolve(cfg.agent_ref)
-        load_map(cfg.map)
+        cfg.check_world()
         self._catch_sigterm()
         self.swept = len(sweep())
         self.supervisor = Supervisor()  # a network closed and started again starts afresh

@@ -79,12 +79,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path as FsPath
+from typing import Any
 
 import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.world.lanes import LanePose, Path, lane_pose_among
-from dmxshm.world.starts import MIN_START_SPACING_M, START_TRIES, lane_candidates, place
+from dmxshm.world.starts import (
+    MIN_START_SPACING_M,
+    lane_candidates,
+    place,
+    place_in_order,
+)
 from dmxshm.world.tiles import (
     EDGE_VECTORS,
     INTERSECTION_KINDS,
@@ -122,6 +128,24 @@ def bundled_maps() -> list[str]:
         True
     """
     return sorted(p.stem for p in MAPS_DIR.glob("*.json"))
+
+
+def map_infos() -> list[dict[str, Any]]:
+    """Name, size, road tiles, capacity and description of every bundled map.
+
+    Example:
+        >>> [(m["name"], m["capacity"]) for m in map_infos()]
+        [('big-loop', 84), ('grid', 28), ('loop', 16)]
+    """
+    out = []
+    for name in bundled_maps():
+        m = load_map(name)
+        width_m, height_m = m.size_m
+        out.append({"name": name, "cols": len(m.tiles[0]), "rows": len(m.tiles),
+                    "width_m": width_m, "height_m": height_m,
+                    "road_tiles": sum(t.is_road for row in m.tiles for t in row),
+                    "capacity": m.capacity, "description": m.description})
+    return out
 
 
 def load_map(name_or_path: str | FsPath) -> RoadMap:
@@ -376,14 +400,27 @@ class RoadMap:
         """
         if n < 0:
             raise MapError(f"cannot place {n} robots on map {self.name}")
+        poses = place(self._start_candidates(), n, rng)
+        if len(poses) < n:
+            raise MapError(f"map {self.name} has room for {self.capacity} robots "
+                           f"{MIN_START_SPACING_M} m apart, not {n}: use fewer robots or a "
+                           "bigger map ('dmxshm maps' lists them; big-loop holds 64)")
+        return poses
+
+    def _start_candidates(self) -> list[tuple[float, float, float]]:
         lanes = [p for (r, c), paths in sorted(self._paths.items())
                  if self.tiles[r][c].kind not in INTERSECTION_KINDS for p in paths]
-        poses = place(lane_candidates(lanes, self.lane_offset_m), n, rng)
-        if len(poses) < n:
-            raise MapError(f"map {self.name} ({self.source}) has room for only {len(poses)} "
-                           f"robots {MIN_START_SPACING_M} m apart (best of {START_TRIES} "
-                           f"tries with this seed), not {n}; use fewer robots or a bigger map")
-        return poses
+        return lane_candidates(lanes, self.lane_offset_m)
+
+    @property
+    def capacity(self) -> int:
+        """How many robots always fit, whatever the seed (see :mod:`dmxshm.world.starts`).
+
+        Example:
+            >>> load_map("loop").capacity
+            16
+        """
+        return len(place_in_order(self._start_candidates()))
 
     def __repr__(self) -> str:
         return f"RoadMap({self.name!r}, {self.rows}x{self.cols} tiles of {self.tile_size_m} m)"

@@ -5,8 +5,10 @@ every straight and curve centreline (never in an intersection), in both
 directions of travel. A placement shuffles them with the caller's
 ``numpy.random.Generator`` and takes each one that is at least
 :data:`MIN_START_SPACING_M` from every pose already taken; when a shuffle
-leaves fewer than asked, another is drawn, up to :data:`START_TRIES`. Given
-the same generator state the result is always the same.
+leaves fewer than asked, another is drawn, up to :data:`START_TRIES`; if
+none fits, the candidates are taken in their fixed order
+(:func:`place_in_order`), which always fits a map's capacity. Given the same
+generator state the result is always the same.
 """
 
 from __future__ import annotations
@@ -51,6 +53,23 @@ def lane_candidates(paths: Iterable[Path], lane_offset_m: float) -> list[Pose]:
     return out
 
 
+def place_in_order(candidates: list[Pose], n: int | None = None) -> list[Pose]:
+    """Candidates in their fixed order, each one far enough from those taken, up to ``n``
+    (None: as many as fit). Its length with ``n=None`` is a map's capacity.
+
+    Example:
+        >>> len(place_in_order([(0.0, 0.0, 0.0), (0.1, 0.0, 0.0), (1.0, 0.0, 0.0)]))
+        2
+    """
+    taken: list[Pose] = []
+    for x, y, yaw in candidates:
+        if n is not None and len(taken) == n:
+            break
+        if all(math.hypot(x - tx, y - ty) >= MIN_START_SPACING_M for tx, ty, _ in taken):
+            taken.append((x, y, yaw))
+    return taken
+
+
 def place(candidates: list[Pose], n: int, rng: np.random.Generator) -> list[Pose]:
     """Up to ``n`` candidates, pairwise at least :data:`MIN_START_SPACING_M` apart.
 
@@ -70,4 +89,5 @@ def place(candidates: list[Pose], n: int, rng: np.random.Generator) -> list[Pose
         if len(taken) == n:
             return taken
         best = max(best, taken, key=len)
-    return best
+    in_order = place_in_order(candidates, n)
+    return in_order if len(in_order) == n else best

@@ -93,3 +93,12 @@ def test_the_cli_runs_the_users_own_agent(how: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "20 steps" in done.stdout
     assert not [e for e in list_entries() if e.name not in before]
+
+
+def test_more_robots_than_the_map_holds_are_refused_before_any_process_starts() -> None:
+    from dmxshm.world.maps import MapError
+
+    net = Network(NetworkConfig(robots=17, steps=5, camera=(0, 0)))
+    with pytest.raises(MapError, match="room for 16"):
+        net.start()
+    assert net.supervisor.children == [] and net.registry is None

@@ -218,7 +218,28 @@ def test_start_poses_deterministic(loop) -> None:
 
 
 def test_too_many_robots(loop) -> None:
-    with pytest.raises(MapError, match="room for only"):
+    with pytest.raises(MapError, match="room for 16 robots"):
         loop.start_poses(100, np.random.default_rng(0))
     with pytest.raises(MapError):
         loop.start_poses(-1, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("name", bundled_maps())
+def test_a_maps_capacity_fits_whatever_the_seed(name: str) -> None:
+    m = load_map(name)
+    for seed in range(10):
+        poses = m.start_poses(m.capacity, np.random.default_rng(seed))
+        assert len(poses) == m.capacity
+        assert all(np.hypot(a[0] - b[0], a[1] - b[1]) >= MIN_START_SPACING_M - 1e-9
+                   for i, a in enumerate(poses) for b in poses[i + 1:])
+
+
+def test_a_bundled_map_holds_the_most_robots_a_run_may_have() -> None:
+    from dmxshm.network.config import MAX_ROBOTS
+
+    assert max(load_map(name).capacity for name in bundled_maps()) >= MAX_ROBOTS
+
+
+def test_too_many_robots_are_refused_naming_the_capacity() -> None:
+    with pytest.raises(MapError, match="room for 16 robots .* not 17"):
+        load_map("loop").start_poses(17, np.random.default_rng(0))
