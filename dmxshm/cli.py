@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json as _json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from dmxshm import __version__, console
 from dmxshm.errors import DmxError
@@ -15,8 +18,8 @@ from dmxshm.shm import signals
 
 # Named exit codes.
 EXIT_OK = 0
-EXIT_ERROR = 1  # a DmxError: the message says what went wrong and what to do
-EXIT_USAGE = 2  # click's code for bad options
+EXIT_ERROR = 1  # a run failed (a DmxError): the message says what went wrong and what to do
+EXIT_USAGE = 2  # what was asked cannot run: a bad option, an impossible configuration
 EXIT_TARGET_MISSED = 3  # a benchmark run with --check missed a figure
 EXIT_INTERRUPTED = 130
 
@@ -165,24 +168,26 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     from dmxshm import network
     from dmxshm.network.policies import agent_spec, resolve
 
+    _refuse_other_modes_options(mode)
     _check_outputs(json)
     # The agent processes start with this sys.path: they find the module too.
     sys.path.insert(0, os.path.abspath(app_dir))
-    resolve(agent_spec(agent))  # a bad agent is reported now, before the progress bar
     if record_dir:
         try:
             os.makedirs(record_dir, exist_ok=True)
         except OSError as exc:
             raise click.BadParameter(f"cannot create {record_dir}: {exc.strerror}",
                                      param_hint="--record") from None
-    config = network.NetworkConfig(
-        mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
-        steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
-        pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
-        command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
-        sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
-        profile_interval_s=profile_interval_s)
-    config.check_world()  # a bad map, or too many robots for it, before the progress bar
+    with _usage_errors():  # what was asked cannot run: found before anything starts
+        resolve(agent_spec(agent))
+        config = network.NetworkConfig(
+            mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
+            steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
+            pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
+            command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
+            sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
+            profile_interval_s=profile_interval_s)
+        config.check_world()  # a bad map, or too many robots for it
     failed: network.CommandsRejectedError | None = None
     with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (
             on_progress, on_profile):
@@ -295,10 +300,11 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
     from dmxshm.spine.run import SpineConfig, run
 
     _check_outputs(json, plot)
-    cfg = SpineConfig(schedule=schedule, frequency_hz=frequency_hz, cpu=cpu,
-                      actuation=actuation, can_cycle_s=can_cycle_s, reply_at_s=reply_at_s,
-                      jitter_s=jitter_s, plan_s=plan_s, duration_s=duration_s, agent=agent,
-                      action_timeout_s=action_timeout_s)
+    with _usage_errors():
+        cfg = SpineConfig(schedule=schedule, frequency_hz=frequency_hz, cpu=cpu,
+                          actuation=actuation, can_cycle_s=can_cycle_s, reply_at_s=reply_at_s,
+                          jitter_s=jitter_s, plan_s=plan_s, duration_s=duration_s, agent=agent,
+                          action_timeout_s=action_timeout_s)
     click.echo(f"spine: {schedule} at {frequency_hz:g} Hz for {duration_s:g} s ...", err=True)
     live = console.LiveTable("spine", 0) if profile and sys.stderr.isatty() else None
     try:
@@ -435,6 +441,34 @@ def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str,
     console.write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))
     if vector.targets(rows):
         console.print_targets(vector.targets(rows))
+
+
+# Options that only one mode uses: typed in the other, they are refused.
+_MODE_ONLY = {"steps": ("gym", "--steps", "a realtime run lasts --duration seconds"),
+              "duration_s": ("realtime", "--duration", "a gym run lasts --steps steps"),
+              "rates": ("realtime", "--rates", "in gym mode every sensor produces once a step"),
+              "command_timeout_s": ("realtime", "--command-timeout",
+                                    "in gym mode every step waits for every command"),
+              "spine_hz": ("realtime", "--spine-frequency", "a spine runs in realtime mode")}
+
+
+def _refuse_other_modes_options(mode: str) -> None:
+    """A typed option that has no effect in ``mode`` is a usage error, with the reason."""
+    ctx = click.get_current_context()
+    for name, (only, flag, why) in _MODE_ONLY.items():
+        if only != mode and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            raise click.UsageError(f"{flag} applies to {only} mode only: {why}. Drop it, or "
+                                   f"add --mode {only}.")
+
+
+@contextlib.contextmanager
+def _usage_errors() -> Iterator[None]:
+    """Turn a DmxError about what was asked (an impossible configuration, an agent that
+    cannot load, a map without room) into a usage error: exit code 2, as click's own."""
+    try:
+        yield
+    except DmxError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _check_outputs(json_path: str | None = None, plot: str | None = None) -> None:

@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from dmxshm.cli import EXIT_ERROR, cli, main
+from dmxshm.cli import EXIT_ERROR, EXIT_USAGE, cli, main
 from dmxshm.errors import DmxError
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.names import list_entries
@@ -201,16 +201,37 @@ def test_a_run_whose_robots_never_moved_fails_after_its_summary(tmp_path) -> Non
     (["--camera", "big"], "WIDTHxHEIGHT"),
     (["--map", "no-such-map"], "no-such-map"),
     (["--pin", "engine=9999"], "CPU 9999"),
-    (["--rates", "lidar=10"], "unknown sensor"),
-    (["--rates", "imu=-5"], "positive"),
+    (["--mode", "realtime", "--rates", "lidar=10"], "unknown sensor"),
+    (["--mode", "realtime", "--rates", "imu=-5"], "positive"),
     (["--rates", "imu"], "SENSOR=HZ"),
 ])
 def test_run_refuses_impossible_values_clearly(args: list[str], words: str, capsys) -> None:  # noqa: ANN001
     with pytest.raises(SystemExit) as exc:
         main(["run", *args])
-    assert exc.value.code != 0
+    assert exc.value.code == EXIT_USAGE  # one rule: what cannot run is a usage error
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--duration", "2"], "--duration applies to realtime mode only"),
+    (["--rates", "imu=200"], "--rates applies to realtime mode only"),
+    (["--command-timeout", "1"], "--command-timeout applies to realtime mode only"),
+    (["--spine-frequency", "500"], "--spine-frequency applies to realtime mode only"),
+    (["--mode", "realtime", "--steps", "50"], "--steps applies to gym mode only"),
+    (["--spine"], "realtime mode only"),
+    (["--robots", "17"], "room for 16"),
+    (["--agent", "no_such_module:act"], "cannot import no_such_module"),
+])
+def test_options_that_cannot_apply_are_refused_before_anything_starts(
+        args: list[str], words: str, capsys) -> None:  # noqa: ANN001
+    before = {e.name for e in list_entries()}
+    with pytest.raises(SystemExit) as exc:
+        main(["run", *args])
+    assert exc.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+    assert {e.name for e in list_entries()} <= before  # nothing was created
 
 
 @pytest.mark.timeout(CLI_TIMEOUT_S)
