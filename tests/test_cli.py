@@ -115,7 +115,20 @@ def test_bench_ipc_writes_rows(tmp_path) -> None:  # noqa: ANN001
         assert (transport, 8, "same") in kinds
         assert (transport, 160 * 120 * 3, "same") in kinds
     assert all(r["rtt_us_median"] > 0 for r in rows)
-    assert "x semaphore" in result.output and "target" in result.output
+    assert "x semaphore" in result.output
+    assert "target" not in result.output  # the project's targets only with --check
+
+
+@pytest.mark.timeout(CLI_TIMEOUT_S)
+def test_bench_check_prints_the_targets_and_exits_3_on_a_miss(monkeypatch) -> None:  # noqa: ANN001
+    from dmxshm.bench import ipc
+    from dmxshm.cli import EXIT_TARGET_MISSED
+
+    monkeypatch.setattr(ipc, "targets", lambda rows: [("a figure >= 2", 1.0, False)])
+    result = CliRunner().invoke(cli, ["bench", "ipc", "--rounds", "20", "--repeats", "1",
+                                      "--check"])
+    assert result.exit_code == EXIT_TARGET_MISSED
+    assert "target a figure >= 2: 1.00 MISSED" in result.output
 
 
 def test_sweep_treats_an_object_older_than_its_pid_as_orphaned(tmp_path) -> None:  # noqa: ANN001
