@@ -107,9 +107,24 @@ def print_summary(s: Any) -> None:
                    f"({sp['scheduling']}), skipped {sp['skipped_cycles']}, period p99 "
                    f"{sp['period_us']['p99']:.1f} us, expired agent commands "
                    f"{sum(sp['expired_commands'])}")
-    click.echo(f"trajectory digest {s.trajectory_digest}")
+    print_robots(s)
+    click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
     if s.contact_sheet:
         click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
+
+
+def print_robots(s: Any) -> None:
+    """One line per robot: how it drove (distance, worst lane offset, steps off the
+    road) and what became of its commands."""
+    lane = s.lane
+    if not lane:
+        return
+    click.echo(f"{'robot':>5} {'distance m':>11} {'worst offset m':>15} {'off-road steps':>15} "
+               f"{'rejected':>9} {'expired':>8}")
+    for r in range(s.robots):
+        click.echo(f"{r:>5} {lane['distance_m'][r]:>11.2f} {lane['max_abs_offset_m'][r]:>15.3f} "
+                   f"{lane['off_road_steps'][r]:>15} {s.rejected_commands[r]:>9} "
+                   f"{s.expired_commands[r]:>8}")
 
 
 def print_spine(r: dict[str, Any]) -> None:

@@ -195,6 +195,12 @@ def test_run_command_prints_a_summary_and_writes_json(tmp_path) -> None:  # noqa
     assert data["steps"] == 20 and len(data["final_poses"]) == 2
     assert (tmp_path / "rec" / "contact_sheet.png").read_bytes()[:4] == b"\x89PNG"
     assert "steps/s" in result.output and "trajectory digest" in result.output
+    # How each robot drove, and what makes the run reproducible, without opening the JSON.
+    table = result.output[result.output.index("worst offset m"):].splitlines()
+    assert [line.split()[0] for line in table[1:3]] == ["0", "1"]
+    assert float(table[1].split()[1]) == pytest.approx(data["lane"]["distance_m"][0], abs=0.01)
+    assert f"seed 0, map loop; trajectory digest {data['trajectory_digest']}" in result.output
+    assert data["seed"] == 0 and data["map"] == "loop"
 
 
 def test_a_run_whose_robots_never_moved_fails_after_its_summary(tmp_path) -> None:  # noqa: ANN001

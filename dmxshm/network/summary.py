@@ -35,6 +35,8 @@ class Summary:
 
     mode: str
     robots: int
+    seed: int
+    map: str
     steps: int
     sim_time_s: float
     wall_time_s: float
@@ -120,7 +122,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         write_png(sheet, contact_sheet([frames[k] for k in sorted(frames) if frames[k]]))
     spine = results.get("spine")
     return Summary(
-        mode=cfg.mode, robots=cfg.robots, steps=eng.steps,
+        mode=cfg.mode, robots=cfg.robots, seed=cfg.seed, map=cfg.map, steps=eng.steps,
         sim_time_s=float(eng.sim_time_s), wall_time_s=float(eng.wall_time_s),
         steps_per_s=eng.steps / max(eng.wall_time_s, 1e-9),
         final_poses=eng.final_poses, trajectory_digest=eng.trajectory_digest,
