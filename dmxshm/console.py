@@ -8,7 +8,9 @@ figure: it formats what it is given.
 from __future__ import annotations
 
 import json as _json
+import math
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -229,14 +231,64 @@ def run_progress(label: str, total: int, live_table: bool
         finally:
             live.close()
         return
-    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
-        done = [0]
+    bar = Progress(label, total)
+    try:
+        yield bar.update, None
+    finally:
+        bar.close()
 
-        def progress(n: int) -> None:
-            bar.update(n - done[0])
-            done[0] = n
 
-        yield progress, None
+class Progress:
+    """Steps done out of ``total`` on stderr, with an ETA from the steps alone.
+
+    The clock starts at the first step, not when the processes start (their
+    start-up is no step's time). On a terminal one line is redrawn in place;
+    elsewhere (a log, CI) a line is written every :attr:`every_s` seconds.
+    """
+
+    every_s = 5.0
+    width = 30
+
+    def __init__(self, label: str, total: int, stream: Any = None) -> None:
+        self.label = label
+        self.total = max(total, 1)
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.first: tuple[float, int] | None = None  # (time, steps) at the first step seen
+        self.done = 0
+        self.last_line = -math.inf
+
+    def eta_s(self, now: float) -> float | None:
+        """Seconds left at the rate since the first step; None before two readings."""
+        if self.first is None or self.done <= self.first[1]:
+            return None
+        rate = (self.done - self.first[1]) / max(now - self.first[0], 1e-9)
+        return (self.total - self.done) / rate
+
+    def update(self, done: int) -> None:
+        now = time.monotonic()
+        self.done = done
+        if self.first is None and done > 0:
+            self.first = (now, done)
+        if self.tty:
+            self._write(now, end="\r")
+        elif now - self.last_line >= self.every_s:
+            self._write(now, end="\n")
+
+    def _write(self, now: float, end: str) -> None:
+        eta = self.eta_s(now)
+        left = "" if eta is None else f", ETA {int(eta) // 60}:{int(eta) % 60:02d}"
+        fill = int(self.width * min(self.done / self.total, 1.0))
+        bar = f"[{'#' * fill}{'-' * (self.width - fill)}] " if self.tty else ""
+        self.stream.write(f"{self.label} {bar}{self.done}/{self.total} steps "
+                          f"({self.done / self.total:.0%}){left}{' ' * 4 if self.tty else ''}"
+                          + end)
+        self.stream.flush()
+        self.last_line = now
+
+    def close(self) -> None:
+        """The last reading, on a line of its own."""
+        self._write(time.monotonic(), end="\n")
 
 
 def write_json(data: Any, path: str) -> None:
