@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import json as _json
 import os
 import sys
@@ -133,7 +134,10 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
                    "spine), or 'auto': the spine alone on the last CPU, the rest dealt "
                    "round the others.")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False),
-              help="Write camera frames as PNG here, plus contact_sheet.png.")
+              help="Write camera frames as PNG here, plus contact_sheet.png (a folder that "
+                   "holds frames of an earlier run is refused unless --overwrite).")
+@click.option("--overwrite", is_flag=True,
+              help="With --record: remove the frames of an earlier run from the folder first.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
               help="Write the summary as JSON to this file.")
 @click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True,
@@ -154,7 +158,7 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
               help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 "
                    "[default: camera=30,imu=100,encoders=30,tof=15].")
 def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir: str,
-        steps: int,
+        steps: int, overwrite: bool,
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
@@ -173,11 +177,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     # The agent processes start with this sys.path: they find the module too.
     sys.path.insert(0, os.path.abspath(app_dir))
     if record_dir:
-        try:
-            os.makedirs(record_dir, exist_ok=True)
-        except OSError as exc:
-            raise click.BadParameter(f"cannot create {record_dir}: {exc.strerror}",
-                                     param_hint="--record") from None
+        _prepare_record_dir(record_dir, camera, overwrite)
     with _usage_errors():  # what was asked cannot run: found before anything starts
         resolve(agent_spec(agent))
         config = network.NetworkConfig(
@@ -444,6 +444,28 @@ def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str,
 
     console.write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))
     _check_targets(vector.targets(rows), check)
+
+
+def _prepare_record_dir(path: str, camera: tuple[int, int], overwrite: bool) -> None:
+    """A folder for --record: refused without a camera, or holding an earlier run's
+    frames (unless --overwrite, which removes them)."""
+    if camera == (0, 0):
+        raise click.UsageError("--record writes camera frames, and --camera 0x0 turns the "
+                               "camera off: give a camera size (e.g. --camera 160x120) or "
+                               "drop --record.")
+    old = sorted(glob.glob(os.path.join(path, "robot[0-9][0-9]_*.png"))
+                 + glob.glob(os.path.join(path, "contact_sheet.png")))
+    if old and not overwrite:
+        raise click.UsageError(f"{path} holds {len(old)} frame(s) of an earlier run; new "
+                               "frames would mix with them. Choose an empty folder, or add "
+                               "--overwrite to remove them first.")
+    try:
+        for name in old:
+            os.remove(name)
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot use {path}: {exc.strerror}",
+                                 param_hint="--record") from None
 
 
 # Options that only one mode uses: typed in the other, they are refused.

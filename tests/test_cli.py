@@ -203,6 +203,24 @@ def test_run_command_prints_a_summary_and_writes_json(tmp_path) -> None:  # noqa
     assert data["seed"] == 0 and data["map"] == "loop"
 
 
+def test_record_refuses_a_camera_off_and_an_earlier_runs_frames(tmp_path, capsys) -> None:  # noqa: ANN001
+    rec = tmp_path / "rec"
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--steps", "5", "--camera", "0x0", "--record", str(rec)])
+    assert exc.value.code == EXIT_USAGE and "turns the camera off" in capsys.readouterr().err
+    rec.mkdir()
+    (rec / "robot00_step000000.png").write_bytes(b"old")
+    (rec / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--steps", "5", "--camera", "32x24", "--record", str(rec)])
+    assert exc.value.code == EXIT_USAGE and "earlier run" in capsys.readouterr().err
+    result = CliRunner().invoke(cli, ["run", "--steps", "20", "--camera", "32x24", "--record",
+                                      str(rec), "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert (rec / "robot00_step000000.png").read_bytes()[:4] == b"\x89PNG"  # the new frame
+    assert (rec / "notes.txt").read_text() == "mine"  # only frames are removed
+
+
 def test_a_run_whose_robots_never_moved_fails_after_its_summary(tmp_path) -> None:  # noqa: ANN001
     from dmxshm.network import CommandsRejectedError
 
