@@ -189,12 +189,22 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             profile_interval_s=profile_interval_s)
         config.check_world()  # a bad map, or too many robots for it
     failed: network.CommandsRejectedError | None = None
+    stopped: BaseException | None = None
     with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (
             on_progress, on_profile):
         try:
             summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
         except network.CommandsRejectedError as exc:  # the figures still tell what happened
             failed, summary = exc, exc.summary
+        except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: what was done
+            stopped = exc
+    if stopped is not None:
+        partial = getattr(stopped, "summary", None)
+        if partial is not None:
+            console.print_summary(partial)
+            if json:
+                console.write_json(partial.to_dict(), json)
+        raise stopped
     console.print_summary(summary)
     if profile:
         console.print_profile(summary.processes, summary.profile, summary.shm_bytes)

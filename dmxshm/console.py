@@ -82,6 +82,8 @@ def fmt_cpus(cpus: list[int]) -> str:
 
 
 def print_summary(s: Any) -> None:
+    if s.interrupted:
+        click.echo("\nINTERRUPTED: the figures of the steps done until the run was stopped")
     click.echo(f"\n{s.mode} mode, {s.robots} robot(s): {s.steps} steps, "
                f"{s.sim_time_s:.2f} s simulated in {s.wall_time_s:.2f} s wall "
                f"({s.steps_per_s:.1f} steps/s)")

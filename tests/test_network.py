@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from dmxshm.errors import DmxError
 from dmxshm.network import (
     CommandsRejectedError,
     ConfigError,
@@ -215,6 +216,56 @@ def test_ctrl_c_or_sigterm_stops_the_run_and_leaves_nothing(signum: int, code: i
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert no_entries_of(proc.pid)
+
+
+def steps_published(pid: int) -> int:
+    """Steps the engine of the run started by ``pid`` has published (its state ring's
+    writes, read without taking a side of the ring); 0 before the ring exists."""
+    from dmxshm.shm.ring import Ring
+
+    names = [e.name for e in list_entries() if e.pid == pid and e.what == "state.0"
+             and e.kind == "segment"]
+    if not names:
+        return 0
+    try:
+        ring = Ring.attach(names[0])
+    except DmxError:
+        return 0
+    try:
+        return ring.stats().writes
+    finally:
+        ring.close()
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_run_shows_and_writes_what_it_did(signum: int, code: int,
+                                                    tmp_path: object) -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "run.json"  # type: ignore[operator]
+    proc = subprocess.Popen([sys.executable, *RUN_FOREVER, "--robots", "2", "--json",
+                             str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S / 2
+        while steps_published(proc.pid) < 20:  # it is stepping: stop it now
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=RUN_TIMEOUT_S / 2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code, err[-2000:]
+    assert "INTERRUPTED" in out and "trajectory digest" in out
+    data = json.loads(path.read_text())
+    assert data["interrupted"] and 20 <= data["steps"] < 100000000
+    assert len(data["lane"]["distance_m"]) == 2 and data["seed"] == 0
     assert no_entries_of(proc.pid)
 
 

@@ -6,6 +6,7 @@ Policies and how they are named: :mod:`dmxshm.network.policies`.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from dmxshm.errors import RingClosedError
 from dmxshm.network.plan import Plan
 from dmxshm.network.policies import AgentError, as_wheels, load_policy
 from dmxshm.network.results import AgentResult
+from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 
 
@@ -30,35 +32,46 @@ def run_agent(plan: Plan, index: int) -> AgentResult:
     where = [np.array([robots.index(r) for r in link.robots]) for link in links]
     obs = np.zeros(len(robots), obs_rings[0].dtype["obs"].base)
     cmd = np.zeros((), cmd_ring.dtype)
-    busy_s = 0.0
-    steps = 0
-    clock = time.perf_counter
+    counts = AgentResult(steps=0, busy_s=0.0, obs_drops=0)
     try:
         plan.wait_for_start("agent", index)
-        while True:
-            try:
-                step = 0
-                for ring, idx in zip(obs_rings, where, strict=True):
-                    slot = ring.read(cfg.wait_timeout_s)
-                    obs[idx] = slot["obs"]
-                    step = int(slot["step"])
-            except RingClosedError:
-                break
-            t0 = clock()
-            try:
-                answer = policy(obs)
-            except Exception as exc:
-                raise AgentError(f"{role}: the policy {cfg.agent!r} raised "
-                                 f"{type(exc).__name__}: {exc}") from exc
-            busy_s += clock() - t0
-            cmd["step"] = step
-            cmd["wall_time_s"] = time.monotonic()
-            cmd["wheels_rad_s"] = as_wheels(answer, len(robots), role)
-            cmd_ring.write(cmd, cfg.wait_timeout_s)
-            steps += 1
+        _serve(cfg, role, robots, policy, obs_rings, cmd_ring, where, obs, cmd, counts)
         cmd_ring.close_writer()
         stats = [ring.stats() for ring in obs_rings]
-        return AgentResult(steps=steps, busy_s=busy_s, obs_drops=sum(s.drops for s in stats))
+        return AgentResult(steps=counts.steps, busy_s=counts.busy_s,
+                           obs_drops=sum(s.drops for s in stats))
+    except Terminated as exc:  # stopped: what it did still reaches the summary
+        exc.partial = AgentResult(steps=counts.steps, busy_s=counts.busy_s,
+                                  obs_drops=sum(ring.stats().drops for ring in obs_rings))
+        raise
     finally:
         for ring in (*obs_rings, cmd_ring):
             ring.close()
+
+
+def _serve(cfg: Any, role: str, robots: tuple[int, ...], policy: Any, obs_rings: list[Ring],
+           cmd_ring: Ring, where: list[np.ndarray], obs: np.ndarray, cmd: np.ndarray,
+           counts: AgentResult) -> None:
+    """Answer every observation with a command until the observations end."""
+    clock = time.perf_counter
+    while True:
+        try:
+            step = 0
+            for ring, idx in zip(obs_rings, where, strict=True):
+                slot = ring.read(cfg.wait_timeout_s)
+                obs[idx] = slot["obs"]
+                step = int(slot["step"])
+        except RingClosedError:
+            break
+        t0 = clock()
+        try:
+            answer = policy(obs)
+        except Exception as exc:
+            raise AgentError(f"{role}: the policy {cfg.agent!r} raised "
+                             f"{type(exc).__name__}: {exc}") from exc
+        counts.busy_s += clock() - t0
+        cmd["step"] = step
+        cmd["wall_time_s"] = time.monotonic()
+        cmd["wheels_rad_s"] = as_wheels(answer, len(robots), role)
+        cmd_ring.write(cmd, cfg.wait_timeout_s)
+        counts.steps += 1

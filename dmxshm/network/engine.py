@@ -27,6 +27,7 @@ import numpy as np
 
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import EngineResult
+from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.state import poses_2d
@@ -190,28 +191,38 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     t_start = clock()
     lanes = LaneLog(world)
     states = world.state()
-    for k in range(cfg.steps):
-        _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
-        # Bookkeeping after the handoff: it overlaps the renderers' work.
-        poses = poses_2d(states)
-        digest.update(poses.tobytes())
-        lanes.update(poses)
-        for ring, rows in zip(cmd_rings, agent_rows, strict=True):
-            wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
-        safe = rejections.check(wheels, everyone, k)  # framework work, not physics
-        t0 = clock()
-        world.apply_wheel_speeds(safe)
-        world.step()
-        states = world.state()
-        physics_s += clock() - t0
+    done = 0
+
+    def result(wall_s: float) -> EngineResult:
+        return EngineResult(
+            steps=done, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
+            metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
+            rejected_commands=rejections.counts.tolist(), expired_commands=[0] * cfg.robots,
+            received_commands=rejections.received.tolist(), first_rejections=rejections.first,
+            lane=lanes.report())
+
+    try:
+        for k in range(cfg.steps):
+            _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+            # Bookkeeping after the handoff: it overlaps the renderers' work.
+            poses = poses_2d(states)
+            digest.update(poses.tobytes())
+            lanes.update(poses)
+            for ring, rows in zip(cmd_rings, agent_rows, strict=True):
+                wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
+            safe = rejections.check(wheels, everyone, k)  # framework work, not physics
+            t0 = clock()
+            world.apply_wheel_speeds(safe)
+            world.step()
+            states = world.state()
+            physics_s += clock() - t0
+            done = k + 1
+    except Terminated as exc:  # stopped: what was done so far still reaches the summary
+        exc.partial = result(clock() - t_start)
+        raise
     wall_s = clock() - t_start
     digest.update(poses_2d(states).tobytes())
-    return EngineResult(
-        steps=cfg.steps, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
-        metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
-        rejected_commands=rejections.counts.tolist(), expired_commands=[0] * cfg.robots,
-        received_commands=rejections.received.tolist(), first_rejections=rejections.first,
-        lane=lanes.report())
+    return result(wall_s)
 
 
 def _reply_to_spine(ring: Ring, step: int, states: np.ndarray) -> None:
@@ -237,40 +248,49 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
     steps = cfg.planned_steps
     lanes = LaneLog(world)
     t_start = clock()
-    for k in range(steps):
-        states = world.state()
-        poses = poses_2d(states)
-        digest.update(poses.tobytes())
-        lanes.update(poses)
-        _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
-        for ring, rows in zip(cmd_rings, agent_rows, strict=True):
-            cmd = ring.try_read(newest=True)
-            if cmd is not None:  # checked once, when it arrives
-                wheels[rows] = rejections.check(cmd["wheels_rad_s"], rows, k)
-                cmd_time[rows] = cmd["wall_time_s"]
-        now = clock()
-        live = now - cmd_time <= cfg.command_timeout_s
-        expired += was_live & ~live  # a command that just ran out
-        was_live = live
-        t0 = time.perf_counter()
-        world.apply_wheel_speeds(np.where(live[:, None], wheels, 0.0))
-        world.step()
-        physics_s += time.perf_counter() - t0
-        if spine_reply is not None:  # the servo replies of the spine's CAN cycle
-            _reply_to_spine(spine_reply, k, world.state())
-        # Sleep until the wall clock reaches the simulated time of step k+1.
-        # A late step is counted and the next one starts at once, so the
-        # simulation catches up with the wall clock instead of drifting.
-        ahead_s = t_start + (k + 1) * cfg.dt_s - clock()
-        if ahead_s > 0:
-            time.sleep(ahead_s)
-        else:
-            late_steps += 1
-            max_lag_s = max(max_lag_s, -ahead_s)
-    wall_s = clock() - t_start
-    return EngineResult(
-        steps=steps, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
-        metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
-        rejected_commands=rejections.counts.tolist(), expired_commands=expired.tolist(),
-        received_commands=rejections.received.tolist(), first_rejections=rejections.first,
-        lane=lanes.report(), late_steps=late_steps, max_lag_s=max_lag_s)
+    done = 0
+
+    def result(wall_s: float) -> EngineResult:
+        return EngineResult(
+            steps=done, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
+            metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
+            rejected_commands=rejections.counts.tolist(), expired_commands=expired.tolist(),
+            received_commands=rejections.received.tolist(), first_rejections=rejections.first,
+            lane=lanes.report(), late_steps=late_steps, max_lag_s=max_lag_s)
+
+    try:
+        for k in range(steps):
+            states = world.state()
+            poses = poses_2d(states)
+            digest.update(poses.tobytes())
+            lanes.update(poses)
+            _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+            for ring, rows in zip(cmd_rings, agent_rows, strict=True):
+                cmd = ring.try_read(newest=True)
+                if cmd is not None:  # checked once, when it arrives
+                    wheels[rows] = rejections.check(cmd["wheels_rad_s"], rows, k)
+                    cmd_time[rows] = cmd["wall_time_s"]
+            now = clock()
+            live = now - cmd_time <= cfg.command_timeout_s
+            expired += was_live & ~live  # a command that just ran out
+            was_live = live
+            t0 = time.perf_counter()
+            world.apply_wheel_speeds(np.where(live[:, None], wheels, 0.0))
+            world.step()
+            physics_s += time.perf_counter() - t0
+            if spine_reply is not None:  # the servo replies of the spine's CAN cycle
+                _reply_to_spine(spine_reply, k, world.state())
+            # Sleep until the wall clock reaches the simulated time of step k+1.
+            # A late step is counted and the next one starts at once, so the
+            # simulation catches up with the wall clock instead of drifting.
+            ahead_s = t_start + (k + 1) * cfg.dt_s - clock()
+            if ahead_s > 0:
+                time.sleep(ahead_s)
+            else:
+                late_steps += 1
+                max_lag_s = max(max_lag_s, -ahead_s)
+            done = k + 1
+    except Terminated as exc:  # stopped: what was done so far still reaches the summary
+        exc.partial = result(clock() - t_start)
+        raise
+    return result(clock() - t_start)

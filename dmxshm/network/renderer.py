@@ -29,6 +29,7 @@ from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
 from dmxshm.network.plan import ObsLink, Plan
 from dmxshm.network.results import RendererResult
 from dmxshm.pngio import write_png
+from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 from dmxshm.world.state import yaw_of
 from dmxshm.world.world import World
@@ -93,10 +94,18 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
     sensing = _Sensing(cfg, world)
     try:
         plan.wait_for_start("renderer", index)
-        if cfg.mode == "gym":
-            result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing)
-        else:
-            result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing)
+        started = time.monotonic()
+        try:
+            if cfg.mode == "gym":
+                result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing)
+            else:
+                result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing)
+        except Terminated as exc:  # stopped: what it produced still reaches the summary
+            exc.partial = RendererResult(
+                steps=min(sensing.produced.values()), render_s=sensing.render_s,
+                produced=sensing.produced, frames={}, recorded=0,
+                elapsed_s=time.monotonic() - started)
+            raise
         for ring in obs_rings:
             ring.close_writer()
         return RendererResult(render_s=sensing.render_s, produced=sensing.produced, **result)

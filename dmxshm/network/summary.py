@@ -31,6 +31,8 @@ class Summary:
     network``: the floor's seconds per round; None in a plain run).
     ``received_commands`` counts the commands that reached each robot, and
     ``first_rejections`` describes each robot's first rejected one.
+    ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
+    the figures of the steps done until then.
     """
 
     mode: str
@@ -60,6 +62,7 @@ class Summary:
     processes: list[dict[str, Any]] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
     start_hook: Any = None
+    interrupted: bool = False
     received_commands: list[int] = field(default_factory=list)
     first_rejections: dict[int, str] = field(default_factory=dict)
 

@@ -244,10 +244,42 @@ class Network:
 
         Raises:
             NetworkError: a process died or raised; names it and the cause.
+            CommandsRejectedError: every command of some robot was rejected.
+            KeyboardInterrupt, SystemExit: Ctrl-C or SIGTERM; the exception's
+                ``summary`` holds what was done until then (``interrupted``
+                True), or None.
         """
         if self.plan is None:
             self.start()
         assert self.plan is not None
+        sup = self.supervisor
+        try:
+            self._watch(on_progress, on_profile)
+        except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: tell what was done
+            exc.summary = self._partial_summary()  # type: ignore[union-attr]
+            raise
+        failure = sup.failure(exclude=self.unfinished)
+        if failure is not None:
+            raise NetworkError.of(failure)
+        results = {c.name: c.report.result for c in sup.children
+                   if c.report is not None and c.report.ok}
+        summary = summarize(self.plan, results)
+        summary.unfinished = list(self.unfinished)
+        if self.registry is not None:
+            summary.shm_bytes = sum(shm_sizes(self.registry.names).values())
+        if self.profiler is not None:
+            self.profiler.stop()
+            report = self.profiler.report()
+            summary.processes = report.pop("processes")
+            summary.profile = report
+        CommandsRejectedError.check(summary, {r: f"agent-{a}" for a, rows in
+                                              enumerate(self.plan.agent_robots) for r in rows})
+        return summary
+
+    def _watch(self, on_progress: Callable[[int], None] | None,
+               on_profile: Callable[[Profiler], None] | None) -> None:
+        """Gather outcomes until every child ended, a failure was reported, or the
+        others overstayed the engine's end."""
         sup = self.supervisor
         engine = sup.child("engine")
         failed_at: float | None = None
@@ -269,22 +301,21 @@ class Network:
             signals.check()
             if on_progress is not None:
                 on_progress(self.progress())
-        failure = sup.failure(exclude=self.unfinished)
-        if failure is not None:
-            raise NetworkError.of(failure)
-        results = {c.name: c.report.result for c in sup.children
-                   if c.report is not None and c.report.ok}
-        summary = summarize(self.plan, results)
-        summary.unfinished = list(self.unfinished)
-        if self.registry is not None:
-            summary.shm_bytes = sum(shm_sizes(self.registry.names).values())
-        if self.profiler is not None:
-            self.profiler.stop()
-            report = self.profiler.report()
-            summary.processes = report.pop("processes")
-            summary.profile = report
-        CommandsRejectedError.check(summary, {r: f"agent-{a}" for a, rows in
-                                              enumerate(self.plan.agent_robots) for r in rows})
+
+    def _partial_summary(self) -> Summary | None:
+        """After Ctrl-C or SIGTERM: stop the children (they unwind and report what they
+        did so far) and summarise that, marked interrupted; None if nothing came."""
+        assert self.plan is not None
+        self.supervisor.stop()
+        results = {c.name: c.report.result for c in self.supervisor.children
+                   if c.report is not None and c.report.result is not None}
+        if "engine" not in results:
+            return None
+        try:
+            summary = summarize(self.plan, results)
+        except DmxError:
+            return None
+        summary.interrupted = True
         return summary
 
     def _stragglers(self, engine_done_at: float) -> bool:

@@ -32,11 +32,19 @@ SECONDARY_ERRORS: tuple[type[BaseException], ...] = (
 
 
 class Terminated(SystemExit):
-    """This child was told to stop by a signal (SIGTERM)."""
+    """This child was told to stop by a signal (SIGTERM).
+
+    Attributes:
+        signum: the signal.
+        partial: what the child had done when it was stopped (its result so
+            far), set by the code it unwinds through; it reaches the
+            supervisor as the outcome's ``result``.
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(128 + signum)
         self.signum = signum
+        self.partial: Any = None
 
     def __str__(self) -> str:
         return describe_signal(self.signum)
@@ -77,7 +85,8 @@ class Outcome:
         name: the child's name (``engine``, ``renderer-1``, ``batch-0``...).
         pid: its pid.
         cause: why it ended.
-        result: what its main function returned (``cause`` OK).
+        result: what its main function returned (``cause`` OK), or what it had
+            done when a signal stopped it (``signalled``; see :class:`Terminated`).
         error_type: qualified name of the exception it raised, if any.
         message: the exception's message, or what the supervisor saw.
         traceback: the formatted traceback, if it raised.
@@ -105,16 +114,17 @@ class Outcome:
     @classmethod
     def of_exception(cls, name: str, pid: int, exc: BaseException, tb: str) -> Outcome:
         """What a child that raised ``exc`` reports."""
+        result = None
         if isinstance(exc, Terminated):
-            cause, signum = Cause.SIGNALLED, exc.signum
+            cause, signum, result = Cause.SIGNALLED, exc.signum, exc.partial
         else:
             cause = Cause.PEER if isinstance(exc, SECONDARY_ERRORS) else Cause.RAISED
             signum = None
         kind = type(exc)
         qual = kind.__qualname__ if kind.__module__ == "builtins" else \
             f"{kind.__module__}.{kind.__qualname__}"
-        return cls(name=name, pid=pid, cause=cause, error_type=qual, message=str(exc),
-                   traceback=tb, signum=signum,
+        return cls(name=name, pid=pid, cause=cause, result=result, error_type=qual,
+                   message=str(exc), traceback=tb, signum=signum,
                    peer_role=exc.role if isinstance(exc, PeerDiedError) else None,
                    peer_pid=exc.pid if isinstance(exc, PeerDiedError) else None)
 
