@@ -32,7 +32,9 @@ def test_shapes_dtypes_and_a_smoke_run() -> None:
     try:
         assert env.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
         obs, info = env.reset()
-        assert obs.shape == (4, 11) and obs.dtype == np.float32 and info == {}
+        assert obs.shape == (4, 11) and obs.dtype == np.float32
+        assert set(info) == {"lane_offset_m", "_lane_offset_m", "on_road", "_on_road"}
+        assert info["on_road"].all() and info["lane_offset_m"].shape == (4,)
         for a in actions(4, 300):
             obs, reward, terminated, truncated, _ = env.step(a)
         assert reward.shape == (4,) and reward.dtype == np.float64
@@ -78,17 +80,22 @@ def test_copy_semantics() -> None:
             env.close()
 
 
-def run(workers: int, seed: int = 3, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+def run(workers: int, seed: int = 3, infos: list | None = None,
+        **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     env: Any = (dmxshm.make_vec(6, num_workers=workers, seed=seed, max_episode_steps=40, **kwargs)
                 if workers else gymnasium.vector.SyncVectorEnv(
                     [lambda: DuckieLaneEnv(max_episode_steps=40)] * 6))
     try:
-        obs, _ = env.reset(seed=seed)
+        obs, info = env.reset(seed=seed)
         all_obs, all_rew = [obs], []
+        if infos is not None:
+            infos.append(info)
         for a in actions(6, 100):
-            obs, reward, *_ = env.step(a)
+            obs, reward, _, _, info = env.step(a)
             all_obs.append(obs)
             all_rew.append(reward)
+            if infos is not None:
+                infos.append(info)
         return np.array(all_obs), np.array(all_rew)
     finally:
         env.close()
@@ -104,9 +111,19 @@ def test_same_seed_same_batch_whatever_the_worker_count() -> None:
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_the_same_batch_as_gymnasiums_sync_vector_env() -> None:
     # Same seeds, same actions, 100 steps with episodes of 40 (autoresets
-    # included): every observation and reward agrees bit for bit.
-    (o1, r1), (o0, r0) = run(2), run(0)
+    # included): every observation, reward and info agrees bit for bit.
+    ours: list = []
+    theirs: list = []
+    (o1, r1), (o0, r0) = run(2, infos=ours), run(0, infos=theirs)
     assert np.array_equal(o1, o0) and np.array_equal(r1, r0)
+    assert len(ours) == len(theirs) == 101
+    for mine, sync in zip(ours, theirs, strict=True):
+        assert set(mine) == set(sync) >= {"lane_offset_m", "_lane_offset_m", "on_road"}
+        for key in mine:  # per-env arrays with gymnasium's _key masks, as SyncVectorEnv's
+            assert np.array_equal(mine[key], sync[key]), key
+            assert mine[key].dtype == np.asarray(sync[key]).dtype, key
+    # An autoreset step has no progress for the envs that reset (none: no key at all).
+    assert any("_progress_m" not in i or not i["_progress_m"].all() for i in ours[1:])
 
 
 def test_bad_spin_is_refused() -> None:

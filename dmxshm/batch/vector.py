@@ -62,6 +62,10 @@ from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import acquire, spin_until, wait_semaphore
 
 STEP, RESET, CLOSE = 1, 2, 3
+INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.bool_),
+               "progress_m": np.dtype(np.float64)}
+"""What a DuckieLane step puts in ``info``, one array each in the batch (a reset's
+info has no ``progress_m``: its ``_progress_m`` mask is False there)."""
 
 
 def _resolve_spin_s(spin_us: float | None) -> float:
@@ -98,6 +102,8 @@ class _Arrays:
             ("actions", (n, 2), np.dtype(np.float32)), ("rewards", (n,), np.dtype(np.float64)),
             ("terminated", (n,), np.dtype(np.bool_)), ("truncated", (n,), np.dtype(np.bool_)),
             ("seeds", (n,), np.dtype(np.int64)), ("command", (workers,), np.dtype(np.int64))]
+        layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
+        layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         self.views: dict[str, np.ndarray] = {}
         offset = 0
@@ -109,6 +115,7 @@ class _Arrays:
     @staticmethod
     def size(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int) -> int:
         total = 64 * 16 + n * (8 + 8 + 1 + 1 + 8) + workers * 8
+        total += n * (sum(dt.itemsize for dt in INFO_FIELDS.values()) + 1) + 64 * 4
         total += sum(n * int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in obs.values())
         return total + 64 * (6 + len(obs))
 
@@ -148,19 +155,27 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
             rewards = [0.0] * len(envs)
             ended = [False] * len(envs)
             cut = [False] * len(envs)
+            offsets, on_road, progress = [0.0] * len(envs), [False] * len(envs), [0.0] * len(envs)
+            stepped = [False] * len(envs)
             wheels = v["actions"][lo:hi].tolist()
             for j, env in enumerate(envs):
                 if command == RESET or pending_reset[j]:
                     seed = int(v["seeds"][lo + j]) if command == RESET else -1
-                    obs, _ = env.reset(seed=None if seed < 0 else seed)
+                    obs, info = env.reset(seed=None if seed < 0 else seed)
                     pending_reset[j] = False
                 else:
-                    obs, rewards[j], ended[j], cut[j], _ = env.step_wheels(*wheels[j])
+                    obs, rewards[j], ended[j], cut[j], info = env.step_wheels(*wheels[j])
                     pending_reset[j] = ended[j] or cut[j]
+                    progress[j], stepped[j] = info["progress_m"], True
+                offsets[j], on_road[j] = info["lane_offset_m"], info["on_road"]
                 put(lo + j, obs)
             v["rewards"][lo:hi] = rewards
             v["terminated"][lo:hi] = ended
             v["truncated"][lo:hi] = cut
+            v["info:lane_offset_m"][lo:hi] = offsets
+            v["info:on_road"][lo:hi] = on_road
+            v["info:progress_m"][lo:hi] = progress
+            v["info:_progress_m"][lo:hi] = stepped
             done.release()
     finally:
         for env in envs:
@@ -325,6 +340,18 @@ class DmxVectorEnv(VectorEnv):
         arr = self._arrays.views[name]
         return arr.copy() if self.copy else arr
 
+    def _info(self) -> dict[str, np.ndarray]:
+        """Per-env info arrays, with gymnasium's ``_key`` masks (True where the env's
+        info has the key), as ``SyncVectorEnv`` gives them."""
+        info: dict[str, np.ndarray] = {}
+        everyone = np.ones(self.num_envs, dtype=np.bool_)
+        for key in INFO_FIELDS:
+            mask = self._out("info:_progress_m") if key == "progress_m" else everyone.copy()
+            if mask.any():
+                info[key] = self._out(f"info:{key}")
+                info[f"_{key}"] = mask
+        return info
+
     def reset(self, *, seed: int | list[int] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset every sub-environment (``seed``: int for seed + i, or one per env)."""
@@ -340,7 +367,7 @@ class DmxVectorEnv(VectorEnv):
             seeds = [-1 if s is None else int(s) for s in seed]
         self._arrays.views["seeds"][:] = seeds
         self._run(RESET)
-        return self._obs(), {}
+        return self._obs(), self._info()
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         self._check_open()
@@ -353,7 +380,7 @@ class DmxVectorEnv(VectorEnv):
         self._arrays.views["actions"][:] = a
         self._run(STEP)
         return (self._obs(), self._out("rewards"), self._out("terminated"),
-                self._out("truncated"), {})
+                self._out("truncated"), self._info())
 
     def _check_open(self) -> None:
         if self.closed:
