@@ -253,3 +253,29 @@ def test_gymnasium_make_vec_and_wrappers() -> None:
         np.testing.assert_allclose(list(env.return_queue), [r for _, r in ended])
     finally:
         env.close()
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_render_tiles_the_first_sub_environments_camera_images() -> None:
+    camera = (32, 24)
+    env = dmxshm.make_vec(5, num_workers=2, seed=7, camera=camera, render_mode="rgb_array")
+    singles = [DuckieLaneEnv(camera=camera, render_mode="rgb_array") for _ in range(4)]
+    try:
+        env.reset()
+        tiles = env.render()
+        assert tiles is not None and tiles.shape == (2 * 24, 2 * 32, 3)
+        for i, single in enumerate(singles):  # sub-environment i is seeded with seed + i
+            single.reset(seed=7 + i)
+            r, c = divmod(i, 2)
+            assert np.array_equal(tiles[r * 24:(r + 1) * 24, c * 32:(c + 1) * 32],
+                                  single.render())
+    finally:
+        env.close()
+        for single in singles:
+            single.close()
+    plain = dmxshm.make_vec(2, num_workers=1, seed=0)
+    try:
+        plain.reset()
+        assert plain.render() is None  # no render mode asked for
+    finally:
+        plain.close()

@@ -61,7 +61,7 @@ from dmxshm.shm.registry import Registry
 from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import acquire, spin_until, wait_semaphore
 
-STEP, RESET, CLOSE = 1, 2, 3
+STEP, RESET, CLOSE, RENDER = 1, 2, 3, 4
 INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.bool_),
                "progress_m": np.dtype(np.float64)}
 """What a DuckieLane step puts in ``info``, one array each in the batch (a reset's
@@ -92,12 +92,33 @@ def _fields(space: gym.Space[Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]
     return {"": (space.shape, space.dtype)}  # type: ignore[dict-item]
 
 
+RENDER_ENVS = 4
+"""``render()`` tiles the camera images of this many sub-environments (the first)."""
+
+
+def _render_shape(n: int, env_kwargs: dict[str, Any]) -> tuple[int, ...] | None:
+    """Shape of the shared render images, or None without ``render_mode="rgb_array"``."""
+    if env_kwargs.get("render_mode") != "rgb_array":
+        return None
+    width, height = env_kwargs["camera"]
+    return (min(n, RENDER_ENVS), height, width, 3)
+
+
 class _Arrays:
     """The shared arrays of a batch, laid out in one segment."""
 
     def __init__(self, seg: Segment, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]],
-                 workers: int) -> None:
+                 workers: int, render: tuple[int, ...] | None) -> None:
         self.segment = seg
+        self.views: dict[str, np.ndarray] = {}
+        for name, shape, dtype, offset in self._layout(n, obs, workers, render):
+            self.views[name] = seg.ndarray(dtype, shape, offset)
+
+    @staticmethod
+    def _layout(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
+                render: tuple[int, ...] | None
+                ) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
+        """``(name, shape, dtype, offset)`` of every array, each 64-byte aligned."""
         layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
             ("actions", (n, 2), np.dtype(np.float32)), ("rewards", (n,), np.dtype(np.float64)),
             ("terminated", (n,), np.dtype(np.bool_)), ("truncated", (n,), np.dtype(np.bool_)),
@@ -105,19 +126,21 @@ class _Arrays:
         layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
         layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
-        self.views: dict[str, np.ndarray] = {}
-        offset = 0
+        if render is not None:
+            layout += [("render", render, np.dtype(np.uint8))]
+        out, offset = [], 0
         for name, shape, dtype in layout:
             offset = -(-offset // 64) * 64
-            self.views[name] = seg.ndarray(dtype, shape, offset)
+            out.append((name, shape, dtype, offset))
             offset += int(np.prod(shape)) * dtype.itemsize
+        return out
 
-    @staticmethod
-    def size(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int) -> int:
-        total = 64 * 16 + n * (8 + 8 + 1 + 1 + 8) + workers * 8
-        total += n * (sum(dt.itemsize for dt in INFO_FIELDS.values()) + 1) + 64 * 4
-        total += sum(n * int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in obs.values())
-        return total + 64 * (6 + len(obs))
+    @classmethod
+    def size(cls, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
+             render: tuple[int, ...] | None) -> int:
+        """Bytes of the segment that holds them."""
+        name, shape, dtype, offset = cls._layout(n, obs, workers, render)[-1]
+        return offset + int(np.prod(shape)) * dtype.itemsize
 
 
 def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
@@ -129,7 +152,8 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
     try:
         envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]
         seg = Segment.attach(names["arrays"])
-        arrays = _Arrays(seg, n, _fields(envs[0].observation_space), workers)
+        render = _render_shape(n, env_kwargs)
+        arrays = _Arrays(seg, n, _fields(envs[0].observation_space), workers, render)
         v = arrays.views
         go = posix_ipc.Semaphore(names[f"go.{index}"])
         done = posix_ipc.Semaphore(names[f"done.{index}"])
@@ -152,6 +176,12 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
             command = int(v["command"][index])
             if command == CLOSE:
                 break
+            if command == RENDER:
+                for j, env in enumerate(envs):
+                    if render is not None and lo + j < render[0]:
+                        v["render"][lo + j] = env.render()
+                done.release()
+                continue
             rewards = [0.0] * len(envs)
             ended = [False] * len(envs)
             cut = [False] * len(envs)
@@ -185,7 +215,8 @@ def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers
 class DmxVectorEnv(VectorEnv):
     """N DuckieLane worlds over W worker processes (see the module docstring)."""
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP,
+                                "render_modes": ["rgb_array"]}
 
     def __init__(self, num_envs: int, num_workers: int | None = None, obs: str = "state",
                  camera: tuple[int, int] = (160, 120), seed: int | None = None,
@@ -217,9 +248,11 @@ class DmxVectorEnv(VectorEnv):
         self._workers: list[Child] = []
         self.closed = False
         try:
+            self.render_mode = env_kwargs.get("render_mode")
+            render = _render_shape(num_envs, kwargs)
             seg = self._registry.create_segment(
-                "batch", _Arrays.size(num_envs, self._fields, workers))
-            self._arrays = _Arrays(seg, num_envs, self._fields, workers)
+                "batch", _Arrays.size(num_envs, self._fields, workers, render))
+            self._arrays = _Arrays(seg, num_envs, self._fields, workers, render)
             names = {"arrays": seg.name}
             self._go: list[Any] = []
             self._done: list[Any] = []
@@ -381,6 +414,24 @@ class DmxVectorEnv(VectorEnv):
         self._run(STEP)
         return (self._obs(), self._out("rewards"), self._out("terminated"),
                 self._out("truncated"), self._info())
+
+    def render(self) -> np.ndarray | None:  # type: ignore[override]  # one tiled image
+        """The camera images of the first sub-environments (up to :data:`RENDER_ENVS`),
+        tiled two by two, with ``render_mode="rgb_array"``; None without a render mode.
+        """
+        if self.render_mode != "rgb_array":
+            return None
+        self._check_open()
+        self._run(RENDER)
+        images = self._arrays.views["render"]
+        k, h, w, _ = images.shape
+        cols = min(k, 2)
+        rows = -(-k // cols)
+        out = np.zeros((rows * h, cols * w, 3), np.uint8)
+        for i in range(k):
+            r, c = divmod(i, cols)
+            out[r * h:(r + 1) * h, c * w:(c + 1) * w] = images[i]
+        return out
 
     def _check_open(self) -> None:
         if self.closed:
