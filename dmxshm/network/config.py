@@ -16,6 +16,7 @@ import numpy as np
 
 from dmxshm import settings
 from dmxshm.errors import DmxError
+from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
 from dmxshm.network.policies import AgentError, agent_spec
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world.maps import load_map
@@ -23,7 +24,8 @@ from dmxshm.world.maps import load_map
 MODES = ("gym", "realtime")
 MAX_CAMERA_PIXELS = 1920 * 1080
 MAX_ROBOTS = 64
-DEFAULT_SENSOR_RATES_HZ = {"camera": 30.0, "imu": 100.0, "encoders": 30.0, "tof": 15.0}
+DEFAULT_SENSOR_RATES_HZ = DEFAULT_RATES_HZ
+"""Each sensor's realtime rate unless set (defined once, in :mod:`dmxshm.matrix.sensors`)."""
 
 
 def role_name(role: str, index: int) -> str:
