@@ -23,6 +23,7 @@ EXIT_ERROR = 1  # a run failed (a DmxError): the message says what went wrong an
 EXIT_USAGE = 2  # what was asked cannot run: a bad option, an impossible configuration
 EXIT_TARGET_MISSED = 3  # a benchmark run with --check missed a figure
 EXIT_INTERRUPTED = 130
+MAP_PICTURE_ROBOTS = 8  # robots drawn on each map by `dmxshm maps --render`
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"],
@@ -216,7 +217,10 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
 
 @cli.command("maps")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def maps_cmd(as_json: bool) -> None:
+@click.option("--render", "render_dir", type=click.Path(file_okay=False),
+              help="Also draw each bundled map from above as DIR/map-NAME.png, with some "
+                   "robots at their start poses, as dmxshm's own renderer sees them.")
+def maps_cmd(as_json: bool, render_dir: str | None) -> None:
     """List the bundled maps: size, road tiles, and how many robots each holds.
 
     A map's capacity is how many robots always fit on it, 0.35 m apart, whatever
@@ -230,6 +234,17 @@ def maps_cmd(as_json: bool) -> None:
         click.echo(_json.dumps(infos, indent=2))
     else:
         console.print_maps(infos)
+    if render_dir:
+        from dmxshm.matrix.camera import top_view
+        from dmxshm.pngio import write_png
+        from dmxshm.world.maps import load_map
+
+        os.makedirs(render_dir, exist_ok=True)
+        for m in infos:
+            path = os.path.join(render_dir, f"map-{m['name']}.png")
+            write_png(path, top_view(load_map(m["name"]), 480,
+                                     robots=min(m["capacity"], MAP_PICTURE_ROBOTS)))
+            click.echo(f"wrote {path}", err=as_json)
 
 
 @cli.command("profile")

@@ -309,3 +309,12 @@ def test_bench_vector_summary_keeps_each_size_apart() -> None:
     assert by_n[1]["vs_async"] == by_n[16]["vs_async"] == 2.0
     assert by_n[16]["scaling_efficiency"] == 300.0 / ((os.cpu_count() or 1) * 100.0)
     assert by_n[1]["scaling_efficiency"] == 50.0 / ((os.cpu_count() or 1) * 100.0)
+
+
+def test_maps_lists_each_maps_capacity_and_draws_it(tmp_path) -> None:  # noqa: ANN001
+    result = CliRunner().invoke(cli, ["maps", "--json", "--render", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    infos = {m["name"]: m for m in json.loads(result.stdout)}
+    assert infos["loop"]["capacity"] == 16 and infos["big-loop"]["capacity"] >= 64
+    for name in infos:
+        assert (tmp_path / f"map-{name}.png").read_bytes()[:4] == b"\x89PNG"

@@ -22,7 +22,9 @@ import numpy as np
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
+from dmxshm.world.maps import RoadMap
 from dmxshm.world.robot import CHASSIS_FRONT_X_M
+from dmxshm.world.world import World
 
 CAMERA_MOUNT_M = (CHASSIS_FRONT_X_M + 0.005, 0.0, 0.07)
 """Camera position in the robot frame: just ahead of the chassis front, about
@@ -130,3 +132,33 @@ class Camera:
         out[..., 1] = rgba[..., 1]
         out[..., 2] = rgba[..., 2]
         return out
+
+
+def top_view(road_map: RoadMap, width_px: int = 480, robots: int = 0,
+             seed: int = 0) -> np.ndarray:
+    """The map from straight above, as dmxshm's own renderer draws it (RGB, uint8).
+
+    With ``robots``, they stand at the start poses of ``seed``. A narrow field of
+    view from high up keeps the perspective nearly flat.
+
+    Example:
+        >>> from dmxshm.world.maps import load_map
+        >>> top_view(load_map("loop"), width_px=60).shape
+        (50, 60, 3)
+    """
+    width_m, height_m = road_map.size_m
+    height_px = max(1, round(width_px * height_m / width_m))
+    fov_deg = 10.0
+    # High enough that the map's north-south extent just fills the image.
+    altitude_m = (height_m / 2) / math.tan(math.radians(fov_deg / 2))
+    cx, cy = width_m / 2, height_m / 2
+    with World(road_map, robots, seed=seed) as world:
+        view = pb.computeViewMatrix((cx, cy, altitude_m), (cx, cy, 0.0), (0.0, 1.0, 0.0))
+        projection = pb.computeProjectionMatrixFOV(fov_deg, width_px / height_px,
+                                                   altitude_m - 1.0, altitude_m + 1.0)
+        _, _, rgba, _, _ = pb.getCameraImage(
+            width_px, height_px, view, projection, lightDirection=LIGHT_DIRECTION, shadow=0,
+            renderer=pb.ER_TINY_RENDERER, flags=pb.ER_NO_SEGMENTATION_MASK,
+            physicsClientId=world.client)
+    return np.ascontiguousarray(
+        np.asarray(rgba, dtype=np.uint8).reshape(height_px, width_px, 4)[..., :3])
