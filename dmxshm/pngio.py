@@ -37,20 +37,56 @@ def write_png(path: str | Path, rgb: np.ndarray) -> None:
     Path(path).write_bytes(encode_png(rgb))
 
 
-def contact_sheet(rows: Sequence[Sequence[np.ndarray]], pad_px: int = 2) -> np.ndarray:
+# A 3x5 pixel font for the labels of a contact sheet: digits and a few letters.
+_GLYPHS = {
+    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111",
+    "3": "111001111001111", "4": "101101111001001", "5": "111100111001111",
+    "6": "111100111101111", "7": "111001001001001", "8": "111101111101111",
+    "9": "111101111001111", "r": "000110101100100", "s": "000011110001110",
+    "t": "010111010010011", ".": "000000000000010", " ": "000000000000000",
+    "-": "000000111000000",
+}
+LABEL_PX = 7  # the height of a label strip: 5 pixel rows of text and a margin
+
+
+def draw_text(img: np.ndarray, text: str, y: int, x: int, value: int = 230) -> None:
+    """Write ``text`` (digits, ``r s t . -`` and spaces) into ``img`` at ``(y, x)``,
+    3x5 pixels a character; what does not fit is cut.
+
+    Example:
+        >>> img = np.zeros((5, 8, 3), np.uint8)
+        >>> draw_text(img, "1", 0, 0)
+        >>> (img[:, :3, 0] > 0).astype(int).tolist()
+        [[0, 1, 0], [1, 1, 0], [0, 1, 0], [0, 1, 0], [1, 1, 1]]
+    """
+    for i, char in enumerate(text):
+        glyph = np.array([int(b) for b in _GLYPHS.get(char, _GLYPHS[" "])], bool).reshape(5, 3)
+        x0 = x + 4 * i
+        if x0 + 3 > img.shape[1] or y + 5 > img.shape[0]:
+            return
+        img[y:y + 5, x0:x0 + 3][glyph] = value
+
+
+def contact_sheet(rows: Sequence[Sequence[np.ndarray]], pad_px: int = 2,
+                  labels: Sequence[Sequence[str]] | None = None) -> np.ndarray:
     """Tile images into one: one row per sequence (e.g. per robot), left to right.
 
-    Missing images (shorter rows) are left dark.
+    Missing images (shorter rows) are left dark. With ``labels`` (one string
+    per image, e.g. ``"r0 s120 t4.0"``: robot, step, simulated time), each
+    image gets its label on a strip below it.
     """
     frames = [f for row in rows for f in row]
     if not frames:
         raise ValueError("no frames to tile")
     h, w, _ = frames[0].shape
+    strip = LABEL_PX if labels is not None else 0
     ncols = max(len(row) for row in rows)
-    sheet = np.full((len(rows) * (h + pad_px) + pad_px, ncols * (w + pad_px) + pad_px, 3),
-                    32, np.uint8)
+    sheet = np.full((len(rows) * (h + strip + pad_px) + pad_px,
+                     ncols * (w + pad_px) + pad_px, 3), 32, np.uint8)
     for i, row in enumerate(rows):
         for j, frame in enumerate(row):
-            y, x = pad_px + i * (h + pad_px), pad_px + j * (w + pad_px)
+            y, x = pad_px + i * (h + strip + pad_px), pad_px + j * (w + pad_px)
             sheet[y:y + h, x:x + w] = frame
+            if labels is not None and j < len(labels[i]):
+                draw_text(sheet, labels[i][j], y + h + 1, x)
     return sheet

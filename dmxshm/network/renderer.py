@@ -122,7 +122,8 @@ class _Recorder:
         self.dir = cfg.record_dir if cfg.camera_wh else None
         self.every = cfg.record_every
         self.unit = unit  # "step" (gym) or "frame" (realtime: camera frames)
-        self.frames: dict[int, list[np.ndarray]] = {r: [] for r in robots}
+        # Per robot: (small frame, engine step, simulated time), for the contact sheet.
+        self.frames: dict[int, list[tuple[np.ndarray, int, float]]] = {r: [] for r in robots}
         self.pending: list[tuple[str, np.ndarray]] = []
         self.count = 0
         # Frames on the contact sheet are at most this wide (every n-th pixel).
@@ -138,7 +139,8 @@ class _Recorder:
             frame = obs["camera"][j].copy()
             self.pending.append((f"robot{robot:02d}_{self.unit}{k:06d}.png", frame))
             kept = self.frames[robot]
-            kept.append(frame[::self.stride, ::self.stride].copy())
+            kept.append((frame[::self.stride, ::self.stride].copy(), int(obs["step"][j]),
+                         float(obs["camera_time_s"][j])))
             if len(kept) > CONTACT_FRAMES:  # keep frames spread over the whole run
                 del kept[1::2]
 

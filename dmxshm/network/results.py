@@ -43,7 +43,7 @@ class RendererResult:
     steps: int
     render_s: float
     produced: dict[str, int]
-    frames: dict[int, list[np.ndarray]]
+    frames: dict[int, list[tuple[np.ndarray, int, float]]]  # (frame, step, sim time)
     recorded: int
     elapsed_s: float = 0.0
     missed: dict[str, int] = field(default_factory=dict)

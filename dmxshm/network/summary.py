@@ -122,7 +122,10 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         for r in renderers:
             frames.update(r.frames)
         sheet = os.path.join(cfg.record_dir, "contact_sheet.png")
-        write_png(sheet, contact_sheet([frames[k] for k in sorted(frames) if frames[k]]))
+        robots = [k for k in sorted(frames) if frames[k]]
+        write_png(sheet, contact_sheet(
+            [[f for f, _, _ in frames[k]] for k in robots],
+            labels=[[f"r{k} s{step} t{t:.1f}" for _, step, t in frames[k]] for k in robots]))
     spine = results.get("spine")
     return Summary(
         mode=cfg.mode, robots=cfg.robots, seed=cfg.seed, map=cfg.map, steps=eng.steps,
