@@ -175,10 +175,9 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
 
     _refuse_other_modes_options(mode)
     _check_outputs(json)
-    # The agent processes start with this sys.path: they find the module too.
-    sys.path.insert(0, os.path.abspath(app_dir))
-    if record_dir:
-        _prepare_record_dir(record_dir, camera, overwrite)
+    folder = os.path.abspath(app_dir)
+    if folder not in sys.path:  # the agent processes start with this sys.path: they find it too
+        sys.path.insert(0, folder)
     with _usage_errors():  # what was asked cannot run: found before anything starts
         resolve(agent_spec(agent))
         config = network.NetworkConfig(
@@ -189,6 +188,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
             profile_interval_s=profile_interval_s)
         config.check_world()  # a bad map, or too many robots for it
+    if record_dir:  # last: --overwrite removes old frames only for a run that will start
+        _prepare_record_dir(record_dir, camera, overwrite)
     failed: network.CommandsRejectedError | None = None
     stopped: BaseException | None = None
     with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (

@@ -49,9 +49,11 @@ _GLYPHS = {
 LABEL_PX = 7  # the height of a label strip: 5 pixel rows of text and a margin
 
 
-def draw_text(img: np.ndarray, text: str, y: int, x: int, value: int = 230) -> None:
+def draw_text(img: np.ndarray, text: str, y: int, x: int, value: int = 230,
+              width: int | None = None) -> None:
     """Write ``text`` (digits, ``r s t . -`` and spaces) into ``img`` at ``(y, x)``,
-    3x5 pixels a character; what does not fit is cut.
+    3x5 pixels a character; what does not fit in ``width`` pixels (default: to
+    the image's edge) is cut.
 
     Example:
         >>> img = np.zeros((5, 8, 3), np.uint8)
@@ -62,7 +64,8 @@ def draw_text(img: np.ndarray, text: str, y: int, x: int, value: int = 230) -> N
     for i, char in enumerate(text):
         glyph = np.array([int(b) for b in _GLYPHS.get(char, _GLYPHS[" "])], bool).reshape(5, 3)
         x0 = x + 4 * i
-        if x0 + 3 > img.shape[1] or y + 5 > img.shape[0]:
+        right = img.shape[1] if width is None else min(img.shape[1], x + width)
+        if x0 + 3 > right or y + 5 > img.shape[0]:
             return
         img[y:y + 5, x0:x0 + 3][glyph] = value
 
@@ -88,5 +91,5 @@ def contact_sheet(rows: Sequence[Sequence[np.ndarray]], pad_px: int = 2,
             y, x = pad_px + i * (h + strip + pad_px), pad_px + j * (w + pad_px)
             sheet[y:y + h, x:x + w] = frame
             if labels is not None and j < len(labels[i]):
-                draw_text(sheet, labels[i][j], y + h + 1, x)
+                draw_text(sheet, labels[i][j], y + h + 1, x, width=w)
     return sheet

@@ -72,15 +72,25 @@ class Rejections:
     def __init__(self, plan: Plan) -> None:
         robots = plan.config.robots
         self.counts = np.zeros(robots, np.int64)
-        self.received = np.zeros(robots, np.int64)
+        self._received = np.zeros(robots, np.int64)
+        self._everyone_checks = 0  # checks of every robot at once (gym mode: one a step)
+        self._bad = np.zeros(robots, np.int64)
         self.first: dict[int, str] = {}
         self.owner = {int(r): f"agent-{a}" for a, rows in enumerate(plan.agent_robots)
                       for r in rows}
 
+    @property
+    def received(self) -> np.ndarray:
+        """The commands each robot received."""
+        return self._received + self._everyone_checks
+
     def check(self, wheels: np.ndarray, rows: np.ndarray, step: int) -> np.ndarray:
         """The commands of ``rows`` that physics may use (see :func:`check_commands`)."""
-        self.received[rows] += 1
-        bad = np.zeros(len(rows), np.int64)
+        if len(rows) == len(self.counts):  # every robot: one counter, no index (gym's path)
+            self._everyone_checks += 1
+        else:
+            self._received[rows] += 1
+        bad = self._bad[:len(rows)]
         safe = check_commands(wheels, bad)
         if safe is not wheels:  # something was rejected (the usual case returns wheels)
             self.counts[rows] += bad
@@ -88,6 +98,7 @@ class Rejections:
                 robot = int(rows[j])
                 if robot not in self.first:
                     self._report(robot, wheels[j], step)
+            bad[:] = 0
         return safe
 
     def _report(self, robot: int, pair: np.ndarray, step: int) -> None:
@@ -96,7 +107,7 @@ class Rejections:
             f"beyond the motors' {MAX_WHEEL_SPEED_RAD_S:g} rad/s"
         self.first[robot] = (f"({left:g}, {right:g}) rad/s from {self.owner.get(robot, '?')} "
                              f"at step {step}: {why}")
-        print(f"dmxshm: warning: robot {robot}'s command {self.first[robot]}; wheel speeds "
+        print(f"\ndmxshm: warning: robot {robot}'s command {self.first[robot]}; wheel speeds "
               f"must be finite and within +-{MAX_WHEEL_SPEED_RAD_S:g} rad/s. The robot "
               "stands still while its commands are rejected.", file=sys.stderr, flush=True)
 

@@ -107,6 +107,9 @@ class LaneFollow:
 BUILTINS: dict[str, type] = {"idle": Idle, "random": RandomWheels, "lane-follow": LaneFollow}
 
 
+_FILE_MODULE = "dmxshm_agent_"  # the name prefix of modules loaded from file.py:callable
+
+
 def agent_spec(agent: str | Callable[..., Any]) -> str:
     """``agent`` as the string an agent process resolves: a built-in name,
     ``module:callable``, or ``/absolute/path/file.py:callable``.
@@ -128,7 +131,14 @@ def agent_spec(agent: str | Callable[..., Any]) -> str:
                 f"agent {agent!r} cannot reach an agent process: a lambda or a function "
                 "defined inside another cannot be imported there; define it at the top "
                 "level of a module")
-        return f"{module}:{qual}"
+        path = getattr(sys.modules.get(module), "__file__", None)
+        if module.startswith(_FILE_MODULE) and path:
+            module = path  # loaded from a file: the agent process loads that file too
+        spec = f"{module}:{qual}"
+        if resolve(spec) is not agent:  # a bound method, or a name rebound since
+            raise AgentError(f"agent {agent!r} is not what {spec} names: give a module-level "
+                             "function or class (for a method, wrap it in a function)")
+        return spec
     if not isinstance(agent, str):
         raise AgentError(f"agent must be a built-in name, 'module:callable', "
                          f"'file.py:callable' or a callable, not {type(agent).__name__}")
@@ -176,7 +186,8 @@ def _import_module(spec: str, name: str) -> ModuleType:
     except Exception as exc:
         hint = ""
         if isinstance(exc, ModuleNotFoundError) and exc.name == name.partition(".")[0]:
-            hint = (f" (looked in the current folder and on sys.path; give the file as "
+            hint = (f" (looked on sys.path, which holds --app-dir, the current folder by "
+                    f"default, for dmxshm run; give the file as "
                     f"path/to/{name.replace('.', '/')}.py:callable, or --app-dir its folder)")
         raise AgentError(f"agent {spec!r}: cannot import {name}: "
                          f"{type(exc).__name__}: {exc}{hint}") from exc
@@ -185,7 +196,8 @@ def _import_module(spec: str, name: str) -> ModuleType:
 def _import_file(spec: str, path: str) -> ModuleType:
     """The module of the file ``path``, loaded once per process (by its absolute path)."""
     path = os.path.abspath(path)
-    name = "dmxshm_agent_" + hashlib.sha1(path.encode()).hexdigest()[:12]
+    path = os.path.realpath(path)
+    name = _FILE_MODULE + hashlib.sha1(path.encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
     if not os.path.isfile(path):

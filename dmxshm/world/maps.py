@@ -404,7 +404,7 @@ class RoadMap:
         if len(poses) < n:
             raise MapError(f"map {self.name} has room for {self.capacity} robots "
                            f"{MIN_START_SPACING_M} m apart, not {n}: use fewer robots or a "
-                           "bigger map ('dmxshm maps' lists them; big-loop holds 64)")
+                           "bigger map ('dmxshm maps' lists each map's capacity)")
         return poses
 
     def _start_candidates(self) -> list[tuple[float, float, float]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -48,6 +49,9 @@ def test_what_cannot_reach_an_agent_process_is_refused_with_the_reason() -> None
         NetworkConfig(agent=lambda obs: obs)  # type: ignore[arg-type]
     with pytest.raises(AgentError, match="not int"):
         agent_spec(3)  # type: ignore[arg-type]
+    policy = agents.NanEveryThird((0,), 0)
+    with pytest.raises(AgentError, match="not what tests.agents:NanEveryThird.__call__"):
+        agent_spec(policy.__call__)  # a bound method: its class's function has no self
 
 
 def test_a_file_path_is_made_absolute_and_loads(tmp_path: Path) -> None:
@@ -55,7 +59,9 @@ def test_a_file_path_is_made_absolute_and_loads(tmp_path: Path) -> None:
     path.write_text(POLICY)
     spec = agent_spec(f"{path}:policy")
     assert spec == f"{path}:policy"
-    assert resolve(spec).__name__ == "policy"
+    policy = resolve(spec)
+    assert policy.__name__ == "policy" and resolve(spec) is policy  # loaded once
+    assert agent_spec(policy) == f"{os.path.realpath(path)}:policy"  # back to its file
     with pytest.raises(AgentError, match="no file"):
         resolve(f"{tmp_path / 'missing.py'}:policy")
     with pytest.raises(AgentError, match="has no 'nope'"):
