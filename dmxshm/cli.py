@@ -175,9 +175,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
 
     _refuse_other_modes_options(mode)
     _check_outputs(json)
-    folder = os.path.abspath(app_dir)
-    if folder not in sys.path:  # the agent processes start with this sys.path: they find it too
-        sys.path.insert(0, folder)
+    _add_app_dir(app_dir)
     with _usage_errors():  # what was asked cannot run: found before anything starts
         resolve(agent_spec(agent))
         config = network.NetworkConfig(
@@ -189,7 +187,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             profile_interval_s=profile_interval_s)
         config.check_world()  # a bad map, or too many robots for it
     if record_dir:  # last: --overwrite removes old frames only for a run that will start
-        _prepare_record_dir(record_dir, camera, overwrite)
+        _prepare_record_dir(record_dir, overwrite)
     failed: network.CommandsRejectedError | None = None
     stopped: BaseException | None = None
     with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (
@@ -299,8 +297,11 @@ def profile_cmd(path: str, plot: str | None) -> None:
 @click.option("--duration", "duration_s", type=float, default=10.0, show_default=True,
               help="Acting time, s (5 stop cycles come before and after).")
 @click.option("--agent", default=None,
-              help="Take actions from an agent process (forward, or module:callable) "
-                   "instead of the built-in planner; reports the agent's round trip.")
+              help="Take actions from an agent process (forward, module:callable or "
+                   "path/to/file.py:callable) instead of the built-in planner; reports the "
+                   "agent's round trip.")
+@click.option("--app-dir", type=click.Path(exists=True, file_okay=False), default=".",
+              show_default=True, help="Folder searched first for the --agent module.")
 @click.option("--action-timeout", "action_timeout_s", type=float, default=0.1,
               show_default=True, help="An agent's action is reused until this old, then stops.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
@@ -314,8 +315,8 @@ def profile_cmd(path: str, plot: str | None) -> None:
               default=0.5, show_default=True, help="Seconds between two profile samples.")
 def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
           can_cycle_s: float, reply_at_s: float | None, jitter_s: float, plan_s: float,
-          duration_s: float, agent: str | None, action_timeout_s: float, json: str | None,
-          plot: str | None, profile: bool, profile_interval_s: float) -> None:
+          duration_s: float, agent: str | None, app_dir: str, action_timeout_s: float,
+          json: str | None, plot: str | None, profile: bool, profile_interval_s: float) -> None:
     """Run a pinned fixed-frequency spine that times CAN cycles.
 
     Each cycle builds an observation from the latest servo replies, plans an
@@ -326,6 +327,7 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
     from dmxshm.spine.run import SpineConfig, run
 
     _check_outputs(json, plot)
+    _add_app_dir(app_dir)
     with _usage_errors():
         cfg = SpineConfig(schedule=schedule, frequency_hz=frequency_hz, cpu=cpu,
                           actuation=actuation, can_cycle_s=can_cycle_s, reply_at_s=reply_at_s,
@@ -472,13 +474,17 @@ def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str,
     _check_targets(vector.targets(rows), check)
 
 
-def _prepare_record_dir(path: str, camera: tuple[int, int], overwrite: bool) -> None:
-    """A folder for --record: refused without a camera, or holding an earlier run's
-    frames (unless --overwrite, which removes them)."""
-    if camera == (0, 0):
-        raise click.UsageError("--record writes camera frames, and --camera 0x0 turns the "
-                               "camera off: give a camera size (e.g. --camera 160x120) or "
-                               "drop --record.")
+def _add_app_dir(app_dir: str) -> None:
+    """Search ``app_dir`` first for the --agent module; the agent processes start with
+    this ``sys.path``, so they find it too."""
+    folder = os.path.abspath(app_dir)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+
+def _prepare_record_dir(path: str, overwrite: bool) -> None:
+    """A folder for --record: refused when it holds an earlier run's frames (unless
+    --overwrite, which removes them). (No camera: NetworkConfig refuses it.)"""
     old = sorted(glob.glob(os.path.join(path, "robot[0-9][0-9]_*.png"))
                  + glob.glob(os.path.join(path, "contact_sheet.png")))
     if old and not overwrite:

@@ -204,10 +204,14 @@ def test_run_command_prints_a_summary_and_writes_json(tmp_path) -> None:  # noqa
 
 
 def test_record_refuses_a_camera_off_and_an_earlier_runs_frames(tmp_path, capsys) -> None:  # noqa: ANN001
+    from dmxshm.network import ConfigError, NetworkConfig
+
     rec = tmp_path / "rec"
     with pytest.raises(SystemExit) as exc:
         main(["run", "--steps", "5", "--camera", "0x0", "--record", str(rec)])
     assert exc.value.code == EXIT_USAGE and "turns the camera off" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="turns the camera off"):  # from Python too
+        NetworkConfig(camera=(0, 0), record_dir=str(rec))
     rec.mkdir()
     (rec / "robot00_step000000.png").write_bytes(b"old")
     (rec / "notes.txt").write_text("mine")

@@ -136,6 +136,9 @@ class NetworkConfig:
         _check(self.command_timeout_s > 0, "command timeout must be positive")
         _check(self.wait_timeout_s > 0, "wait timeout must be positive")
         _check(self.record_every >= 1, "record_every must be at least 1")
+        _check(self.record_dir is None or self.camera != (0, 0),
+               "recording writes camera frames, and a 0x0 camera turns the camera off: give a "
+               "camera size (e.g. --camera 160x120) or do not record")
         _check(not self.spine or self.mode == "realtime",
                "a spine runs in realtime mode only (use --mode realtime)")
         _check(self.spine_hz > 0, "spine frequency must be positive")

@@ -15,7 +15,6 @@ action to reading the first observation published after it.
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import DmxError, RingClosedError
+from dmxshm.network import policies
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.state_machine import State
@@ -111,19 +111,23 @@ def forward(obs: np.ndarray) -> tuple[float, float]:
 
 
 def resolve_policy(spec: str) -> Any:
-    """The callable named by ``spec`` (``forward`` or ``module:callable``)."""
+    """The callable named by ``spec``: ``forward``, ``module:callable`` or
+    ``path/to/file.py:callable``, found as a network's agents are
+    (:func:`dmxshm.network.policies.resolve`).
+
+    Raises:
+        DmxError: a name that loads nothing callable, with the reason.
+    """
     if spec == "forward":
         return forward
-    module_name, sep, attr = spec.partition(":")
-    if not sep:
-        raise DmxError(f"spine agent {spec!r}: use 'forward' or module:callable")
+    if spec in policies.BUILTINS:
+        raise DmxError(f"spine agent {spec!r} is one of the network's built-in agents; a spine "
+                       "agent is 'forward' or your module:callable (one observation record in, "
+                       "two wheel speeds out)")
     try:
-        obj = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise DmxError(f"spine agent {spec!r}: {type(exc).__name__}: {exc}") from exc
-    if not callable(obj):
-        raise DmxError(f"spine agent {spec!r} is not callable")
-    return obj
+        return policies.resolve(policies.agent_spec(spec))
+    except policies.AgentError as exc:
+        raise DmxError(f"spine {exc}") from exc
 
 
 def run_spine_agent(names: dict[str, str], spec: str, timeout_s: float) -> AgentResult:

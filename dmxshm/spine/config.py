@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import DmxError
+from dmxshm.network.policies import agent_spec
 from dmxshm.proc.cpus import usable_cpus
 from dmxshm.spine.agent import resolve_policy
 from dmxshm.spine.law import SCHEDULES
@@ -120,7 +121,12 @@ class SpineConfig:
             if not ok:
                 raise SpineError(message)
         if self.agent:
-            resolve_policy(self.agent)  # a bad agent fails here, not in a child
+            try:
+                if self.agent != "forward":  # a file's path, made absolute: the agent loads it
+                    object.__setattr__(self, "agent", agent_spec(self.agent))
+                resolve_policy(self.agent)  # a bad agent fails here, not in a child
+            except DmxError as exc:
+                raise SpineError(str(exc)) from None
 
     @property
     def reply_at(self) -> float:

@@ -161,6 +161,8 @@ def test_a_killed_spine_is_named_and_leaves_nothing() -> None:
     ({"reply_at_s": 5e-3}, "within the CAN cycle"),
     ({"cpu": 4096}, "CPU 4096"),
     ({"actuation": "can0"}, "mock' or 'sim"),
+    ({"agent": "lane-follow"}, "network's built-in agents"),
+    ({"agent": "no_such_module:act"}, "cannot import no_such_module"),
 ])
 def test_impossible_spines_are_refused(kw: dict, words: str) -> None:
     with pytest.raises(SpineError, match=words):
