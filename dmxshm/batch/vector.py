@@ -46,26 +46,29 @@ import threading
 import time
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import posix_ipc
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dmxshm import settings
+from dmxshm.batch.worker import (
+    CLOSE,
+    INFO_FIELDS,
+    RENDER,
+    RESET,
+    STEP,
+    Arrays,
+    fields,
+    render_shape,
+    run_worker,
+)
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
-from dmxshm.shm.segment import Segment
-from dmxshm.shm.waiting import acquire, spin_until, wait_semaphore
-
-STEP, RESET, CLOSE, RENDER = 1, 2, 3, 4
-INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.bool_),
-               "progress_m": np.dtype(np.float64)}
-"""What a DuckieLane step puts in ``info``, one array each in the batch (a reset's
-info has no ``progress_m``: its ``_progress_m`` mask is False there)."""
+from dmxshm.shm.waiting import wait_semaphore
 
 
 def _resolve_spin_s(spin_us: float | None) -> float:
@@ -76,140 +79,8 @@ def _resolve_spin_s(spin_us: float | None) -> float:
     return spin_us * 1e-6 if posix_ipc.SEMAPHORE_VALUE_SUPPORTED else 0.0
 
 
-def _poll(sem: Any, spin_s: float) -> None:
-    """Poll ``sem`` (without taking it) up to ``spin_s`` before the caller sleeps on it."""
-    if spin_s > 0:
-        spin_until(lambda: sem.value > 0, spin_s)
-
-
 class WorkerError(DmxError):
     """A batch worker died or raised; names the worker, its pid and the cause."""
-
-
-def _fields(space: gym.Space[Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    if isinstance(space, gym.spaces.Dict):
-        return {k: (s.shape, s.dtype) for k, s in space.spaces.items()}  # type: ignore[misc]
-    return {"": (space.shape, space.dtype)}  # type: ignore[dict-item]
-
-
-RENDER_ENVS = 4
-"""``render()`` tiles the camera images of this many sub-environments (the first)."""
-
-
-def _render_shape(n: int, env_kwargs: dict[str, Any]) -> tuple[int, ...] | None:
-    """Shape of the shared render images, or None without ``render_mode="rgb_array"``."""
-    if env_kwargs.get("render_mode") != "rgb_array":
-        return None
-    width, height = env_kwargs["camera"]
-    return (min(n, RENDER_ENVS), height, width, 3)
-
-
-class _Arrays:
-    """The shared arrays of a batch, laid out in one segment."""
-
-    def __init__(self, seg: Segment, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]],
-                 workers: int, render: tuple[int, ...] | None) -> None:
-        self.segment = seg
-        self.views: dict[str, np.ndarray] = {}
-        for name, shape, dtype, offset in self._layout(n, obs, workers, render):
-            self.views[name] = seg.ndarray(dtype, shape, offset)
-
-    @staticmethod
-    def _layout(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-                render: tuple[int, ...] | None
-                ) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
-        """``(name, shape, dtype, offset)`` of every array, each 64-byte aligned."""
-        layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
-            ("actions", (n, 2), np.dtype(np.float32)), ("rewards", (n,), np.dtype(np.float64)),
-            ("terminated", (n,), np.dtype(np.bool_)), ("truncated", (n,), np.dtype(np.bool_)),
-            ("seeds", (n,), np.dtype(np.int64)), ("command", (workers,), np.dtype(np.int64))]
-        layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
-        layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
-        layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
-        if render is not None:
-            layout += [("render", render, np.dtype(np.uint8))]
-        out, offset = [], 0
-        for name, shape, dtype in layout:
-            offset = -(-offset // 64) * 64
-            out.append((name, shape, dtype, offset))
-            offset += int(np.prod(shape)) * dtype.itemsize
-        return out
-
-    @classmethod
-    def size(cls, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-             render: tuple[int, ...] | None) -> int:
-        """Bytes of the segment that holds them."""
-        name, shape, dtype, offset = cls._layout(n, obs, workers, render)[-1]
-        return offset + int(np.prod(shape)) * dtype.itemsize
-
-
-def _worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
-            env_kwargs: dict[str, Any], parent_pid: int, spin_s: float) -> None:
-    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``."""
-    from dmxshm.batch.env import DuckieLaneEnv
-
-    envs: list[DuckieLaneEnv] = []
-    try:
-        envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]
-        seg = Segment.attach(names["arrays"])
-        render = _render_shape(n, env_kwargs)
-        arrays = _Arrays(seg, n, _fields(envs[0].observation_space), workers, render)
-        v = arrays.views
-        go = posix_ipc.Semaphore(names[f"go.{index}"])
-        done = posix_ipc.Semaphore(names[f"done.{index}"])
-        pending_reset = [False] * len(envs)
-        keys = [k for k in v if k.startswith("obs:")]
-
-        def put(i: int, obs: Any) -> None:
-            for key in keys:
-                v[key][i] = obs[key[4:]] if key != "obs:" else obs
-
-        while True:
-            _poll(go, spin_s)
-            while True:  # wait for a command; give up if the parent is gone
-                try:
-                    acquire(go, settings.LIVENESS_POLL_S * 20)
-                    break
-                except posix_ipc.BusyError:
-                    if os.getppid() != parent_pid:
-                        return
-            command = int(v["command"][index])
-            if command == CLOSE:
-                break
-            if command == RENDER:
-                for j, env in enumerate(envs):
-                    if render is not None and lo + j < render[0]:
-                        v["render"][lo + j] = env.render()
-                done.release()
-                continue
-            rewards = [0.0] * len(envs)
-            ended = [False] * len(envs)
-            cut = [False] * len(envs)
-            offsets, on_road, progress = [0.0] * len(envs), [False] * len(envs), [0.0] * len(envs)
-            stepped = [False] * len(envs)
-            wheels = v["actions"][lo:hi].tolist()
-            for j, env in enumerate(envs):
-                if command == RESET or pending_reset[j]:
-                    seed = int(v["seeds"][lo + j]) if command == RESET else -1
-                    obs, info = env.reset(seed=None if seed < 0 else seed)
-                    pending_reset[j] = False
-                else:
-                    obs, rewards[j], ended[j], cut[j], info = env.step_wheels(*wheels[j])
-                    pending_reset[j] = ended[j] or cut[j]
-                    progress[j], stepped[j] = info["progress_m"], True
-                offsets[j], on_road[j] = info["lane_offset_m"], info["on_road"]
-                put(lo + j, obs)
-            v["rewards"][lo:hi] = rewards
-            v["terminated"][lo:hi] = ended
-            v["truncated"][lo:hi] = cut
-            v["info:lane_offset_m"][lo:hi] = offsets
-            v["info:on_road"][lo:hi] = on_road
-            v["info:progress_m"][lo:hi] = progress
-            v["info:_progress_m"][lo:hi] = stepped
-            done.release()
-    finally:
-        for env in envs:
-            env.close()
 
 
 class DmxVectorEnv(VectorEnv):
@@ -242,17 +113,17 @@ class DmxVectorEnv(VectorEnv):
         probe.close()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._fields = _fields(self.single_observation_space)
+        self._fields = fields(self.single_observation_space)
         self._registry = Registry()
         self._supervisor = Supervisor()
         self._workers: list[Child] = []
         self.closed = False
         try:
             self.render_mode = env_kwargs.get("render_mode")
-            render = _render_shape(num_envs, kwargs)
+            render = render_shape(num_envs, kwargs)
             seg = self._registry.create_segment(
-                "batch", _Arrays.size(num_envs, self._fields, workers, render))
-            self._arrays = _Arrays(seg, num_envs, self._fields, workers, render)
+                "batch", Arrays.size(num_envs, self._fields, workers, render))
+            self._arrays = Arrays(seg, num_envs, self._fields, workers, render)
             names = {"arrays": seg.name}
             self._go: list[Any] = []
             self._done: list[Any] = []
@@ -264,7 +135,7 @@ class DmxVectorEnv(VectorEnv):
             bounds = np.array_split(np.arange(num_envs), workers)
             for w, block in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
-                    f"batch-{w}", _worker, w, names, int(block[0]), int(block[-1]) + 1,
+                    f"batch-{w}", run_worker, w, names, int(block[0]), int(block[-1]) + 1,
                     num_envs, workers, kwargs, os.getpid(), self._spin_s))
             self._profiler: Profiler | None = None
             if profile:
