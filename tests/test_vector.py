@@ -279,3 +279,31 @@ def test_render_tiles_the_first_sub_environments_camera_images() -> None:
         assert plain.render() is None  # no render mode asked for
     finally:
         plain.close()
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_the_breakdown_splits_each_step_exactly_from_recorded_instants() -> None:
+    env = dmxshm.make_vec(6, num_workers=2, seed=0, breakdown=True)
+    try:
+        env.reset()
+        plain = dmxshm.make_vec(1, num_workers=1)
+        try:
+            with pytest.raises(DmxError, match="breakdown=True"):
+                plain.breakdown()
+        finally:
+            plain.close()
+        env.breakdown(reset=True)  # the reset above is no step
+        for a in actions(6, 40):
+            env.step(a)
+            views = env._arrays.views
+            assert (views["t_start"] <= views["t_done"]).all()  # each worker started, then ended
+        b = env.breakdown()
+    finally:
+        env.close()
+    assert b.steps == 40 and len(b.busy_us) == len(b.idle_us) == 2
+    # The parts are read from the same instants as the whole: they add up exactly.
+    assert b.handoff_out_us + b.span_us + b.handoff_back_us == pytest.approx(b.step_us)
+    assert min(b.handoff_out_us, b.handoff_back_us) >= 0  # sent before any start; after all ends
+    assert all(busy + idle == pytest.approx(b.step_us)
+               for busy, idle in zip(b.busy_us, b.idle_us, strict=True))
+    assert max(b.busy_us) <= b.span_us + 1e-6 and b.barrier_us >= 0

@@ -28,6 +28,11 @@ Workers are started by the process layer (:mod:`dmxshm.proc`): fresh
 interpreters that never run the caller's ``__main__`` again, so a script
 without an ``if __name__ == "__main__":`` guard works.
 
+Where a step goes: ``make_vec(..., breakdown=True)`` splits every batch
+step into the parent's handoff, each worker's work and the wait for the
+slowest; :meth:`DmxVectorEnv.breakdown` returns the means
+(:mod:`dmxshm.batch.breakdown`).
+
 Profiling: ``make_vec(..., profile=True)`` samples the parent and every
 worker with psutil every ``profile_interval_s`` (0.5 s) in a background
 thread; :meth:`DmxVectorEnv.profile` returns what it saw (see
@@ -52,6 +57,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dmxshm import settings
+from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
 from dmxshm.batch.worker import (
     CLOSE,
     INFO_FIELDS,
@@ -93,7 +99,8 @@ class DmxVectorEnv(VectorEnv):
                  camera: tuple[int, int] = (160, 120), seed: int | None = None,
                  copy: bool = True, timeout_s: float = settings.BATCH_TIMEOUT_S,
                  spin_us: float | None = None, profile: bool = False,
-                 profile_interval_s: float = 0.5, **env_kwargs: Any) -> None:
+                 profile_interval_s: float = 0.5, breakdown: bool = False,
+                 **env_kwargs: Any) -> None:
         from dmxshm.batch.env import DuckieLaneEnv
 
         if num_envs < 1:
@@ -106,6 +113,7 @@ class DmxVectorEnv(VectorEnv):
         self._spin_s = _resolve_spin_s(spin_us)
         self._broken = ""
         self._seed = seed
+        self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = DuckieLaneEnv(**kwargs)
         self.single_observation_space = probe.observation_space
@@ -205,7 +213,9 @@ class DmxVectorEnv(VectorEnv):
             raise
 
     def _handoff(self, command: int) -> None:
-        self._arrays.views["command"][:] = command
+        views = self._arrays.views
+        views["command"][:] = command
+        t0 = time.perf_counter()
         for sem in self._go:
             sem.release()
         deadline = time.monotonic() + self.timeout_s
@@ -216,6 +226,25 @@ class DmxVectorEnv(VectorEnv):
             wait_semaphore(sem, max(deadline - time.monotonic(), 0.0),
                            check=lambda w=w: self._check_worker(w),  # type: ignore[misc]
                            on_timeout=lambda _s, w=w: self._timed_out(w))  # type: ignore[misc]
+        if self._meter is not None and command == STEP:
+            self._meter.add(t0, time.perf_counter(), views["t_start"], views["t_done"])
+
+    def breakdown(self, reset: bool = False) -> StepBreakdown:
+        """Where the batch steps since the last reset went (``make_vec(...,
+        breakdown=True)``; see :mod:`dmxshm.batch.breakdown`).
+
+        Args:
+            reset: start counting anew after this reading.
+
+        Raises:
+            DmxError: the env was made without ``breakdown=True``.
+        """
+        if self._meter is None:
+            raise DmxError("this vector env was made without breakdown=True")
+        result = self._meter.result()
+        if reset:
+            self._meter.reset()
+        return result
 
     def _timed_out(self, w: int) -> DmxTimeoutError:
         child = self._workers[w]

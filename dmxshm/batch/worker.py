@@ -10,6 +10,7 @@ the step path.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -69,7 +70,9 @@ class Arrays:
         layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
             ("actions", (n, 2), np.dtype(np.float32)), ("rewards", (n,), np.dtype(np.float64)),
             ("terminated", (n,), np.dtype(np.bool_)), ("truncated", (n,), np.dtype(np.bool_)),
-            ("seeds", (n,), np.dtype(np.int64)), ("command", (workers,), np.dtype(np.int64))]
+            ("seeds", (n,), np.dtype(np.int64)), ("command", (workers,), np.dtype(np.int64)),
+            ("t_start", (workers,), np.dtype(np.float64)),
+            ("t_done", (workers,), np.dtype(np.float64))]
         layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
         layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
@@ -120,6 +123,7 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
                 except posix_ipc.BusyError:
                     if os.getppid() != parent_pid:
                         return
+            t_start = time.perf_counter()
             command = int(v["command"][index])
             if command == CLOSE:
                 break
@@ -153,6 +157,8 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
             v["info:on_road"][lo:hi] = on_road
             v["info:progress_m"][lo:hi] = progress
             v["info:_progress_m"][lo:hi] = stepped
+            v["t_start"][index] = t_start  # when the command was taken, when the shard was done
+            v["t_done"][index] = time.perf_counter()
             done.release()
     finally:
         for env in envs:
