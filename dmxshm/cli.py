@@ -432,8 +432,12 @@ def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) 
 @click.option("--num-envs", type=click.IntRange(min=1), multiple=True, default=(16,),
               show_default=True,
               help="Sub-environments in each vector env; repeat to measure several sizes.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="dmxshm worker processes [default: one per core].")
+@click.option("--workers", type=click.IntRange(min=1), multiple=True,
+              help="dmxshm worker processes [default: one per core]; repeat for a sweep "
+                   "(dmxshm measured at each count, its peers once).")
+@click.option("--scaling-plot", "scaling_plot", type=click.Path(dir_okay=False),
+              help="With a --workers sweep: env-steps/s against workers, beside the ideal "
+                   "(workers x one environment alone), as a PNG.")
 @click.option("--obs", "obs", type=click.Choice(["state", "camera64", "camera160"]),
               multiple=True, help="Observation kinds to measure; repeatable "
               "[default: all three: state, camera 64x64, camera 160x120].")
@@ -445,8 +449,9 @@ def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) 
 @click.option("--check", is_flag=True,
               help="Also check the project's target figures (measured on its 2-core "
                    f"development machine): print them, exit {EXIT_TARGET_MISSED} if one is missed.")
-def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str, ...],
-                 quick: bool, json: str | None, plot: str | None, check: bool) -> None:
+def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_plot: str | None,
+                 obs: tuple[str, ...], quick: bool, json: str | None, plot: str | None,
+                 check: bool) -> None:
     """dmxshm make_vec beside gymnasium's SyncVectorEnv and AsyncVectorEnv.
 
     Same environment (dmxshm/DuckieLane-v0), same number of sub-environments,
@@ -462,15 +467,22 @@ def bench_vector(num_envs: tuple[int, ...], workers: int | None, obs: tuple[str,
     kinds = {"state": ("state", (160, 120)), "camera64": ("camera", (64, 64)),
              "camera160": ("camera", (160, 120))}
     configs = tuple(kinds[k] for k in obs) or vector.OBS_CONFIGS
-    n_runs = len(configs) * (1 + 3 * len(num_envs))
+    _check_outputs(plot=scaling_plot)
+    n_runs = len(configs) * (1 + (2 + max(len(workers), 1)) * len(num_envs))
     with click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
-        rows = vector.run(num_envs=num_envs, workers=workers, quick=quick, configs=configs,
+        rows = vector.run(num_envs=num_envs, workers=workers or None, quick=quick,
+                          configs=configs,
                           progress=lambda label: bar.update(1, label))
     console.print_vector_rows(rows, vector.summary(rows))
+    console.print_breakdowns(rows)
     from dmxshm.bench.plot import plot_vector
 
     console.write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))
+    if scaling_plot:
+        from dmxshm.bench.plot import plot_scaling
+
+        console.write_outputs(None, None, scaling_plot, lambda p: plot_scaling(rows, p))
     _check_targets(vector.targets(rows), check)
 
 

@@ -331,3 +331,21 @@ def print_maps(infos: list[dict[str, Any]]) -> None:
         click.echo(f"{m['name']:<10} {m['cols']:>3} x {m['rows']:<3}"
                    f"{m['width_m']:>5.1f} x {m['height_m']:<4.1f} {m['road_tiles']:>10} "
                    f"{m['capacity']:>7}  {m['description']}")
+
+
+def print_breakdowns(rows: list[Any]) -> None:
+    """Where each dmxshm batch step went (``bench vector``), in microseconds."""
+    split = [r for r in rows if getattr(r, "breakdown", None)]
+    if not split:
+        return
+    click.echo("\nwhere a dmxshm batch step goes (us): step = handoff out + span + handoff back;"
+               " barrier = span - mean busy")
+    click.echo(f"{'obs':<7} {'camera':<8} {'envs':>5} {'workers':>7} {'step':>8} {'out':>6} "
+               f"{'span':>8} {'back':>6} {'barrier':>8}  busy per worker / idle per worker")
+    for r in split:
+        b = r.breakdown
+        busy = "/".join(f"{v:.0f}" for v in b["busy_us"])
+        idle = "/".join(f"{v:.0f}" for v in b["idle_us"])
+        click.echo(f"{r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>7} "
+                   f"{b['step_us']:>8.0f} {b['handoff_out_us']:>6.0f} {b['span_us']:>8.0f} "
+                   f"{b['handoff_back_us']:>6.0f} {b['barrier_us']:>8.0f}  {busy} / {idle}")

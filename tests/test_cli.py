@@ -297,6 +297,28 @@ def test_bench_vector_measures_every_peer_and_draws_them(tmp_path) -> None:  # n
     assert [e for e in list_entries() if e.pid == os.getpid()] == []
 
 
+def test_bench_vector_sweeps_workers_and_splits_each_step(tmp_path) -> None:  # noqa: ANN001
+    from dmxshm.bench import vector
+    from dmxshm.bench.plot import plot_scaling
+
+    rows = vector.run(num_envs=(2,), workers=(1, 2), configs=(("state", (160, 120)),),
+                      impls=("dmxshm",), seconds=0.2)
+    mine = [r for r in rows if r.impl == "dmxshm"]
+    assert [r.num_workers for r in mine] == [1, 2]
+    for r in mine:
+        b = r.breakdown
+        assert b is not None and b["steps"] > 0 and len(b["busy_us"]) == r.num_workers
+        assert b["handoff_out_us"] + b["span_us"] + b["handoff_back_us"] == \
+            pytest.approx(b["step_us"])
+    (s,) = vector.summary(rows)  # beside its peers: the run with one worker per core
+    best = 2 if (os.cpu_count() or 1) >= 2 else 1
+    assert s["scaling_efficiency"] == pytest.approx(
+        next(r.env_steps_per_s for r in mine if r.num_workers == best)
+        / ((os.cpu_count() or 1) * rows[0].env_steps_per_s))
+    plot_scaling(rows, str(tmp_path / "s.png"))
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_bench_vector_refuses_an_unknown_observation() -> None:
     result = CliRunner().invoke(cli, ["bench", "vector", "--obs", "lidar"])
     assert result.exit_code == 2 and "lidar" in result.output

@@ -268,3 +268,29 @@ def plot_spine(report: dict[str, Any], recs: np.ndarray, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_scaling(rows: Sequence[Any], path: str) -> None:
+    """env-steps/s of dmxshm against its worker count, per observation kind and batch
+    size, beside the ideal: workers x the rate of one environment stepped alone."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    singles = {(r.obs, r.camera): r.env_steps_per_s for r in rows if r.impl == "single"}
+    groups = dict.fromkeys((r.obs, r.camera, r.num_envs) for r in rows if r.impl == "dmxshm")
+    for obs, cam, n in groups:
+        mine = sorted((r.num_workers, r.env_steps_per_s) for r in rows
+                      if (r.impl, r.obs, r.camera, r.num_envs) == ("dmxshm", obs, cam, n))
+        label = f"{obs}{'' if cam == '-' else ' ' + cam}, {n} envs"
+        line, = ax.plot([w for w, _ in mine], [v for _, v in mine], "o-", label=label)
+        ideal = singles.get((obs, cam))
+        if ideal:
+            ws = [w for w, _ in mine]
+            ax.plot(ws, [w * ideal for w in ws], "--", color=line.get_color(), alpha=0.5,
+                    label=f"ideal ({label})")
+    ax.set_xticks(sorted({r.num_workers for r in rows if r.impl == "dmxshm"}))
+    ax.set_xlabel("worker processes")
+    ax.set_ylabel("env-steps/s")
+    ax.set_title("dmxshm make_vec: scaling with workers")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    _save(plt, fig, path)
