@@ -4,8 +4,12 @@
 cost of the handoffs alone: the same processes post and wait on plain
 posix_ipc semaphores along the same topology as a step (engine to each
 renderer, each renderer to each of its agents, each agent back to the
-engine), with no payload and no bookkeeping. Run right after start-up, in
-the same processes, pinned the same way: :class:`FloorRounds` is the start
+engine), with no payload and no bookkeeping, and the same wait policy as the
+run's rings: each wait first polls as long as a ring of that run would
+(:attr:`dmxshm.network.plan.Plan.spin_us`, else the ring's default), then
+sleeps on the semaphore; a floor that always slept would be a slower
+baseline than the run it bounds. Run right after start-up, in the same
+processes, pinned the same way: :class:`FloorRounds` is the start
 hook that ``dmxshm bench network`` gives its networks
 (``Network(config, start_hook=FloorRounds(2000))``); a plain run has none.
 """
@@ -18,8 +22,10 @@ from typing import Any
 
 import posix_ipc
 
+from dmxshm import settings
 from dmxshm.shm.registry import Registry
-from dmxshm.shm.waiting import acquire_raw
+from dmxshm.shm.waiting import acquire_raw as sleep_on
+from dmxshm.shm.waiting import spin_until
 
 FLOOR_TIMEOUT_S = 10.0
 
@@ -63,6 +69,15 @@ def run_floor(plan: Any, rounds: int, role: str, index: int) -> float | None:
         return None
     names = floor_names(plan)
     sems = {k: [posix_ipc.Semaphore(n) for n in v] for k, v in names.items()}
+    spin_us = plan.spin_us if plan.spin_us is not None else settings.spin_us(
+        settings.RING_SPIN_US)
+    spin_s = spin_us / 1e6 if posix_ipc.SEMAPHORE_VALUE_SUPPORTED else 0.0
+
+    def acquire_raw(sem: posix_ipc.Semaphore, timeout_s: float, what: str) -> None:
+        if spin_s:  # as a ring of the run waits: poll, then sleep
+            spin_until(lambda: sem.value > 0, spin_s)
+        sleep_on(sem, timeout_s, what)
+
     try:
         if role == "engine":
             t0 = time.perf_counter()
