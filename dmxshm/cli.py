@@ -422,6 +422,7 @@ def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) 
                            item_show_func=lambda s: s) as bar:
         rows = network.run(quick=quick, progress=lambda label: bar.update(1, label))
     console.print_network_rows(rows)
+    console.print_network_busy(rows)
     from dmxshm.bench.plot import plot_network
 
     console.write_outputs(network.as_dicts(rows), json, plot, lambda p: plot_network(rows, p))

@@ -309,6 +309,16 @@ def print_network_rows(rows: list[Any]) -> None:
                    f"{r.overhead_fraction:>6.1%} {r.floor_us:>7.1f}")
 
 
+def print_network_busy(rows: list[Any]) -> None:
+    """``bench network``: each process's own work and idle time per step (us)."""
+    click.echo("\nper process, us per step: busy (its own work) / idle (the rest of the step)")
+    for r in rows:
+        step = 1e6 / r.steps_per_s
+        parts = ", ".join(f"{name} {busy:.0f}/{step - busy:.0f}"
+                          for name, busy in r.busy_us.items())
+        click.echo(f"{r.robots:>3} robot(s), camera {r.camera:<8} step {step:>8.0f}: {parts}")
+
+
 def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
     """``dmxshm bench vector``'s table and its ratios."""
     click.echo(f"{'impl':<8} {'obs':<7} {'camera':<8} {'envs':>5} {'procs':>6} "

@@ -180,6 +180,11 @@ def test_bench_network_rows_have_the_documented_keys() -> None:
     assert row["robots"] == 1 and row["camera"] == "none"
     assert row["steps_per_s"] > 0 and row["floor_us"] > 0
     assert 0 <= row["overhead_fraction"] < 1
+    # Each process's own work per step, which the idle time completes to the step.
+    assert set(row["busy_us"]) == {"engine", "renderer-0", "agent-0"}
+    step_us = 1e6 / row["steps_per_s"]
+    assert all(0 <= busy < step_us for busy in row["busy_us"].values())
+    assert row["busy_us"]["engine"] == pytest.approx(row["physics_us"], rel=0.5)
 
 
 @pytest.mark.timeout(CLI_TIMEOUT_S)

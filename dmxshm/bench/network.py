@@ -12,7 +12,7 @@ step makes, along the same paths (:mod:`dmxshm.bench.floor`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dmxshm.bench.floor import FloorRounds
@@ -36,6 +36,7 @@ class Row:
     overhead_us: float
     overhead_fraction: float
     floor_us: float
+    busy_us: dict[str, float] = field(default_factory=dict)  # per process, per step
 
 
 def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
@@ -58,7 +59,7 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
             agents_us=t["agents_s"] * 1e6,
             overhead_us=(t["framework_s"] + t["metrics_s"]) * 1e6,
             overhead_fraction=(t["framework_s"] + t["metrics_s"]) / t["step_s"],
-            floor_us=s.start_hook * 1e6))
+            floor_us=s.start_hook * 1e6, busy_us=dict(s.busy_us)))
     return rows
 
 

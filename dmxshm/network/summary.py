@@ -31,6 +31,9 @@ class Summary:
     network``: the floor's seconds per round; None in a plain run).
     ``received_commands`` counts the commands that reached each robot, and
     ``first_rejections`` describes each robot's first rejected one.
+    ``busy_us`` is each process's own work per step, in microseconds (the
+    engine's physics and lane bookkeeping, each renderer's sensing, each
+    agent's policy calls); the rest of a step is that process's idle time.
     ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
     the figures of the steps done until then.
     """
@@ -63,6 +66,7 @@ class Summary:
     profile: dict[str, Any] = field(default_factory=dict)
     start_hook: Any = None
     interrupted: bool = False
+    busy_us: dict[str, float] = field(default_factory=dict)
     received_commands: list[int] = field(default_factory=list)
     first_rejections: dict[int, str] = field(default_factory=dict)
 
@@ -140,5 +144,10 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         missed_sensor_ticks={name: sum(int(r.missed.get(name, 0)) for r in renderers)
                              for name in names},
         start_hook=eng.start_hook, received_commands=eng.received_commands,
+        busy_us={"engine": (eng.physics_s + eng.metrics_s) / steps * 1e6,
+                 **{name: r.render_s / steps * 1e6 for name, r in results.items()
+                    if name.startswith("renderer-")},
+                 **{name: a.busy_s / steps * 1e6 for name, a in results.items()
+                    if name.startswith("agent-")}},
         first_rejections=eng.first_rejections,
     )
