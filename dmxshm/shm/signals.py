@@ -18,6 +18,7 @@ again, in plain Python, when a watched signal came during a wait.
 
 from __future__ import annotations
 
+import _signal
 import signal
 import threading
 from collections.abc import Callable
@@ -36,22 +37,35 @@ _seen = 0  # watched signals handled so far
 _raised: BaseException | None = None  # what the last watched handler raised
 
 
+_MAIN_THREAD = threading.main_thread().ident
+_WATCHED_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
+_last_seen: tuple[Any, ...] = ()  # the handlers as the last watch() left them
+_getsignal = _signal.getsignal
+
+
 def watch() -> None:
     """Record what the SIGINT and SIGTERM handlers raise (main thread only).
 
-    Idempotent and cheap: the semaphore waits call it, so a handler that was
-    installed later is watched from the next wait on. Signals left to the
-    system (``SIG_DFL``, ``SIG_IGN``) need no watching, and neither does
-    Python's own ``default_int_handler``: posix_ipc keeps its
-    KeyboardInterrupt (and asyncio looks for that handler by identity).
+    Idempotent and cheap (about 0.25 us when nothing changed: every semaphore
+    wait calls it), so a handler that was installed later is watched from the
+    next wait on. It reads the handlers with ``_signal.getsignal``, the C
+    function behind ``signal.getsignal``, whose enum conversion of the answer
+    costs 2 us a call. Signals left to the system (``SIG_DFL``, ``SIG_IGN``)
+    need no watching, and neither does Python's own ``default_int_handler``:
+    posix_ipc keeps its KeyboardInterrupt (and asyncio looks for that handler
+    by identity).
     """
-    if threading.current_thread() is not threading.main_thread():
+    global _last_seen
+    if threading.get_ident() != _MAIN_THREAD:
         return
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        current = signal.getsignal(signum)
-        if (callable(current) and current is not signal.default_int_handler
-                and not hasattr(current, "dmx_watched")):
-            signal.signal(signum, _watched(current))
+    current = (_getsignal(_WATCHED_SIGNALS[0]), _getsignal(_WATCHED_SIGNALS[1]))
+    if current == _last_seen:
+        return
+    for signum, handler in zip(_WATCHED_SIGNALS, current, strict=True):
+        if (callable(handler) and handler is not signal.default_int_handler
+                and not hasattr(handler, "dmx_watched")):
+            signal.signal(signum, _watched(handler))
+    _last_seen = (_getsignal(_WATCHED_SIGNALS[0]), _getsignal(_WATCHED_SIGNALS[1]))
 
 
 def _watched(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], Any]:
