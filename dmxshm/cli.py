@@ -526,9 +526,16 @@ def _refuse_other_modes_options(mode: str) -> None:
     """A typed option that has no effect in ``mode`` is a usage error, with the reason."""
     ctx = click.get_current_context()
     for name, (only, flag, why) in _MODE_ONLY.items():
-        if only != mode and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+        if only == mode:
+            continue
+        source = ctx.get_parameter_source(name)
+        if source is ParameterSource.COMMANDLINE:
             raise click.UsageError(f"{flag} applies to {only} mode only: {why}. Drop it, or "
                                    f"add --mode {only}.")
+        if source is ParameterSource.ENVIRONMENT:  # exported for other runs: said, not refused
+            variable = f"DMXSHM_RUN_{name.upper()}"  # click names it after the parameter
+            click.echo(f"dmxshm: note: {variable} has no effect in {mode} mode ({flag} applies "
+                       f"to {only} mode only: {why}).", err=True)
 
 
 @contextlib.contextmanager

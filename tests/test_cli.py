@@ -259,6 +259,15 @@ def test_run_refuses_impossible_values_clearly(args: list[str], words: str, caps
     assert words in err and "Traceback" not in err
 
 
+def test_an_exported_option_of_the_other_mode_is_noted_not_refused(monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("DMXSHM_RUN_DURATION_S", "60")
+    result = CliRunner().invoke(cli, ["run", "--steps", "5", "--camera", "0x0"],
+                                auto_envvar_prefix="DMXSHM")
+    assert result.exit_code == 0, result.output
+    assert "DMXSHM_RUN_DURATION_S has no effect in gym mode" in result.output
+    assert "5 steps" in result.output
+
+
 @pytest.mark.parametrize("args, words", [
     (["--duration", "2"], "--duration applies to realtime mode only"),
     (["--rates", "imu=200"], "--rates applies to realtime mode only"),
