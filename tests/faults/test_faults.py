@@ -44,6 +44,14 @@ def test_a_killed_process_ends_the_run_cleanly(target: str, role: str, sig: str)
     assert out.clean, out.to_dict()
 
 
+def ended(proc: psutil.Process) -> bool:
+    """Gone, or a zombie (dead, not yet reaped)."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 @pytest.mark.timeout(FAULT_TIMEOUT_S)
 def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "1000000",
@@ -60,7 +68,9 @@ def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up() -> N
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         gone, alive = psutil.wait_procs(children, timeout=DETECT_S)
-        assert not alive, [c.pid for c in alive]
+        # An orphan that died is reaped by whoever adopted it (pid 1 or a subreaper),
+        # sometimes later: a zombie has ended all the same.
+        assert not [c.pid for c in alive if not ended(c)]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
