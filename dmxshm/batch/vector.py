@@ -277,12 +277,15 @@ class DmxVectorEnv(VectorEnv):
         """Per-env info arrays, with gymnasium's ``_key`` masks (True where the env's
         info has the key), as ``SyncVectorEnv`` gives them."""
         info: dict[str, np.ndarray] = {}
-        everyone = np.ones(self.num_envs, dtype=np.bool_)
         for key in INFO_FIELDS:
-            mask = self._out("info:_progress_m") if key == "progress_m" else everyone.copy()
-            if mask.any():
-                info[key] = self._out(f"info:{key}")
-                info[f"_{key}"] = mask
+            if key == "progress_m":  # only the envs that stepped (not those that reset) have it
+                mask = self._out("info:_progress_m")
+                if not mask.any():
+                    continue
+            else:  # every env's info has it
+                mask = np.ones(self.num_envs, dtype=np.bool_)
+            info[key] = self._out(f"info:{key}")
+            info[f"_{key}"] = mask
         return info
 
     def reset(self, *, seed: int | list[int] | None = None,
