@@ -171,13 +171,11 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     per step spent in physics, rendering, agents and the framework.
     """
     from dmxshm import network
-    from dmxshm.network.policies import agent_spec, resolve
 
     _refuse_other_modes_options(mode)
     _check_outputs(json)
     _add_app_dir(app_dir)
     with _usage_errors():  # what was asked cannot run: found before anything starts
-        resolve(agent_spec(agent))
         config = network.NetworkConfig(
             mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
             steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
@@ -185,7 +183,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
             profile_interval_s=profile_interval_s)
-        config.check_world()  # a bad map, or too many robots for it
+        config.preflight()  # an agent that does not load, a bad map, too many robots
     if record_dir:  # last: --overwrite removes old frames only for a run that will start
         _prepare_record_dir(record_dir, overwrite)
     failed: network.CommandsRejectedError | None = None

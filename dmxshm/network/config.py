@@ -17,7 +17,7 @@ import numpy as np
 from dmxshm import settings
 from dmxshm.errors import DmxError
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
-from dmxshm.network.policies import AgentError, agent_spec
+from dmxshm.network.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world.maps import load_map
 
@@ -175,14 +175,15 @@ class NetworkConfig:
         """The processes of this run, by name (``engine``, ``renderer-0``...), in start order."""
         return [role_name(role, index) for role, index in self.processes()]
 
-    def check_world(self) -> None:
-        """Load the map and place the robots as the world will, in this process: a bad
-        map, or more robots than the map has room for, fail here before any process
-        starts.
+    def preflight(self) -> None:
+        """What can fail before any process starts fails here, in this process: the
+        agent is loaded, the map too, and the robots are placed as the world will.
 
         Raises:
+            AgentError: the agent does not load.
             MapError: the map does not load, or has no room for the robots.
         """
+        resolve(self.agent_ref)
         load_map(self.map).start_poses(self.robots, np.random.default_rng(self.seed))
 
     @property

@@ -34,7 +34,6 @@ from dmxshm.network.plan import (
     obs_slot_dtype,
     state_slot_dtype,
 )
-from dmxshm.network.policies import resolve
 from dmxshm.network.renderer import run_renderer
 from dmxshm.network.summary import Summary, summarize
 from dmxshm.proc.outcome import Cause, Outcome
@@ -157,8 +156,7 @@ class Network:
         """Sweep orphans, create the rings, start every process."""
         cfg = self.config
         # What can be checked here fails here, with a plain error, not in a child.
-        resolve(cfg.agent_ref)
-        cfg.check_world()
+        cfg.preflight()
         self._catch_sigterm()
         self.swept = len(sweep())
         self.supervisor = Supervisor()  # a network closed and started again starts afresh
