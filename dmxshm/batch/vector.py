@@ -24,6 +24,24 @@ command first polls for ``spin_us`` (default
 shows as busy in ``top`` for up to that long after each step. The parent
 always sleeps while the workers step.
 
+Asynchronous API (EnvPool's): with ``make_vec(num_envs, batch_size=B)``,
+:meth:`~DmxVectorEnv.async_reset` sends a reset to every env,
+:meth:`~DmxVectorEnv.send` ``(actions, env_ids)`` starts a step of those envs
+and returns at once, and :meth:`~DmxVectorEnv.recv` returns the first ``B``
+envs to finish, in the order they finished, with their indices in
+``info["env_id"]``. No step waits for the slowest worker::
+
+    envs = dmxshm.make_vec(16, batch_size=8, seed=0)
+    envs.async_reset()
+    for _ in range(1000):
+        obs, reward, terminated, truncated, info = envs.recv()
+        envs.send(policy(obs), info["env_id"])
+
+Each env is in flight (sent, not yet returned by ``recv``) at most once;
+autoreset is ``NEXT_STEP`` as in ``step``; ``reset()`` and ``async_reset()``
+wait for the envs in flight and drop what they return; ``step()`` and
+``render()`` refuse while any env is in flight.
+
 Workers are started by the process layer (:mod:`dmxshm.proc`): fresh
 interpreters that never run the caller's ``__main__`` again, so a script
 without an ``if __name__ == "__main__":`` guard works.
@@ -61,6 +79,7 @@ from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
 from dmxshm.batch.worker import (
     CLOSE,
     INFO_FIELDS,
+    PENDING,
     RENDER,
     RESET,
     STEP,
@@ -72,6 +91,7 @@ from dmxshm.batch.worker import (
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
+from dmxshm.shm.fence import NEEDS_FENCE, fence
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
@@ -94,18 +114,24 @@ class DmxVectorEnv(VectorEnv):
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP,
                                 "render_modes": ["rgb_array"]}
+    _NOT_WAITING = 1 << 62  # the parent's ``need`` while it does not wait in recv()
 
     def __init__(self, num_envs: int, num_workers: int | None = None, obs: str = "state",
                  camera: tuple[int, int] = (160, 120), seed: int | None = None,
                  copy: bool = True, timeout_s: float = settings.BATCH_TIMEOUT_S,
                  spin_us: float | None = None, profile: bool = False,
                  profile_interval_s: float = 0.5, breakdown: bool = False,
-                 **env_kwargs: Any) -> None:
+                 batch_size: int | None = None, **env_kwargs: Any) -> None:
         from dmxshm.batch.env import DuckieLaneEnv
 
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
         workers = min(num_workers or os.cpu_count() or 1, num_envs)
+        if batch_size is None:
+            batch_size = num_envs
+        if not 1 <= batch_size <= num_envs:
+            raise ValueError(f"batch_size must be in [1, num_envs={num_envs}], not {batch_size}")
+        self.batch_size = batch_size
         self.num_envs = num_envs
         self.num_workers = workers
         self.copy = copy
@@ -113,6 +139,14 @@ class DmxVectorEnv(VectorEnv):
         self._spin_s = _resolve_spin_s(spin_us)
         self._broken = ""
         self._seed = seed
+        self._sequence = 0  # of whole-shard commands
+        # asynchronous sends: envs sent and not yet returned by recv(), those
+        # finished and not yet returned (finish time, env), what the parent
+        # consumed of each worker's completion ring, the last recv()'s envs
+        self._in_flight = np.zeros(num_envs, dtype=np.bool_)
+        self._finished: list[tuple[float, int]] = []
+        self._consumed = [0] * workers
+        self._last_ids = np.arange(num_envs)
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = DuckieLaneEnv(**kwargs)
@@ -133,6 +167,9 @@ class DmxVectorEnv(VectorEnv):
                 "batch", Arrays.size(num_envs, self._fields, workers, render))
             self._arrays = Arrays(seg, num_envs, self._fields, workers, render)
             names = {"arrays": seg.name}
+            self._arrays.views["need"][0] = self._NOT_WAITING
+            names["ready"] = make_name(self._registry.token, "batch.ready")
+            self._ready = self._registry.create_semaphore(names["ready"], 0)
             self._go: list[Any] = []
             self._done: list[Any] = []
             for w in range(workers):
@@ -141,6 +178,8 @@ class DmxVectorEnv(VectorEnv):
                     lst.append(self._registry.create_semaphore(name, 0))
                     names[f"{kind}.{w}"] = name
             bounds = np.array_split(np.arange(num_envs), workers)
+            self._owner = np.repeat(np.arange(workers), [len(b) for b in bounds])
+            self._bounds = [(int(b[0]), int(b[-1]) + 1) for b in bounds]
             for w, block in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
                     f"batch-{w}", run_worker, w, names, int(block[0]), int(block[-1]) + 1,
@@ -214,7 +253,8 @@ class DmxVectorEnv(VectorEnv):
 
     def _handoff(self, command: int) -> None:
         views = self._arrays.views
-        views["command"][:] = command
+        self._sequence += 1
+        views["command"][:] = self._sequence << 8 | command
         t0 = time.perf_counter()
         for sem in self._go:
             sem.release()
@@ -273,50 +313,214 @@ class DmxVectorEnv(VectorEnv):
         arr = self._arrays.views[name]
         return arr.copy() if self.copy else arr
 
-    def _info(self) -> dict[str, np.ndarray]:
-        """Per-env info arrays, with gymnasium's ``_key`` masks (True where the env's
-        info has the key), as ``SyncVectorEnv`` gives them."""
+    def _info(self, ids: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Per-env info arrays (of the envs ``ids``, or all), with gymnasium's ``_key``
+        masks (True where the env's info has the key), as ``SyncVectorEnv`` gives them."""
+        def out(name: str) -> np.ndarray:
+            return self._out(name) if ids is None else self._arrays.views[name][ids]
+
         info: dict[str, np.ndarray] = {}
         for key in INFO_FIELDS:
             if key == "progress_m":  # only the envs that stepped (not those that reset) have it
-                mask = self._out("info:_progress_m")
+                mask = out("info:_progress_m")
                 if not mask.any():
                     continue
             else:  # every env's info has it
-                mask = np.ones(self.num_envs, dtype=np.bool_)
-            info[key] = self._out(f"info:{key}")
+                mask = np.ones(self.num_envs if ids is None else ids.size, dtype=np.bool_)
+            info[key] = out(f"info:{key}")
             info[f"_{key}"] = mask
         return info
 
     def reset(self, *, seed: int | list[int] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset every sub-environment (``seed``: int for seed + i, or one per env)."""
+        """Reset every sub-environment (``seed``: int for seed + i, or one per env).
+
+        Envs in flight from :meth:`send` are waited for first, and what they
+        return is dropped.
+        """
         self._check_open()
+        self._settle()
+        self._arrays.views["seeds"][:] = self._seeds(seed)
+        self._run(RESET)
+        return self._obs(), self._info()
+
+    def _seeds(self, seed: int | list[int] | None) -> list[int]:
         if seed is None:
             seed = self._seed
             self._seed = None  # later resets continue the random streams
         if seed is None:
-            seeds = [-1] * self.num_envs
-        elif isinstance(seed, int):
-            seeds = [seed + i for i in range(self.num_envs)]
-        else:
-            seeds = [-1 if s is None else int(s) for s in seed]
-        self._arrays.views["seeds"][:] = seeds
-        self._run(RESET)
-        return self._obs(), self._info()
+            return [-1] * self.num_envs
+        if isinstance(seed, int):
+            return [seed + i for i in range(self.num_envs)]
+        return [-1 if s is None else int(s) for s in seed]
+
+    def _settle(self) -> None:
+        """Wait for every env in flight from :meth:`send` and drop what it returns."""
+        n = int(self._in_flight.sum())
+        if n:
+            try:
+                self._await(n)
+            except BaseException as exc:
+                self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
+                raise
+            self._finished.clear()
+            self._in_flight[:] = False
+            self._last_ids = np.arange(self.num_envs)
+
+    def _check_idle(self, what: str) -> None:
+        if self._in_flight.any():
+            raise DmxError(f"{int(self._in_flight.sum())} env(s) are in flight from send(): "
+                           f"recv() them before {what}")
+
+    def _check_actions(self, actions: Any, ids: np.ndarray | None = None) -> np.ndarray:
+        """``actions`` as float32, one finite row per env of ``ids`` (default: all)."""
+        n = self.num_envs if ids is None else ids.size
+        a = np.asarray(actions, dtype=np.float32)
+        if a.shape != (n, 2):
+            raise ValueError(f"actions must have shape ({n}, 2), not {a.shape}")
+        if not np.isfinite(a).all():
+            rows = sorted({int(i) for i in np.argwhere(~np.isfinite(a))[:, 0]})
+            envs = rows if ids is None else ids[rows].tolist()
+            raise ValueError(f"actions of sub-environment(s) {envs} are not finite: {a[rows]}")
+        return a
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         self._check_open()
-        a = np.asarray(actions, dtype=np.float32)
-        if a.shape != (self.num_envs, 2):
-            raise ValueError(f"actions must have shape ({self.num_envs}, 2), not {a.shape}")
-        if not np.isfinite(a).all():
-            bad = sorted({int(i) for i in np.argwhere(~np.isfinite(a))[:, 0]})
-            raise ValueError(f"actions of sub-environment(s) {bad} are not finite: {a[bad]}")
-        self._arrays.views["actions"][:] = a
+        self._check_idle("step()")
+        self._arrays.views["actions"][:] = self._check_actions(actions)
         self._run(STEP)
         return (self._obs(), self._out("rewards"), self._out("terminated"),
                 self._out("truncated"), self._info())
+
+    # -- the asynchronous API (EnvPool's) ---------------------------------------
+    def async_reset(self, *, seed: int | list[int] | None = None) -> None:
+        """Send a reset to every sub-environment; :meth:`recv` returns them as they finish.
+
+        ``seed`` as for :meth:`reset`. Envs still in flight are waited for
+        first and what they return is dropped (as :meth:`reset` does).
+        """
+        self._check_open()
+        self._settle()
+        self._arrays.views["seeds"][:] = self._seeds(seed)
+        self._dispatch(np.arange(self.num_envs), RESET)
+
+    def send(self, actions: Any, env_ids: Any = None) -> None:
+        """Start one step of the envs ``env_ids`` with ``actions`` (one row per env).
+
+        Args:
+            actions: shape ``(len(env_ids), 2)``.
+            env_ids: distinct env indices, none of them in flight (sent and
+                not yet returned by :meth:`recv`); by default the envs the
+                last :meth:`recv` returned (all envs before the first one).
+
+        Autoreset is ``NEXT_STEP``, as in :meth:`step`: an env whose episode
+        ended resets at its next send, whose action it ignores.
+        """
+        self._check_open()
+        ids = self._last_ids if env_ids is None else np.asarray(env_ids, dtype=np.int64)
+        if ids.ndim != 1 or ids.size == 0:
+            raise ValueError(f"env_ids must be a non-empty 1-d sequence, not {env_ids!r}")
+        if ids.min() < 0 or ids.max() >= self.num_envs:
+            raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {ids.tolist()}")
+        if np.unique(ids).size != ids.size:
+            raise ValueError(f"env_ids must be distinct, got {ids.tolist()}")
+        busy = ids[self._in_flight[ids]]
+        if busy.size:
+            raise DmxError(f"env(s) {busy.tolist()} are in flight: recv() them before "
+                           "sending to them again")
+        a = self._check_actions(actions, ids)
+        self._arrays.views["actions"][ids] = a
+        self._dispatch(ids, STEP)
+
+    def _dispatch(self, ids: np.ndarray, command: int) -> None:
+        v = self._arrays.views
+        self._in_flight[ids] = True
+        v["cmd"][ids] = command
+        for w in np.unique(self._owner[ids]).tolist():
+            v["command"][w] = PENDING
+            self._go[w].release()
+
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The first ``batch_size`` envs to finish what was sent to them.
+
+        Returns:
+            ``(obs, rewards, terminated, truncated, info)`` for those envs,
+            in the order they finished; ``info["env_id"]`` names them (int32).
+
+        Raises:
+            DmxError: fewer than ``batch_size`` envs are in flight.
+            WorkerError: a worker died or raised (within 0.05 s).
+            DmxTimeoutError: nothing came within ``timeout_s``.
+        """
+        self._check_open()
+        k = self.batch_size
+        if int(self._in_flight.sum()) < k:
+            raise DmxError(f"recv() needs {k} env(s) in flight (batch_size), there are "
+                           f"{int(self._in_flight.sum())}: send() to more envs first")
+        try:
+            self._await(k)
+        except BaseException as exc:
+            self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
+            raise
+        self._finished.sort()
+        taken, self._finished = self._finished[:k], self._finished[k:]
+        ids = np.array([i for _, i in taken], dtype=np.int64)
+        self._in_flight[ids] = False
+        self._last_ids = ids
+        v = self._arrays.views
+        obs: Any
+        if "obs:" in v:
+            obs = v["obs:"][ids]
+        else:
+            obs = {key[4:]: v[key][ids] for key in v if key.startswith("obs:")}
+        info = self._info(ids)
+        info["env_id"] = ids.astype(np.int32)
+        return obs, v["rewards"][ids], v["terminated"][ids], v["truncated"][ids], info
+
+    def _await(self, k: int) -> None:
+        """Gather completions until ``k`` are held (see :class:`~dmxshm.batch.worker.Shard`)."""
+        v = self._arrays.views
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            self._gather()
+            if len(self._finished) >= k:
+                return
+            v["need"][0] = k - len(self._finished)
+            try:
+                wait_semaphore(self._ready, max(deadline - time.monotonic(), 0.0),
+                               check=self._check_workers, on_timeout=self._recv_timed_out)
+            finally:
+                v["need"][0] = self._NOT_WAITING
+
+    def _gather(self) -> None:
+        """Move every announced completion into ``_finished``."""
+        v = self._arrays.views
+        ring, t_env, consumed = v["done_ids"], v["t_env"], v["consumed"]
+        for w, (lo, hi) in enumerate(self._bounds):
+            seen = self._consumed[w]
+            while True:
+                word = int(ring[lo + seen % (hi - lo)])
+                if word >> 32 != seen + 1:
+                    break
+                if NEEDS_FENCE:
+                    fence()
+                i = word & 0xFFFFFFFF
+                self._finished.append((float(t_env[i]), i))
+                seen += 1
+            if seen != self._consumed[w]:
+                self._consumed[w] = seen
+                consumed[w] = seen
+
+    def _check_workers(self) -> None:
+        for w in range(self.num_workers):
+            self._check_worker(w)
+
+    def _recv_timed_out(self, waited_s: float) -> DmxTimeoutError:
+        stopped = [f"{w} (pid {c.pid})" for w, c in enumerate(self._workers) if c.stopped()]
+        state = f"; stopped (SIGSTOP?): batch worker {', '.join(stopped)}" if stopped else ""
+        return DmxTimeoutError(
+            f"recv() waited {waited_s:.1f} s (timeout_s) for {self.batch_size} env(s); "
+            f"{len(self._finished)} finished{state}")
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]  # one tiled image
         """The camera images of the first sub-environments (up to :data:`RENDER_ENVS`),
@@ -325,6 +529,7 @@ class DmxVectorEnv(VectorEnv):
         if self.render_mode != "rgb_array":
             return None
         self._check_open()
+        self._check_idle("render()")
         self._run(RENDER)
         images = self._arrays.views["render"]
         k, h, w, _ = images.shape
@@ -376,7 +581,11 @@ class DmxVectorEnv(VectorEnv):
 
 def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
              camera: tuple[int, int] = (160, 120), seed: int | None = None, copy: bool = True,
-             **env_kwargs: Any) -> DmxVectorEnv:
-    """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring)."""
+             batch_size: int | None = None, **env_kwargs: Any) -> DmxVectorEnv:
+    """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring).
+
+    ``batch_size`` (default ``num_envs``) is how many envs :meth:`DmxVectorEnv.recv`
+    returns in the asynchronous API.
+    """
     return DmxVectorEnv(num_envs, num_workers, obs=obs, camera=camera, seed=seed, copy=copy,
-                        **env_kwargs)
+                        batch_size=batch_size, **env_kwargs)

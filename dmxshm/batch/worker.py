@@ -2,9 +2,10 @@
 
 The parent (:class:`~dmxshm.batch.vector.DmxVectorEnv`) and its workers share
 one segment of arrays (:class:`Arrays`: actions, rewards, flags, info,
-observations, render images) and two semaphores per worker: ``go`` (a
-command is there) and ``done`` (the shard answered). Nothing is pickled on
-the step path.
+observations, render images), two semaphores per worker, ``go`` (a
+command is there) and ``done`` (the shard answered a whole-shard command),
+and one ``ready`` semaphore for asynchronous sends (some env finished).
+Nothing is pickled on the step path.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import numpy as np
 import posix_ipc
 
 from dmxshm import settings
+from dmxshm.shm.fence import NEEDS_FENCE, fence
 from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import acquire, spin_until
 
-STEP, RESET, CLOSE, RENDER = 1, 2, 3, 4
+STEP, RESET, CLOSE, RENDER, PENDING = 1, 2, 3, 4, 5
 INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.bool_),
                "progress_m": np.dtype(np.float64)}
 """What a DuckieLane step puts in ``info``, one array each in the batch (a reset's
@@ -72,7 +74,14 @@ class Arrays:
             ("terminated", (n,), np.dtype(np.bool_)), ("truncated", (n,), np.dtype(np.bool_)),
             ("seeds", (n,), np.dtype(np.int64)), ("command", (workers,), np.dtype(np.int64)),
             ("t_start", (workers,), np.dtype(np.float64)),
-            ("t_done", (workers,), np.dtype(np.float64))]
+            ("t_done", (workers,), np.dtype(np.float64)),
+            # asynchronous sends: what each env is to do (0: nothing), when it
+            # finished, the workers' completion rings (worker w's ring is
+            # done_ids[its lo:its hi]) and counts, what the parent consumed and
+            # how many more it waits for
+            ("cmd", (n,), np.dtype(np.int64)), ("t_env", (n,), np.dtype(np.float64)),
+            ("done_ids", (n,), np.dtype(np.int64)), ("done_count", (workers,), np.dtype(np.int64)),
+            ("consumed", (workers,), np.dtype(np.int64)), ("need", (1,), np.dtype(np.int64))]
         layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
         layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
@@ -93,9 +102,128 @@ class Arrays:
         return offset + int(np.prod(shape)) * dtype.itemsize
 
 
+class Shard:
+    """The worlds ``lo`` to ``hi - 1`` of one worker, and how it steps them.
+
+    Two paths write the same shared arrays with the same numbers:
+
+    * **synchronous** (:meth:`run`): a whole-shard command (``STEP``,
+      ``RESET``, ``RENDER``) from :meth:`DmxVectorEnv.step` and ``reset``;
+    * **asynchronous** (:meth:`run_pending`): the envs whose ``cmd`` the parent
+      set (:meth:`DmxVectorEnv.send`), each announced when done in this
+      worker's completion ring (see :class:`Arrays`).
+
+    Autoreset (``NEXT_STEP``) state is the shard's, shared by both paths.
+    """
+
+    def __init__(self, index: int, lo: int, hi: int, n: int, v: dict[str, np.ndarray],
+                 envs: list[Any], render: tuple[int, ...] | None, ready: Any) -> None:
+        self.index, self.lo, self.hi, self.n = index, lo, hi, n
+        self.v, self.envs, self.render_shape, self.ready = v, envs, render, ready
+        self.pending_reset = [False] * len(envs)
+        self.keys = [k for k in v if k.startswith("obs:")]
+        self.announced = 0  # completions written to this worker's ring
+
+    def put(self, i: int, obs: Any) -> None:
+        for key in self.keys:
+            self.v[key][i] = obs[key[4:]] if key != "obs:" else obs
+
+    def run(self, command: int) -> None:
+        """One synchronous command for the whole shard."""
+        v, lo, hi, envs = self.v, self.lo, self.hi, self.envs
+        if command == RENDER:
+            for j, env in enumerate(envs):
+                if self.render_shape is not None and lo + j < self.render_shape[0]:
+                    v["render"][lo + j] = env.render()
+            return
+        rewards = [0.0] * len(envs)
+        ended = [False] * len(envs)
+        cut = [False] * len(envs)
+        offsets, on_road, progress = [0.0] * len(envs), [False] * len(envs), [0.0] * len(envs)
+        stepped = [False] * len(envs)
+        wheels = v["actions"][lo:hi].tolist()
+        pending_reset = self.pending_reset
+        for j, env in enumerate(envs):
+            if command == RESET or pending_reset[j]:
+                seed = int(v["seeds"][lo + j]) if command == RESET else -1
+                obs, info = env.reset(seed=None if seed < 0 else seed)
+                pending_reset[j] = False
+            else:
+                obs, rewards[j], ended[j], cut[j], info = env.step_wheels(*wheels[j])
+                pending_reset[j] = ended[j] or cut[j]
+                progress[j], stepped[j] = info["progress_m"], True
+            offsets[j], on_road[j] = info["lane_offset_m"], info["on_road"]
+            self.put(lo + j, obs)
+        v["rewards"][lo:hi] = rewards
+        v["terminated"][lo:hi] = ended
+        v["truncated"][lo:hi] = cut
+        v["info:lane_offset_m"][lo:hi] = offsets
+        v["info:on_road"][lo:hi] = on_road
+        v["info:progress_m"][lo:hi] = progress
+        v["info:_progress_m"][lo:hi] = stepped
+
+    def run_one(self, j: int, command: int) -> None:
+        """Env ``lo + j`` alone: the same numbers as :meth:`run` gives it."""
+        v, i, env = self.v, self.lo + j, self.envs[j]
+        if command == RESET or self.pending_reset[j]:
+            seed = int(v["seeds"][i]) if command == RESET else -1
+            obs, info = env.reset(seed=None if seed < 0 else seed)
+            self.pending_reset[j] = False
+            reward, ended, cut, progress, stepped = 0.0, False, False, 0.0, False
+        else:
+            left, right = v["actions"][i].tolist()
+            obs, reward, ended, cut, info = env.step_wheels(left, right)
+            self.pending_reset[j] = ended or cut
+            progress, stepped = info["progress_m"], True
+        v["rewards"][i] = reward
+        v["terminated"][i] = ended
+        v["truncated"][i] = cut
+        v["info:lane_offset_m"][i] = info["lane_offset_m"]
+        v["info:on_road"][i] = info["on_road"]
+        v["info:progress_m"][i] = progress
+        v["info:_progress_m"][i] = stepped
+        self.put(i, obs)
+
+    def run_pending(self) -> None:
+        """Step every env of the shard that the parent sent, announcing each when done.
+
+        An announcement is one 64-bit word in this worker's completion ring,
+        ``sequence << 32 | env``, written after the env's results (a single
+        aligned store: the parent never sees half of it); a fence orders the
+        two where the CPU does not (:mod:`dmxshm.shm.fence`). The ``ready``
+        semaphore is posted when the parent's ``need`` is met, and always at
+        the end of the scan, so a parent asleep on it always wakes.
+        """
+        v, lo = self.v, self.lo
+        cmd, ring, size = v["cmd"], v["done_ids"], self.hi - self.lo
+        count, consumed, need = v["done_count"], v["consumed"], v["need"]
+        pending = np.flatnonzero(cmd[lo:self.hi]).tolist()
+        for j in pending:
+            i = lo + j
+            command = int(cmd[i])
+            cmd[i] = 0
+            self.run_one(j, command)
+            v["t_env"][i] = time.perf_counter()
+            if NEEDS_FENCE:
+                fence()
+            self.announced += 1
+            ring[lo + (self.announced - 1) % size] = self.announced << 32 | i
+            count[self.index] = self.announced
+            if j != pending[-1] and int(count.sum() - consumed.sum()) >= int(need[0]):
+                self.ready.release()
+        if pending:
+            self.ready.release()
+
+
 def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
-            env_kwargs: dict[str, Any], parent_pid: int, spin_s: float) -> None:
-    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``."""
+               env_kwargs: dict[str, Any], parent_pid: int, spin_s: float) -> None:
+    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``.
+
+    The parent's command for this worker is one word, ``sequence << 8 |
+    command``: a whole-shard command runs once per sequence number (a wake-up
+    left over from asynchronous sends never runs it twice); ``PENDING`` scans
+    the envs the parent sent.
+    """
     from dmxshm.batch.env import DuckieLaneEnv
 
     envs: list[DuckieLaneEnv] = []
@@ -107,12 +235,8 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
         v = arrays.views
         go = posix_ipc.Semaphore(names[f"go.{index}"])
         done = posix_ipc.Semaphore(names[f"done.{index}"])
-        pending_reset = [False] * len(envs)
-        keys = [k for k in v if k.startswith("obs:")]
-
-        def put(i: int, obs: Any) -> None:
-            for key in keys:
-                v[key][i] = obs[key[4:]] if key != "obs:" else obs
+        shard = Shard(index, lo, hi, n, v, envs, render, posix_ipc.Semaphore(names["ready"]))
+        last_sequence = 0
 
         while True:
             poll(go, spin_s)
@@ -124,39 +248,17 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
                     if os.getppid() != parent_pid:
                         return
             t_start = time.perf_counter()
-            command = int(v["command"][index])
+            word = int(v["command"][index])
+            command, sequence = word & 0xFF, word >> 8
             if command == CLOSE:
                 break
-            if command == RENDER:
-                for j, env in enumerate(envs):
-                    if render is not None and lo + j < render[0]:
-                        v["render"][lo + j] = env.render()
-                done.release()
+            if command == PENDING:
+                shard.run_pending()
                 continue
-            rewards = [0.0] * len(envs)
-            ended = [False] * len(envs)
-            cut = [False] * len(envs)
-            offsets, on_road, progress = [0.0] * len(envs), [False] * len(envs), [0.0] * len(envs)
-            stepped = [False] * len(envs)
-            wheels = v["actions"][lo:hi].tolist()
-            for j, env in enumerate(envs):
-                if command == RESET or pending_reset[j]:
-                    seed = int(v["seeds"][lo + j]) if command == RESET else -1
-                    obs, info = env.reset(seed=None if seed < 0 else seed)
-                    pending_reset[j] = False
-                else:
-                    obs, rewards[j], ended[j], cut[j], info = env.step_wheels(*wheels[j])
-                    pending_reset[j] = ended[j] or cut[j]
-                    progress[j], stepped[j] = info["progress_m"], True
-                offsets[j], on_road[j] = info["lane_offset_m"], info["on_road"]
-                put(lo + j, obs)
-            v["rewards"][lo:hi] = rewards
-            v["terminated"][lo:hi] = ended
-            v["truncated"][lo:hi] = cut
-            v["info:lane_offset_m"][lo:hi] = offsets
-            v["info:on_road"][lo:hi] = on_road
-            v["info:progress_m"][lo:hi] = progress
-            v["info:_progress_m"][lo:hi] = stepped
+            if sequence == last_sequence:
+                continue  # a wake-up left from asynchronous sends
+            last_sequence = sequence
+            shard.run(command)
             v["t_start"][index] = t_start  # when the command was taken, when the shard was done
             v["t_done"][index] = time.perf_counter()
             done.release()
