@@ -454,11 +454,13 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
     """dmxshm make_vec beside gymnasium's SyncVectorEnv and AsyncVectorEnv.
 
     Same environment (dmxshm/DuckieLane-v0), same number of sub-environments,
-    random actions; obs "state", and "camera" at 64x64 and 160x120. Reports
-    env-steps/s, dmxshm's ratio to each peer, and its scaling efficiency
-    (dmxshm / (cores x one environment in one process)). Each rate is the
-    median of three windows after a 0.5 s warm-up; a full run of one size
-    takes about a minute.
+    random actions; obs "state", and "camera" at 64x64 and 160x120. Measures
+    dmxshm's step() ("dmxshm"), its asynchronous recv()/send() at batch_size
+    n/2 ("dmx-recv"), and the same workers stepping their worlds with no
+    handoff at all ("free", the reference for both). Reports env-steps/s,
+    the ratios, and the scaling efficiency (dmxshm / (cores x one environment
+    in one process)). Each rate is the median of three windows after a 0.5 s
+    warm-up; a full run of one size takes about two minutes.
     """
     from dmxshm.bench import vector
 
@@ -467,7 +469,9 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
              "camera160": ("camera", (160, 120))}
     configs = tuple(kinds[k] for k in obs) or vector.OBS_CONFIGS
     _check_outputs(plot=scaling_plot)
-    n_runs = len(configs) * (1 + (2 + max(len(workers), 1)) * len(num_envs))
+    per_workers = len(vector.PER_WORKERS) * max(len(workers), 1)
+    n_runs = len(configs) * (1 + (len(vector.IMPLS) - len(vector.PER_WORKERS) + per_workers)
+                             * len(num_envs))
     with click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
         rows = vector.run(num_envs=num_envs, workers=workers or None, quick=quick,

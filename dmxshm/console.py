@@ -327,10 +327,14 @@ def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
         click.echo(f"{r.impl:<8} {r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>6} "
                    f"{r.env_steps_per_s:>12.0f}")
     click.echo("")
+    names = (("vs_sync", "dmxshm / sync"), ("vs_async", "dmxshm / async"),
+             ("vs_free", "dmxshm / free"), ("recv_vs_free", "dmx-recv / free"),
+             ("recv_vs_async", "dmx-recv / async"))
     for srow in summary:
-        click.echo(f"{srow['obs']} {srow['camera']} x{srow['num_envs']}: dmxshm / sync "
-                   f"{srow['vs_sync']:.2f}, dmxshm / async {srow['vs_async']:.2f}, "
-                   f"scaling efficiency {srow['scaling_efficiency']:.2f}")
+        ratios = [f"{label} {srow[key]:.2f}" for key, label in names if srow[key] is not None]
+        click.echo(f"{srow['obs']} {srow['camera']} x{srow['num_envs']} "
+                   f"({srow['workers']} workers): " + ", ".join(ratios)
+                   + f", scaling efficiency {srow['scaling_efficiency']:.2f}")
 
 
 def print_maps(infos: list[dict[str, Any]]) -> None:

@@ -163,3 +163,21 @@ def test_close_with_sends_in_flight_returns_and_leaves_nothing() -> None:
     assert not [e for e in list_entries() if e.pid == os.getpid()]
     with pytest.raises(DmxError, match="closed"):
         env.send(np.zeros((3, 2), np.float32))
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+@pytest.mark.parametrize(("n", "batch_size"), [(6, 1), (3, 3), (3, 2)])
+def test_a_waiting_parent_is_always_woken(n: int, batch_size: int) -> None:
+    """Many short recv() calls, each a race between the parent going to sleep and a
+    worker announcing: a missed wake-up would show as a timeout."""
+    env = dmxshm.make_vec(n, num_workers=3, seed=0, batch_size=batch_size, timeout_s=5.0)
+    try:
+        env.async_reset()
+        returned = np.zeros(n, dtype=int)
+        for _ in range(1500):
+            _, _, _, _, info = env.recv()
+            returned[info["env_id"]] += 1
+            env.send(np.zeros((batch_size, 2), np.float32))
+        assert returned.sum() == 1500 * batch_size and (returned > 0).all()
+    finally:
+        env.close()

@@ -296,15 +296,17 @@ def test_bench_vector_measures_every_peer_and_draws_them(tmp_path) -> None:  # n
 
     rows = vector.run(num_envs=(2,), configs=(("state", (160, 120)),), seconds=0.3)
     dicts = vector.as_dicts(rows)
-    assert [d["impl"] for d in dicts] == ["single", "dmxshm", "sync", "async"]
+    assert [d["impl"] for d in dicts] == ["single", "dmxshm", "dmx-recv", "free", "sync", "async"]
     for d in dicts:
         for key in ("impl", "obs", "num_envs", "num_workers", "env_steps_per_s"):
             assert key in d
         assert d["env_steps_per_s"] > 0 and d["obs"] == "state"
-    assert [d["num_envs"] for d in dicts] == [1, 2, 2, 2]
-    assert [d["num_workers"] for d in dicts] == [1, min(2, os.cpu_count() or 1), 1, 2]
+    assert [d["num_envs"] for d in dicts] == [1, 2, 2, 2, 2, 2]
+    w = min(2, os.cpu_count() or 1)
+    assert [d["num_workers"] for d in dicts] == [1, w, w, w, 1, 2]
     (s,) = vector.summary(rows)
     assert s["num_envs"] == 2 and s["vs_async"] > 0 and s["scaling_efficiency"] > 0
+    assert s["vs_free"] > 0 and s["recv_vs_free"] > 0 and s["recv_vs_async"] > 0
     assert vector.targets(rows) == []  # set for 16 envs only
     plot_vector(rows, str(tmp_path / "v.png"))
     assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -91,7 +91,7 @@ from dmxshm.batch.worker import (
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
-from dmxshm.shm.fence import NEEDS_FENCE, fence
+from dmxshm.shm.fence import NEEDS_FENCE, fence, full_fence
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
@@ -422,12 +422,13 @@ class DmxVectorEnv(VectorEnv):
             raise ValueError(f"env_ids must be a non-empty 1-d sequence, not {env_ids!r}")
         if ids.min() < 0 or ids.max() >= self.num_envs:
             raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {ids.tolist()}")
-        if np.unique(ids).size != ids.size:
+        marks = np.zeros(self.num_envs, dtype=np.bool_)
+        marks[ids] = True
+        if int(marks.sum()) != ids.size:
             raise ValueError(f"env_ids must be distinct, got {ids.tolist()}")
-        busy = ids[self._in_flight[ids]]
-        if busy.size:
-            raise DmxError(f"env(s) {busy.tolist()} are in flight: recv() them before "
-                           "sending to them again")
+        if self._in_flight[ids].any():
+            raise DmxError(f"env(s) {ids[self._in_flight[ids]].tolist()} are in flight: "
+                           "recv() them before sending to them again")
         a = self._check_actions(actions, ids)
         self._arrays.views["actions"][ids] = a
         self._dispatch(ids, STEP)
@@ -436,7 +437,7 @@ class DmxVectorEnv(VectorEnv):
         v = self._arrays.views
         self._in_flight[ids] = True
         v["cmd"][ids] = command
-        for w in np.unique(self._owner[ids]).tolist():
+        for w in set(self._owner[ids].tolist()):
             v["command"][w] = PENDING
             self._go[w].release()
 
@@ -486,6 +487,11 @@ class DmxVectorEnv(VectorEnv):
             if len(self._finished) >= k:
                 return
             v["need"][0] = k - len(self._finished)
+            full_fence()  # see Shard.run_pending: publish the need, then look once more
+            self._gather()
+            if len(self._finished) >= k:
+                v["need"][0] = self._NOT_WAITING
+                return
             try:
                 wait_semaphore(self._ready, max(deadline - time.monotonic(), 0.0),
                                check=self._check_workers, on_timeout=self._recv_timed_out)

@@ -19,7 +19,7 @@ import numpy as np
 import posix_ipc
 
 from dmxshm import settings
-from dmxshm.shm.fence import NEEDS_FENCE, fence
+from dmxshm.shm.fence import NEEDS_FENCE, fence, full_fence
 from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import acquire, spin_until
 
@@ -190,15 +190,21 @@ class Shard:
         An announcement is one 64-bit word in this worker's completion ring,
         ``sequence << 32 | env``, written after the env's results (a single
         aligned store: the parent never sees half of it); a fence orders the
-        two where the CPU does not (:mod:`dmxshm.shm.fence`). The ``ready``
-        semaphore is posted when the parent's ``need`` is met, and always at
-        the end of the scan, so a parent asleep on it always wakes.
+        two where the CPU does not (:mod:`dmxshm.shm.fence`).
+
+        The ``ready`` semaphore wakes the parent only when it can go on: the
+        parent publishes how many more envs it waits for (``need``), then
+        gathers once more, then sleeps; a worker announces, then reads
+        ``need``, and posts when the announced-but-not-gathered envs meet it.
+        A full fence between each side's store and its load makes at least
+        one of them see the other's store: the parent finds the env itself,
+        or the worker posts.
         """
         v, lo = self.v, self.lo
         cmd, ring, size = v["cmd"], v["done_ids"], self.hi - self.lo
         count, consumed, need = v["done_count"], v["consumed"], v["need"]
-        pending = np.flatnonzero(cmd[lo:self.hi]).tolist()
-        for j in pending:
+        # a copy: the parent may set other envs' cmd while this reads them
+        for j in np.flatnonzero(cmd[lo:self.hi].copy()).tolist():
             i = lo + j
             command = int(cmd[i])
             cmd[i] = 0
@@ -209,10 +215,10 @@ class Shard:
             self.announced += 1
             ring[lo + (self.announced - 1) % size] = self.announced << 32 | i
             count[self.index] = self.announced
-            if j != pending[-1] and int(count.sum() - consumed.sum()) >= int(need[0]):
+            full_fence()
+            wanted = int(need[0])
+            if wanted <= self.n and int(count.sum() - consumed.sum()) >= wanted:
                 self.ready.release()
-        if pending:
-            self.ready.release()
 
 
 def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,

@@ -122,7 +122,8 @@ def plot_vector(rows: Sequence[Any], path: str) -> None:
     plt = _pyplot()
     kinds = list(dict.fromkeys((r.obs, r.camera) for r in rows))
     sizes = sorted({r.num_envs for r in rows if r.impl != "single"})
-    impls = [("dmxshm", "#4c72b0"), ("async", "#dd8452"), ("sync", "#55a868")]
+    impls = [("dmxshm", "#4c72b0"), ("dmx-recv", "#8172b3"), ("free", "#937860"),
+             ("async", "#dd8452"), ("sync", "#55a868")]
     fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 4.2), squeeze=False)
     for ax, (obs, cam) in zip(axes[0], kinds, strict=True):
         by = {(r.impl, r.num_envs): r.env_steps_per_s for r in rows
@@ -132,8 +133,10 @@ def plot_vector(rows: Sequence[Any], path: str) -> None:
             xs = [g + (k - (len(impls) - 1) / 2) * width for g, n in enumerate(sizes)
                   if (impl, n) in by]
             ys = [by[(impl, n)] for n in sizes if (impl, n) in by]
-            label = {"dmxshm": "dmxshm make_vec", "async": "AsyncVectorEnv (shm)",
-                     "sync": "SyncVectorEnv"}[impl]
+            label = {"dmxshm": "dmxshm make_vec step()",
+                     "dmx-recv": "dmxshm recv()/send(), batch n/2",
+                     "free": "free-running workers (no handoff)",
+                     "async": "AsyncVectorEnv (shm)", "sync": "SyncVectorEnv"}[impl]
             ax.bar(xs, ys, width, label=label, color=color)
         single = by.get(("single", 1))
         if single:
