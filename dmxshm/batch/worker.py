@@ -130,62 +130,51 @@ class Shard:
 
     def run(self, command: int) -> None:
         """One synchronous command for the whole shard."""
-        v, lo, hi, envs = self.v, self.lo, self.hi, self.envs
         if command == RENDER:
-            for j, env in enumerate(envs):
+            v, lo = self.v, self.lo
+            for j, env in enumerate(self.envs):
                 if self.render_shape is not None and lo + j < self.render_shape[0]:
                     v["render"][lo + j] = env.render()
             return
-        rewards = [0.0] * len(envs)
-        ended = [False] * len(envs)
-        cut = [False] * len(envs)
-        offsets, on_road, progress = [0.0] * len(envs), [False] * len(envs), [0.0] * len(envs)
-        stepped = [False] * len(envs)
-        wheels = v["actions"][lo:hi].tolist()
-        pending_reset = self.pending_reset
-        for j, env in enumerate(envs):
-            if command == RESET or pending_reset[j]:
-                seed = int(v["seeds"][lo + j]) if command == RESET else -1
+        self.step_envs(list(range(len(self.envs))), [command] * len(self.envs))
+
+    def step_envs(self, js: list[int], commands: list[int]) -> None:
+        """Reset or step the envs ``lo + j`` for ``j`` in ``js`` (``RESET`` or ``STEP``,
+        or a reset anyway where the env's episode ended: ``NEXT_STEP`` autoreset),
+        then write their results with one assignment per array.
+
+        Both paths go through here, so a world gives the same numbers whichever
+        path steps it.
+        """
+        v, lo, envs, pending_reset = self.v, self.lo, self.envs, self.pending_reset
+        k = len(js)
+        rewards, ended, cut = [0.0] * k, [False] * k, [False] * k
+        offsets, on_road, progress, stepped = [0.0] * k, [False] * k, [0.0] * k, [False] * k
+        whole = k == len(envs)  # every env of the shard, in order (the synchronous path)
+        rows: Any = slice(lo, self.hi) if whole else [lo + j for j in js]
+        wheels = v["actions"][rows].tolist()
+        for m, j in enumerate(js):
+            env = envs[j]
+            if commands[m] == RESET or pending_reset[j]:
+                seed = int(v["seeds"][lo + j]) if commands[m] == RESET else -1
                 obs, info = env.reset(seed=None if seed < 0 else seed)
                 pending_reset[j] = False
             else:
-                obs, rewards[j], ended[j], cut[j], info = env.step_wheels(*wheels[j])
-                pending_reset[j] = ended[j] or cut[j]
-                progress[j], stepped[j] = info["progress_m"], True
-            offsets[j], on_road[j] = info["lane_offset_m"], info["on_road"]
+                obs, rewards[m], ended[m], cut[m], info = env.step_wheels(*wheels[m])
+                pending_reset[j] = ended[m] or cut[m]
+                progress[m], stepped[m] = info["progress_m"], True
+            offsets[m], on_road[m] = info["lane_offset_m"], info["on_road"]
             self.put(lo + j, obs)
-        v["rewards"][lo:hi] = rewards
-        v["terminated"][lo:hi] = ended
-        v["truncated"][lo:hi] = cut
-        v["info:lane_offset_m"][lo:hi] = offsets
-        v["info:on_road"][lo:hi] = on_road
-        v["info:progress_m"][lo:hi] = progress
-        v["info:_progress_m"][lo:hi] = stepped
-
-    def run_one(self, j: int, command: int) -> None:
-        """Env ``lo + j`` alone: the same numbers as :meth:`run` gives it."""
-        v, i, env = self.v, self.lo + j, self.envs[j]
-        if command == RESET or self.pending_reset[j]:
-            seed = int(v["seeds"][i]) if command == RESET else -1
-            obs, info = env.reset(seed=None if seed < 0 else seed)
-            self.pending_reset[j] = False
-            reward, ended, cut, progress, stepped = 0.0, False, False, 0.0, False
-        else:
-            left, right = v["actions"][i].tolist()
-            obs, reward, ended, cut, info = env.step_wheels(left, right)
-            self.pending_reset[j] = ended or cut
-            progress, stepped = info["progress_m"], True
-        v["rewards"][i] = reward
-        v["terminated"][i] = ended
-        v["truncated"][i] = cut
-        v["info:lane_offset_m"][i] = info["lane_offset_m"]
-        v["info:on_road"][i] = info["on_road"]
-        v["info:progress_m"][i] = progress
-        v["info:_progress_m"][i] = stepped
-        self.put(i, obs)
+        v["rewards"][rows] = rewards
+        v["terminated"][rows] = ended
+        v["truncated"][rows] = cut
+        v["info:lane_offset_m"][rows] = offsets
+        v["info:on_road"][rows] = on_road
+        v["info:progress_m"][rows] = progress
+        v["info:_progress_m"][rows] = stepped
 
     def run_pending(self) -> None:
-        """Step every env of the shard that the parent sent, announcing each when done.
+        """Step the envs of the shard that the parent sent, then announce them.
 
         An announcement is one 64-bit word in this worker's completion ring,
         ``sequence << 32 | env``, written after the env's results (a single
@@ -197,28 +186,31 @@ class Shard:
         gathers once more, then sleeps; a worker announces, then reads
         ``need``, and posts when the announced-but-not-gathered envs meet it.
         A full fence between each side's store and its load makes at least
-        one of them see the other's store: the parent finds the env itself,
+        one of them see the other's store: the parent finds the envs itself,
         or the worker posts.
         """
         v, lo = self.v, self.lo
         cmd, ring, size = v["cmd"], v["done_ids"], self.hi - self.lo
         count, consumed, need = v["done_count"], v["consumed"], v["need"]
         # a copy: the parent may set other envs' cmd while this reads them
-        for j in np.flatnonzero(cmd[lo:self.hi].copy()).tolist():
-            i = lo + j
-            command = int(cmd[i])
-            cmd[i] = 0
-            self.run_one(j, command)
-            v["t_env"][i] = time.perf_counter()
-            if NEEDS_FENCE:
-                fence()
+        mine = cmd[lo:self.hi].copy()
+        js = np.flatnonzero(mine).tolist()
+        if not js:
+            return
+        commands = mine[js].tolist()
+        cmd[[lo + j for j in js]] = 0  # none of them can be sent again before it is announced
+        self.step_envs(js, commands)
+        v["t_env"][[lo + j for j in js]] = time.perf_counter()
+        if NEEDS_FENCE:
+            fence()
+        for j in js:
             self.announced += 1
-            ring[lo + (self.announced - 1) % size] = self.announced << 32 | i
-            count[self.index] = self.announced
-            full_fence()
-            wanted = int(need[0])
-            if wanted <= self.n and int(count.sum() - consumed.sum()) >= wanted:
-                self.ready.release()
+            ring[lo + (self.announced - 1) % size] = self.announced << 32 | (lo + j)
+        count[self.index] = self.announced
+        full_fence()
+        wanted = int(need[0])
+        if wanted <= self.n and int(count.sum() - consumed.sum()) >= wanted:
+            self.ready.release()
 
 
 def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
