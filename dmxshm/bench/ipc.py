@@ -292,8 +292,8 @@ def targets(rows: list[Row]) -> list[tuple[str, float, bool]]:
             key = (ring, "frame", pin)
             if key in by and ("semaphore", "frame", pin) in by:
                 ratio = by[key] / by[("semaphore", "frame", pin)]
-                out.append((f"{ring}/semaphore, frame, {pin} core(s) <= 1.5", ratio,
-                            ratio <= 1.5))
+                out.append((f"{ring}/semaphore, frame, {pin} core(s) <= 1.2", ratio,
+                            ratio <= 1.2))
         for p in ("8B", "frame"):
             if ("ring", p, pin) in by and ("queue", p, pin) in by:
                 ratio = by[("queue", p, pin)] / by[("ring", p, pin)]

@@ -80,6 +80,8 @@ _B_WRITER_ROLE = 12 * 8
 _W_READ_SEQ, _W_READS, _W_READER_PID, _W_READER_CTIME = 16, 17, 18, 19
 _B_READER_ROLE = 20 * 8
 _MAX_SEQLOCK_RETRIES = 100_000
+_POLL_S = settings.LIVENESS_POLL_S
+_VALUES = posix_ipc.SEMAPHORE_VALUE_SUPPORTED  # sem_getvalue (not on macOS)
 
 
 class Discipline(str, enum.Enum):
@@ -177,6 +179,8 @@ class Ring:
         self._spin_s = 0.0
         self._spin_pending = False
         self._known_dtype = self.dtype
+        self._last_item: Any = None
+        self._last_bytes: Any = None
         self._sems = sems
         # Only the semaphores of this ring's discipline exist; the others are None.
         self._free: Any = sems.get("free")
@@ -416,14 +420,24 @@ class Ring:
             self._overwrite(item)
             return
         w = self._w
-        self._acquire_free(w, timeout_s)
+        free = self._free
+        if _VALUES and free.value:
+            # A free slot is there (the common case), and only this writer takes
+            # them: the try-wait succeeds, cannot sleep, so there is no signal
+            # to miss and no liveness to check. (A failed try-wait would raise,
+            # which costs more than reading the value.)
+            free.acquire(0)
+        else:
+            self._acquire_free(w, timeout_s)
         i = w % self.nslots
         try:
             self._copy_in(i, item)
         except BaseException:
             self._free.release()  # nothing published: the slot is free again
             raise
-        self._publish(w, i)
+        self._seqs[i] = 2 * w + 2
+        self._w = w + 1
+        self._ctl[_W_WRITE_SEQ] = w + 1
         self._filled.release()
 
     @contextmanager
@@ -460,11 +474,18 @@ class Ring:
     def _copy_in(self, i: int, item: Any) -> None:
         # A byte copy skips numpy's per-call structured-dtype machinery
         # (~0.5 us saved per slot).
+        if item is self._last_item:  # the same array again: its bytes view still holds
+            self._raw[i][...] = self._last_bytes
+            return
         if type(item) is np.ndarray:
             dt = item.dtype
             if dt is self._known_dtype or dt == self.dtype:
                 self._known_dtype = dt  # an `is` test next time: equality costs 0.1 us
-                self._raw[i][...] = np.frombuffer(item, np.uint8)
+                data = np.frombuffer(item, np.uint8)
+                self._raw[i][...] = data
+                # kept (the reference keeps the array alive, so `is` cannot
+                # match a new one): a writer that refills one array skips frombuffer
+                self._last_item, self._last_bytes = item, data
                 return
         self._views[i][...] = item
 
@@ -473,9 +494,9 @@ class Ring:
             self._resolve_spin()
         if self._spin_s and w - self._ctl[_W_READ_SEQ] >= self.nslots:
             spin_until(self._has_free, self._spin_s)
-        first = first_chunk(timeout_s) if timeout_s > 0 else 0
+        first = timeout_s if timeout_s < _POLL_S else _POLL_S  # first_chunk, inlined
         try:
-            acquire(self._free, first)
+            acquire(self._free, first if first > 0 else 0)
         except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._free, timeout_s, self._check_writer,
                            self._timeout_writer, waited_s=first)
@@ -526,9 +547,21 @@ class Ring:
         """
         if self._blocking:
             r = self._r
-            self._acquire_filled(r, timeout_s)
+            ctl = self._ctl
+            filled = self._filled
+            if _VALUES and filled.value:  # a slot is there: no sleep (see write)
+                filled.acquire(0)
+                if ctl[_W_WRITE_SEQ] == r:  # the close token
+                    filled.release()
+                    raise RingClosedError(
+                        f"ring {self.name}: the writer closed it, nothing left to read")
+            else:
+                self._acquire_filled(r, timeout_s)
             out = np.ndarray((), self.dtype, self._raw[r % self.nslots].copy())
-            self._consume(r)
+            self._reads += 1
+            self._r = r + 1
+            ctl[_W_READ_SEQ] = r + 1  # read_seq first (see _consume)
+            ctl[_W_READS] = self._reads
             self._free.release()
             return out
         t0 = time.monotonic()
@@ -633,9 +666,9 @@ class Ring:
             self._resolve_spin()
         if self._spin_s and ctl[_W_WRITE_SEQ] == r:
             spin_until(self._has_data, self._spin_s)
-        first = first_chunk(timeout_s) if timeout_s > 0 else 0
+        first = timeout_s if timeout_s < _POLL_S else _POLL_S  # first_chunk, inlined
         try:
-            acquire(self._filled, first)
+            acquire(self._filled, first if first > 0 else 0)
         except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._filled, timeout_s, self._check_reader,
                            self._timeout_reader, waited_s=first)
