@@ -170,13 +170,13 @@ class DmxVectorEnv(VectorEnv):
             self._arrays.views["need"][0] = self._NOT_WAITING
             names["ready"] = make_name(self._registry.token, "batch.ready")
             self._ready = self._registry.create_semaphore(names["ready"], 0)
+            names["done"] = make_name(self._registry.token, "batch.done")
+            self._done = self._registry.create_semaphore(names["done"], 0)
             self._go: list[Any] = []
-            self._done: list[Any] = []
             for w in range(workers):
-                for kind, lst in (("go", self._go), ("done", self._done)):
-                    name = make_name(self._registry.token, f"batch.{kind}.{w}")
-                    lst.append(self._registry.create_semaphore(name, 0))
-                    names[f"{kind}.{w}"] = name
+                name = make_name(self._registry.token, f"batch.go.{w}")
+                self._go.append(self._registry.create_semaphore(name, 0))
+                names[f"go.{w}"] = name
             bounds = np.array_split(np.arange(num_envs), workers)
             self._owner = np.repeat(np.arange(workers), [len(b) for b in bounds])
             self._bounds = [(int(b[0]), int(b[-1]) + 1) for b in bounds]
@@ -259,13 +259,14 @@ class DmxVectorEnv(VectorEnv):
         for sem in self._go:
             sem.release()
         deadline = time.monotonic() + self.timeout_s
-        # The parent sleeps: polling here (even yielding) would take turns on
-        # a core from a worker, measured as 2-10x more preemptions of the
-        # worker and no more steps/s.
-        for w, sem in enumerate(self._done):
-            wait_semaphore(sem, max(deadline - time.monotonic(), 0.0),
-                           check=lambda w=w: self._check_worker(w),  # type: ignore[misc]
-                           on_timeout=lambda _s, w=w: self._timed_out(w))  # type: ignore[misc]
+        # The parent sleeps, once: the worker that finds every shard done posts
+        # ``done`` (see run_worker). Polling here (even yielding) would take
+        # turns on a core from a worker, measured as 2-10x more preemptions of
+        # the worker and no more steps/s.
+        finished, sequence = views["finished"], self._sequence
+        while not (finished == sequence).all():  # a token left by two last workers
+            wait_semaphore(self._done, max(deadline - time.monotonic(), 0.0),
+                           check=self._check_workers, on_timeout=self._step_timed_out)
         if self._meter is not None and command == STEP:
             self._meter.add(t0, time.perf_counter(), views["t_start"], views["t_done"])
 
@@ -285,6 +286,10 @@ class DmxVectorEnv(VectorEnv):
         if reset:
             self._meter.reset()
         return result
+
+    def _step_timed_out(self, waited_s: float) -> DmxTimeoutError:
+        late = np.flatnonzero(self._arrays.views["finished"] != self._sequence).tolist()
+        return self._timed_out(late[0] if late else 0)
 
     def _timed_out(self, w: int) -> DmxTimeoutError:
         child = self._workers[w]
@@ -486,8 +491,9 @@ class DmxVectorEnv(VectorEnv):
             self._gather()
             if len(self._finished) >= k:
                 return
-            v["need"][0] = k - len(self._finished)
-            full_fence()  # see Shard.run_pending: publish the need, then look once more
+            # the workers' total count that gives k (see Shard.run_pending)
+            v["need"][0] = sum(self._consumed) + k - len(self._finished)
+            full_fence()  # publish the need, then look once more
             self._gather()
             if len(self._finished) >= k:
                 v["need"][0] = self._NOT_WAITING
@@ -501,7 +507,7 @@ class DmxVectorEnv(VectorEnv):
     def _gather(self) -> None:
         """Move every announced completion into ``_finished``."""
         v = self._arrays.views
-        ring, t_env, consumed = v["done_ids"], v["t_env"], v["consumed"]
+        ring, t_env = v["done_ids"], v["t_env"]
         for w, (lo, hi) in enumerate(self._bounds):
             seen = self._consumed[w]
             while True:
@@ -513,9 +519,7 @@ class DmxVectorEnv(VectorEnv):
                 i = word & 0xFFFFFFFF
                 self._finished.append((float(t_env[i]), i))
                 seen += 1
-            if seen != self._consumed[w]:
-                self._consumed[w] = seen
-                consumed[w] = seen
+            self._consumed[w] = seen
 
     def _check_workers(self) -> None:
         for w in range(self.num_workers):

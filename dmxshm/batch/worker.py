@@ -2,9 +2,11 @@
 
 The parent (:class:`~dmxshm.batch.vector.DmxVectorEnv`) and its workers share
 one segment of arrays (:class:`Arrays`: actions, rewards, flags, info,
-observations, render images), two semaphores per worker, ``go`` (a
-command is there) and ``done`` (the shard answered a whole-shard command),
-and one ``ready`` semaphore for asynchronous sends (some env finished).
+observations, render images), a ``go`` semaphore per worker (a command is
+there), one ``done`` semaphore (every shard answered a whole-shard command:
+the parent wakes once per step, whatever the number of workers), and one
+``ready`` semaphore for asynchronous sends (the envs the parent waits for
+are in).
 Nothing is pickled on the step path.
 """
 
@@ -75,13 +77,15 @@ class Arrays:
             ("seeds", (n,), np.dtype(np.int64)), ("command", (workers,), np.dtype(np.int64)),
             ("t_start", (workers,), np.dtype(np.float64)),
             ("t_done", (workers,), np.dtype(np.float64)),
+            # the sequence number of the last whole-shard command each worker finished
+            ("finished", (workers,), np.dtype(np.int64)),
             # asynchronous sends: what each env is to do (0: nothing), when it
             # finished, the workers' completion rings (worker w's ring is
-            # done_ids[its lo:its hi]) and counts, what the parent consumed and
-            # how many more it waits for
+            # done_ids[its lo:its hi]) and counts, and the total count the
+            # parent waits for
             ("cmd", (n,), np.dtype(np.int64)), ("t_env", (n,), np.dtype(np.float64)),
             ("done_ids", (n,), np.dtype(np.int64)), ("done_count", (workers,), np.dtype(np.int64)),
-            ("consumed", (workers,), np.dtype(np.int64)), ("need", (1,), np.dtype(np.int64))]
+            ("need", (1,), np.dtype(np.int64))]
         layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
         layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
@@ -182,16 +186,18 @@ class Shard:
         two where the CPU does not (:mod:`dmxshm.shm.fence`).
 
         The ``ready`` semaphore wakes the parent only when it can go on: the
-        parent publishes how many more envs it waits for (``need``), then
-        gathers once more, then sleeps; a worker announces, then reads
-        ``need``, and posts when the announced-but-not-gathered envs meet it.
-        A full fence between each side's store and its load makes at least
-        one of them see the other's store: the parent finds the envs itself,
-        or the worker posts.
+        parent publishes ``need``, the total of announcements (all workers)
+        that gives it what it waits for, then gathers once more, then sleeps;
+        a worker announces, then posts if the workers' counts reach ``need``.
+        ``need`` is a total, not a remainder, so the parent's last look does
+        not make it stale. Each side stores, then fences (a locked
+        instruction: on x86-64 those have one total order), then loads: the
+        last of them to fence sees every store, so either the parent finds
+        the envs itself or a worker posts.
         """
         v, lo = self.v, self.lo
         cmd, ring, size = v["cmd"], v["done_ids"], self.hi - self.lo
-        count, consumed, need = v["done_count"], v["consumed"], v["need"]
+        count, need = v["done_count"], v["need"]
         # a copy: the parent may set other envs' cmd while this reads them
         mine = cmd[lo:self.hi].copy()
         js = np.flatnonzero(mine).tolist()
@@ -208,8 +214,7 @@ class Shard:
             ring[lo + (self.announced - 1) % size] = self.announced << 32 | (lo + j)
         count[self.index] = self.announced
         full_fence()
-        wanted = int(need[0])
-        if wanted <= self.n and int(count.sum() - consumed.sum()) >= wanted:
+        if int(count.sum()) >= int(need[0]):
             self.ready.release()
 
 
@@ -232,7 +237,8 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
         arrays = Arrays(seg, n, fields(envs[0].observation_space), workers, render)
         v = arrays.views
         go = posix_ipc.Semaphore(names[f"go.{index}"])
-        done = posix_ipc.Semaphore(names[f"done.{index}"])
+        done = posix_ipc.Semaphore(names["done"])
+        finished = v["finished"]
         shard = Shard(index, lo, hi, n, v, envs, render, posix_ipc.Semaphore(names["ready"]))
         last_sequence = 0
 
@@ -259,7 +265,14 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
             shard.run(command)
             v["t_start"][index] = t_start  # when the command was taken, when the shard was done
             v["t_done"][index] = time.perf_counter()
-            done.release()
+            # The parent sleeps until every shard is done; the worker that sees
+            # it posts. Store, full fence, load (each worker): at least one of
+            # the last two sees the other's store, so the post is never missed
+            # (both may post: the parent then finds a token to spare).
+            finished[index] = sequence
+            full_fence()
+            if (finished == sequence).all():
+                done.release()
     finally:
         for env in envs:
             env.close()
