@@ -76,6 +76,7 @@ from gymnasium.vector.utils import batch_space
 
 from dmxshm import settings
 from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
+from dmxshm.batch.completions import Collector
 from dmxshm.batch.worker import (
     CLOSE,
     INFO_FIELDS,
@@ -91,7 +92,6 @@ from dmxshm.batch.worker import (
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
-from dmxshm.shm.fence import NEEDS_FENCE, fence, full_fence
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
@@ -114,7 +114,6 @@ class DmxVectorEnv(VectorEnv):
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP,
                                 "render_modes": ["rgb_array"]}
-    _NOT_WAITING = 1 << 62  # the parent's ``need`` while it does not wait in recv()
 
     def __init__(self, num_envs: int, num_workers: int | None = None, obs: str = "state",
                  camera: tuple[int, int] = (160, 120), seed: int | None = None,
@@ -140,12 +139,9 @@ class DmxVectorEnv(VectorEnv):
         self._broken = ""
         self._seed = seed
         self._sequence = 0  # of whole-shard commands
-        # asynchronous sends: envs sent and not yet returned by recv(), those
-        # finished and not yet returned (finish time, env), what the parent
-        # consumed of each worker's completion ring, the last recv()'s envs
+        # asynchronous sends: envs sent and not yet returned by recv(), and the
+        # envs the last recv() returned (what comes back: self._collector)
         self._in_flight = np.zeros(num_envs, dtype=np.bool_)
-        self._finished: list[tuple[float, int]] = []
-        self._consumed = [0] * workers
         self._last_ids = np.arange(num_envs)
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
@@ -167,7 +163,6 @@ class DmxVectorEnv(VectorEnv):
                 "batch", Arrays.size(num_envs, self._fields, workers, render))
             self._arrays = Arrays(seg, num_envs, self._fields, workers, render)
             names = {"arrays": seg.name}
-            self._arrays.views["need"][0] = self._NOT_WAITING
             names["ready"] = make_name(self._registry.token, "batch.ready")
             self._ready = self._registry.create_semaphore(names["ready"], 0)
             names["done"] = make_name(self._registry.token, "batch.done")
@@ -179,7 +174,8 @@ class DmxVectorEnv(VectorEnv):
                 names[f"go.{w}"] = name
             bounds = np.array_split(np.arange(num_envs), workers)
             self._owner = np.repeat(np.arange(workers), [len(b) for b in bounds])
-            self._bounds = [(int(b[0]), int(b[-1]) + 1) for b in bounds]
+            self._collector = Collector(self._arrays.views,
+                                        [(int(b[0]), int(b[-1]) + 1) for b in bounds])
             for w, block in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
                     f"batch-{w}", run_worker, w, names, int(block[0]), int(block[-1]) + 1,
@@ -368,7 +364,7 @@ class DmxVectorEnv(VectorEnv):
             except BaseException as exc:
                 self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
                 raise
-            self._finished.clear()
+            self._collector.finished.clear()
             self._in_flight[:] = False
             self._last_ids = np.arange(self.num_envs)
 
@@ -468,9 +464,7 @@ class DmxVectorEnv(VectorEnv):
         except BaseException as exc:
             self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
             raise
-        self._finished.sort()
-        taken, self._finished = self._finished[:k], self._finished[k:]
-        ids = np.array([i for _, i in taken], dtype=np.int64)
+        ids = self._collector.take(k)
         self._in_flight[ids] = False
         self._last_ids = ids
         v = self._arrays.views
@@ -484,42 +478,15 @@ class DmxVectorEnv(VectorEnv):
         return obs, v["rewards"][ids], v["terminated"][ids], v["truncated"][ids], info
 
     def _await(self, k: int) -> None:
-        """Gather completions until ``k`` are held (see :class:`~dmxshm.batch.worker.Shard`)."""
-        v = self._arrays.views
+        """Wait until ``k`` finished envs are held (:mod:`dmxshm.batch.completions`)."""
         deadline = time.monotonic() + self.timeout_s
-        while True:
-            self._gather()
-            if len(self._finished) >= k:
-                return
-            # the workers' total count that gives k (see Shard.run_pending)
-            v["need"][0] = sum(self._consumed) + k - len(self._finished)
-            full_fence()  # publish the need, then look once more
-            self._gather()
-            if len(self._finished) >= k:
-                v["need"][0] = self._NOT_WAITING
-                return
-            try:
+        collector = self._collector
+        try:
+            while not collector.ready_for(k):
                 wait_semaphore(self._ready, max(deadline - time.monotonic(), 0.0),
                                check=self._check_workers, on_timeout=self._recv_timed_out)
-            finally:
-                v["need"][0] = self._NOT_WAITING
-
-    def _gather(self) -> None:
-        """Move every announced completion into ``_finished``."""
-        v = self._arrays.views
-        ring, t_env = v["done_ids"], v["t_env"]
-        for w, (lo, hi) in enumerate(self._bounds):
-            seen = self._consumed[w]
-            while True:
-                word = int(ring[lo + seen % (hi - lo)])
-                if word >> 32 != seen + 1:
-                    break
-                if NEEDS_FENCE:
-                    fence()
-                i = word & 0xFFFFFFFF
-                self._finished.append((float(t_env[i]), i))
-                seen += 1
-            self._consumed[w] = seen
+        finally:
+            collector.stop_waiting()
 
     def _check_workers(self) -> None:
         for w in range(self.num_workers):
@@ -530,7 +497,7 @@ class DmxVectorEnv(VectorEnv):
         state = f"; stopped (SIGSTOP?): batch worker {', '.join(stopped)}" if stopped else ""
         return DmxTimeoutError(
             f"recv() waited {waited_s:.1f} s (timeout_s) for {self.batch_size} env(s); "
-            f"{len(self._finished)} finished{state}")
+            f"{len(self._collector.finished)} finished{state}")
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]  # one tiled image
         """The camera images of the first sub-environments (up to :data:`RENDER_ENVS`),

@@ -21,7 +21,8 @@ import numpy as np
 import posix_ipc
 
 from dmxshm import settings
-from dmxshm.shm.fence import NEEDS_FENCE, fence, full_fence
+from dmxshm.batch.completions import Announcer
+from dmxshm.shm.fence import full_fence
 from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import acquire, spin_until
 
@@ -126,7 +127,7 @@ class Shard:
         self.v, self.envs, self.render_shape, self.ready = v, envs, render, ready
         self.pending_reset = [False] * len(envs)
         self.keys = [k for k in v if k.startswith("obs:")]
-        self.announced = 0  # completions written to this worker's ring
+        self.announcer = Announcer(index, lo, hi, v, ready)
 
     def put(self, i: int, obs: Any) -> None:
         for key in self.keys:
@@ -178,44 +179,20 @@ class Shard:
         v["info:_progress_m"][rows] = stepped
 
     def run_pending(self) -> None:
-        """Step the envs of the shard that the parent sent, then announce them.
-
-        An announcement is one 64-bit word in this worker's completion ring,
-        ``sequence << 32 | env``, written after the env's results (a single
-        aligned store: the parent never sees half of it); a fence orders the
-        two where the CPU does not (:mod:`dmxshm.shm.fence`).
-
-        The ``ready`` semaphore wakes the parent only when it can go on: the
-        parent publishes ``need``, the total of announcements (all workers)
-        that gives it what it waits for, then gathers once more, then sleeps;
-        a worker announces, then posts if the workers' counts reach ``need``.
-        ``need`` is a total, not a remainder, so the parent's last look does
-        not make it stale. Each side stores, then fences (a locked
-        instruction: on x86-64 those have one total order), then loads: the
-        last of them to fence sees every store, so either the parent finds
-        the envs itself or a worker posts.
-        """
+        """Step the envs of the shard that the parent sent, then announce them
+        (:mod:`dmxshm.batch.completions`)."""
         v, lo = self.v, self.lo
-        cmd, ring, size = v["cmd"], v["done_ids"], self.hi - self.lo
-        count, need = v["done_count"], v["need"]
+        cmd = v["cmd"]
         # a copy: the parent may set other envs' cmd while this reads them
         mine = cmd[lo:self.hi].copy()
         js = np.flatnonzero(mine).tolist()
         if not js:
             return
         commands = mine[js].tolist()
-        cmd[[lo + j for j in js]] = 0  # none of them can be sent again before it is announced
+        envs = [lo + j for j in js]
+        cmd[envs] = 0  # none of them can be sent again before it is announced
         self.step_envs(js, commands)
-        v["t_env"][[lo + j for j in js]] = time.perf_counter()
-        if NEEDS_FENCE:
-            fence()
-        for j in js:
-            self.announced += 1
-            ring[lo + (self.announced - 1) % size] = self.announced << 32 | (lo + j)
-        count[self.index] = self.announced
-        full_fence()
-        if int(count.sum()) >= int(need[0]):
-            self.ready.release()
+        self.announcer.announce(envs)
 
 
 def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
