@@ -28,6 +28,14 @@ def _run_block(tmp_path: Path, needle: str) -> str:
     return out.stdout
 
 
+def _mean_returns(example: Path, tmp_path: Path) -> tuple[list[float], str]:
+    """Run a training example; the mean returns it printed, and its output."""
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                         timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    return [float(m) for m in re.findall(r"mean return +(-?[0-9.]+) m", out.stdout)], out.stdout
+
+
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_ring_example_runs(tmp_path: Path) -> None:
     lines = [line for line in _run_block(tmp_path, "Ring.create").splitlines()
@@ -56,10 +64,7 @@ def test_batch_docs_example_is_the_example_file_and_it_learns(tmp_path: Path) ->
     (block,) = re.findall(r"```python\n(.*?)```", doc, re.S)
     example = README.parent / "examples" / "train_linear.py"
     assert block == example.read_text()
-    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
-                         timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    returns = [float(m) for m in re.findall(r"mean return +(-?[0-9.]+) m", out.stdout)]
+    returns, _ = _mean_returns(example, tmp_path)
     assert len(returns) == 20
     # Random search makes the policy drive further: the last iterations beat the first.
     assert np.mean(returns[-3:]) > np.mean(returns[:3]) + 1.0, returns
@@ -73,13 +78,9 @@ def test_batch_example_runs(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_async_example_learns(tmp_path: Path) -> None:
-    example = README.parent / "examples" / "async_cem.py"
-    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
-                         timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    returns = [float(m) for m in re.findall(r"mean return +(-?[0-9.]+) m", out.stdout)]
+    returns, stdout = _mean_returns(README.parent / "examples" / "async_cem.py", tmp_path)
     assert len(returns) == 30
     # The order in which envs finish varies from run to run, so the numbers do;
     # four runs went from -0.55..-0.68 (first three) to 1.39..1.83 (last five).
     assert np.mean(returns[-5:]) > np.mean(returns[:3]) + 0.5, returns
-    assert "env-steps/s" in out.stdout.splitlines()[-1]
+    assert "env-steps/s" in stdout.splitlines()[-1]

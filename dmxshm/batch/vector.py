@@ -67,6 +67,8 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -239,8 +241,14 @@ class DmxVectorEnv(VectorEnv):
 
     # -- the step path ---------------------------------------------------------
     def _run(self, command: int) -> None:
-        try:
+        with self._breaks():
             self._handoff(command)
+
+    @contextmanager
+    def _breaks(self) -> Iterator[None]:
+        """Any error in the block leaves the batch refusing every further call."""
+        try:
+            yield
         except BaseException as exc:
             # A worker may still answer this step later: the next one would
             # read its late answer. Nothing more can be trusted.
@@ -359,11 +367,8 @@ class DmxVectorEnv(VectorEnv):
         """Wait for every env in flight from :meth:`send` and drop what it returns."""
         n = int(self._in_flight.sum())
         if n:
-            try:
+            with self._breaks():
                 self._await(n)
-            except BaseException as exc:
-                self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
-                raise
             self._collector.finished.clear()
             self._in_flight[:] = False
             self._last_ids = np.arange(self.num_envs)
@@ -459,11 +464,8 @@ class DmxVectorEnv(VectorEnv):
         if int(self._in_flight.sum()) < k:
             raise DmxError(f"recv() needs {k} env(s) in flight (batch_size), there are "
                            f"{int(self._in_flight.sum())}: send() to more envs first")
-        try:
+        with self._breaks():
             self._await(k)
-        except BaseException as exc:
-            self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
-            raise
         ids = self._collector.take(k)
         self._in_flight[ids] = False
         self._last_ids = ids

@@ -121,10 +121,10 @@ class Shard:
     Autoreset (``NEXT_STEP``) state is the shard's, shared by both paths.
     """
 
-    def __init__(self, index: int, lo: int, hi: int, n: int, v: dict[str, np.ndarray],
+    def __init__(self, index: int, lo: int, hi: int, v: dict[str, np.ndarray],
                  envs: list[Any], render: tuple[int, ...] | None, ready: Any) -> None:
-        self.index, self.lo, self.hi, self.n = index, lo, hi, n
-        self.v, self.envs, self.render_shape, self.ready = v, envs, render, ready
+        self.lo, self.hi = lo, hi
+        self.v, self.envs, self.render_shape = v, envs, render
         self.pending_reset = [False] * len(envs)
         self.keys = [k for k in v if k.startswith("obs:")]
         self.announcer = Announcer(index, lo, hi, v, ready)
@@ -216,7 +216,7 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
         go = posix_ipc.Semaphore(names[f"go.{index}"])
         done = posix_ipc.Semaphore(names["done"])
         finished = v["finished"]
-        shard = Shard(index, lo, hi, n, v, envs, render, posix_ipc.Semaphore(names["ready"]))
+        shard = Shard(index, lo, hi, v, envs, render, posix_ipc.Semaphore(names["ready"]))
         last_sequence = 0
 
         while True:

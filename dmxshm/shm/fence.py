@@ -55,20 +55,16 @@ def _private_semaphore() -> posix_ipc.Semaphore:
     return _sem
 
 
-def fence() -> None:
-    """A full memory barrier (see the module docstring for why it holds)."""
-    full_fence()
-
-
 def full_fence() -> None:
     """A full memory barrier on every architecture, x86-64 included.
 
     TSO keeps stores in order and loads in order, but lets a load pass an
     earlier store to another location. Two processes that each store a flag
-    and then load the other's (the batch's "I wait for n more" against "I
-    announced one more") both need this between their store and their load,
-    or each can miss the other's store. ``sem_post`` is a locked
-    read-modify-write on x86-64, which orders everything around it.
+    and then load the other's (the batch's "I wait until the workers have
+    announced this many" against "I announced one more") both need this
+    between their store and their load, or each can miss the other's store.
+    ``sem_post`` is a locked read-modify-write on x86-64, which orders
+    everything around it.
     """
     sem = _private_semaphore()
     sem.release()
@@ -76,3 +72,8 @@ def full_fence() -> None:
         sem.acquire(0)
     except posix_ipc.BusyError:  # a forked sibling took the token: still a barrier
         pass
+
+
+fence = full_fence
+"""A full memory barrier where the CPU needs one for the seqlock (``NEEDS_FENCE``;
+see the module docstring for why it holds)."""

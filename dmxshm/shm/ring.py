@@ -80,7 +80,6 @@ _B_WRITER_ROLE = 12 * 8
 _W_READ_SEQ, _W_READS, _W_READER_PID, _W_READER_CTIME = 16, 17, 18, 19
 _B_READER_ROLE = 20 * 8
 _MAX_SEQLOCK_RETRIES = 100_000
-_POLL_S = settings.LIVENESS_POLL_S
 _VALUES = posix_ipc.SEMAPHORE_VALUE_SUPPORTED  # sem_getvalue (not on macOS)
 
 
@@ -435,9 +434,7 @@ class Ring:
         except BaseException:
             self._free.release()  # nothing published: the slot is free again
             raise
-        self._seqs[i] = 2 * w + 2
-        self._w = w + 1
-        self._ctl[_W_WRITE_SEQ] = w + 1
+        self._publish(w, i)
         self._filled.release()
 
     @contextmanager
@@ -494,9 +491,9 @@ class Ring:
             self._resolve_spin()
         if self._spin_s and w - self._ctl[_W_READ_SEQ] >= self.nslots:
             spin_until(self._has_free, self._spin_s)
-        first = timeout_s if timeout_s < _POLL_S else _POLL_S  # first_chunk, inlined
+        first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
-            acquire(self._free, first if first > 0 else 0)
+            acquire(self._free, first)
         except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._free, timeout_s, self._check_writer,
                            self._timeout_writer, waited_s=first)
@@ -547,21 +544,17 @@ class Ring:
         """
         if self._blocking:
             r = self._r
-            ctl = self._ctl
             filled = self._filled
             if _VALUES and filled.value:  # a slot is there: no sleep (see write)
                 filled.acquire(0)
-                if ctl[_W_WRITE_SEQ] == r:  # the close token
+                if self._ctl[_W_WRITE_SEQ] == r:  # the close token
                     filled.release()
                     raise RingClosedError(
                         f"ring {self.name}: the writer closed it, nothing left to read")
             else:
                 self._acquire_filled(r, timeout_s)
             out = np.ndarray((), self.dtype, self._raw[r % self.nslots].copy())
-            self._reads += 1
-            self._r = r + 1
-            ctl[_W_READ_SEQ] = r + 1  # read_seq first (see _consume)
-            ctl[_W_READS] = self._reads
+            self._consume(r)
             self._free.release()
             return out
         t0 = time.monotonic()
@@ -666,9 +659,9 @@ class Ring:
             self._resolve_spin()
         if self._spin_s and ctl[_W_WRITE_SEQ] == r:
             spin_until(self._has_data, self._spin_s)
-        first = timeout_s if timeout_s < _POLL_S else _POLL_S  # first_chunk, inlined
+        first = first_chunk(timeout_s) if timeout_s > 0 else 0
         try:
-            acquire(self._filled, first if first > 0 else 0)
+            acquire(self._filled, first)
         except EMPTY_OR_INTERRUPTED:
             wait_semaphore(self._filled, timeout_s, self._check_reader,
                            self._timeout_reader, waited_s=first)
