@@ -145,6 +145,7 @@ class DmxVectorEnv(VectorEnv):
         # envs the last recv() returned (what comes back: self._collector)
         self._in_flight = np.zeros(num_envs, dtype=np.bool_)
         self._last_ids = np.arange(num_envs)
+        self._trues: dict[int, np.ndarray] = {}  # all-True info masks, by batch length
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = DuckieLaneEnv(**kwargs)
@@ -164,6 +165,7 @@ class DmxVectorEnv(VectorEnv):
             seg = self._registry.create_segment(
                 "batch", Arrays.size(num_envs, self._fields, workers, render))
             self._arrays = Arrays(seg, num_envs, self._fields, workers, render)
+            self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
             names = {"arrays": seg.name}
             names["ready"] = make_name(self._registry.token, "batch.ready")
             self._ready = self._registry.create_semaphore(names["ready"], 0)
@@ -175,7 +177,7 @@ class DmxVectorEnv(VectorEnv):
                 self._go.append(self._registry.create_semaphore(name, 0))
                 names[f"go.{w}"] = name
             bounds = np.array_split(np.arange(num_envs), workers)
-            self._owner = np.repeat(np.arange(workers), [len(b) for b in bounds])
+            self._owner = np.repeat(np.arange(workers), [len(b) for b in bounds]).tolist()
             self._collector = Collector(self._arrays.views,
                                         [(int(b[0]), int(b[-1]) + 1) for b in bounds])
             for w, block in enumerate(bounds):
@@ -250,10 +252,13 @@ class DmxVectorEnv(VectorEnv):
         try:
             yield
         except BaseException as exc:
-            # A worker may still answer this step later: the next one would
-            # read its late answer. Nothing more can be trusted.
-            self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
+            self._break(exc)
             raise
+
+    def _break(self, exc: BaseException) -> None:
+        # A worker may still answer this step later: the next one would
+        # read its late answer. Nothing more can be trusted.
+        self._broken = f"{type(exc).__name__}: {exc}".strip(": ")
 
     def _handoff(self, command: int) -> None:
         views = self._arrays.views
@@ -324,19 +329,32 @@ class DmxVectorEnv(VectorEnv):
 
     def _info(self, ids: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Per-env info arrays (of the envs ``ids``, or all), with gymnasium's ``_key``
-        masks (True where the env's info has the key), as ``SyncVectorEnv`` gives them."""
-        def out(name: str) -> np.ndarray:
-            return self._out(name) if ids is None else self._arrays.views[name][ids]
+        masks (True where the env's info has the key), as ``SyncVectorEnv`` gives them.
 
+        On the step path: plain fancy indexing and ``count_nonzero``, not
+        ``np.ones`` or ``.any()`` (2.5 us each, Python-level numpy functions).
+        """
+        v = self._arrays.views
+        if ids is None:
+            n = self.num_envs
+            pick = self._out
+        else:
+            n = ids.size
+
+            def pick(name: str) -> np.ndarray:
+                return v[name][ids]
+        every = self._trues.get(n)
+        if every is None:
+            every = self._trues[n] = np.ones(n, dtype=np.bool_)
         info: dict[str, np.ndarray] = {}
         for key in INFO_FIELDS:
             if key == "progress_m":  # only the envs that stepped (not those that reset) have it
-                mask = out("info:_progress_m")
-                if not mask.any():
+                mask = pick("info:_progress_m")
+                if not np.count_nonzero(mask):
                     continue
             else:  # every env's info has it
-                mask = np.ones(self.num_envs if ids is None else ids.size, dtype=np.bool_)
-            info[key] = out(f"info:{key}")
+                mask = every.copy()
+            info[key] = pick(f"info:{key}")
             info[f"_{key}"] = mask
         return info
 
@@ -384,7 +402,7 @@ class DmxVectorEnv(VectorEnv):
         a = np.asarray(actions, dtype=np.float32)
         if a.shape != (n, 2):
             raise ValueError(f"actions must have shape ({n}, 2), not {a.shape}")
-        if not np.isfinite(a).all():
+        if np.count_nonzero(np.isfinite(a)) != a.size:  # not .all(): 1.7 us
             rows = sorted({int(i) for i in np.argwhere(~np.isfinite(a))[:, 0]})
             envs = rows if ids is None else ids[rows].tolist()
             raise ValueError(f"actions of sub-environment(s) {envs} are not finite: {a[rows]}")
@@ -408,7 +426,8 @@ class DmxVectorEnv(VectorEnv):
         self._check_open()
         self._settle()
         self._arrays.views["seeds"][:] = self._seeds(seed)
-        self._dispatch(np.arange(self.num_envs), RESET)
+        everyone = np.arange(self.num_envs)
+        self._dispatch(everyone, RESET, everyone.tolist())
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start one step of the envs ``env_ids`` with ``actions`` (one row per env).
@@ -426,24 +445,24 @@ class DmxVectorEnv(VectorEnv):
         ids = self._last_ids if env_ids is None else np.asarray(env_ids, dtype=np.int64)
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"env_ids must be a non-empty 1-d sequence, not {env_ids!r}")
-        if ids.min() < 0 or ids.max() >= self.num_envs:
-            raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {ids.tolist()}")
-        marks = np.zeros(self.num_envs, dtype=np.bool_)
-        marks[ids] = True
-        if int(marks.sum()) != ids.size:
-            raise ValueError(f"env_ids must be distinct, got {ids.tolist()}")
-        if self._in_flight[ids].any():
-            raise DmxError(f"env(s) {ids[self._in_flight[ids]].tolist()} are in flight: "
+        listed = ids.tolist()  # a few envs: Python's min, max and set beat numpy's calls
+        if min(listed) < 0 or max(listed) >= self.num_envs:
+            raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {listed}")
+        if len(set(listed)) != len(listed):
+            raise ValueError(f"env_ids must be distinct, got {listed}")
+        busy = self._in_flight[ids]
+        if np.count_nonzero(busy):
+            raise DmxError(f"env(s) {ids[busy].tolist()} are in flight: "
                            "recv() them before sending to them again")
-        a = self._check_actions(actions, ids)
-        self._arrays.views["actions"][ids] = a
-        self._dispatch(ids, STEP)
+        self._arrays.views["actions"][ids] = self._check_actions(actions, ids)
+        self._dispatch(ids, STEP, listed)
 
-    def _dispatch(self, ids: np.ndarray, command: int) -> None:
+    def _dispatch(self, ids: np.ndarray, command: int, listed: list[int]) -> None:
         v = self._arrays.views
         self._in_flight[ids] = True
         v["cmd"][ids] = command
-        for w in set(self._owner[ids].tolist()):
+        owner = self._owner
+        for w in {owner[i] for i in listed}:
             v["command"][w] = PENDING
             self._go[w].release()
 
@@ -461,20 +480,24 @@ class DmxVectorEnv(VectorEnv):
         """
         self._check_open()
         k = self.batch_size
-        if int(self._in_flight.sum()) < k:
+        flying = np.count_nonzero(self._in_flight)
+        if flying < k:
             raise DmxError(f"recv() needs {k} env(s) in flight (batch_size), there are "
-                           f"{int(self._in_flight.sum())}: send() to more envs first")
-        with self._breaks():
+                           f"{flying}: send() to more envs first")
+        try:
             self._await(k)
+        except BaseException as exc:
+            self._break(exc)
+            raise
         ids = self._collector.take(k)
         self._in_flight[ids] = False
         self._last_ids = ids
         v = self._arrays.views
-        obs: Any
+        obs: Any  # .take(): a third of the time of obs[ids] for rows of a 2-d array
         if "obs:" in v:
-            obs = v["obs:"][ids]
+            obs = v["obs:"].take(ids, axis=0)
         else:
-            obs = {key[4:]: v[key][ids] for key in v if key.startswith("obs:")}
+            obs = {key[4:]: v[key].take(ids, axis=0) for key in self._obs_keys}
         info = self._info(ids)
         info["env_id"] = ids.astype(np.int32)
         return obs, v["rewards"][ids], v["terminated"][ids], v["truncated"][ids], info
