@@ -322,10 +322,13 @@ def print_network_busy(rows: list[Any]) -> None:
 def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
     """``dmxshm bench vector``'s table and its ratios."""
     click.echo(f"{'impl':<8} {'obs':<7} {'camera':<8} {'envs':>5} {'procs':>6} "
-               f"{'env-steps/s':>12}")
+               f"{'env-steps/s':>12} {'caller CPU us/env-step':>23}")
     for r in rows:
+        cpu = getattr(r, "caller_cpu_us", None)
         click.echo(f"{r.impl:<8} {r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>6} "
-                   f"{r.env_steps_per_s:>12.0f}")
+                   f"{r.env_steps_per_s:>12.0f} {'-' if cpu is None else f'{cpu:.1f}':>23}")
+    click.echo("(caller CPU: the CPU time of the process that calls step() or recv()/send(), "
+               "per env-step, kernel included)")
     click.echo("")
     names = (("vs_sync", "dmxshm / sync"), ("vs_async", "dmxshm / async"),
              ("vs_free", "dmxshm / free"), ("recv_vs_free", "dmx-recv / free"),

@@ -304,6 +304,10 @@ def test_bench_vector_measures_every_peer_and_draws_them(tmp_path) -> None:  # n
     assert [d["num_envs"] for d in dicts] == [1, 2, 2, 2, 2, 2]
     w = min(2, os.cpu_count() or 1)
     assert [d["num_workers"] for d in dicts] == [1, w, w, w, 1, 2]
+    # the caller's CPU per env-step where a caller hands the steps off (and only there)
+    cpu = {d["impl"]: d["caller_cpu_us"] for d in dicts}
+    assert [k for k, v in cpu.items() if v is None] == ["single", "free", "sync"]
+    assert all(0 < cpu[k] < 1e5 for k in ("dmxshm", "dmx-recv", "async"))
     (s,) = vector.summary(rows)
     assert s["num_envs"] == 2 and s["vs_async"] > 0 and s["scaling_efficiency"] > 0
     assert s["vs_free"] > 0 and s["recv_vs_free"] > 0 and s["recv_vs_async"] > 0

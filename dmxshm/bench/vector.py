@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -49,6 +49,11 @@ class Row:
     env_steps_per_s: float
     steps: int
     breakdown: dict[str, Any] | None = None  # dmxshm rows: where a batch step went
+    # CPU of the calling thread per env-step in the timed windows (its own
+    # work plus the kernel's for its waits and posts, not the workers'):
+    # what the handoff costs the caller; None where the caller steps the
+    # worlds itself (single, sync) or does nothing (free)
+    caller_cpu_us: float | None = None
 
 
 def _factory(obs: str, camera: tuple[int, int]) -> Callable[[], gym.Env]:
@@ -63,12 +68,21 @@ WINDOWS = 3  # the rate is the median of this many equal time windows
 WARMUP_S = 0.5  # stepped first, untimed: caches, page faults, lazy imports
 
 
-def _windows(step: Callable[[], int], seconds: float) -> tuple[float, int]:
+class Timed(NamedTuple):
+    """What :func:`_windows` measured."""
+
+    rate: float  # median env-steps/s of the windows
+    steps: int  # env-steps in the windows
+    cpu_s: float  # the calling thread's CPU seconds in the windows (kernel included)
+
+
+def _windows(step: Callable[[], int], seconds: float) -> Timed:
     """Median rate over WINDOWS windows of ``seconds / WINDOWS`` each, after a warm-up."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < WARMUP_S:
         step()
     rates, total = [], 0
+    cpu0 = time.thread_time()
     for _ in range(WINDOWS):
         count = 0
         t0 = time.perf_counter()
@@ -76,10 +90,10 @@ def _windows(step: Callable[[], int], seconds: float) -> tuple[float, int]:
             count += step()
         rates.append(count / (time.perf_counter() - t0))
         total += count
-    return float(np.median(rates)), total
+    return Timed(float(np.median(rates)), total, time.thread_time() - cpu0)
 
 
-def _time_vec(env: Any, n: int, seconds: float) -> tuple[float, int]:
+def _time_vec(env: Any, n: int, seconds: float) -> Timed:
     rng = np.random.default_rng(0)
     env.reset(seed=0)
 
@@ -89,7 +103,7 @@ def _time_vec(env: Any, n: int, seconds: float) -> tuple[float, int]:
     return _windows(step, seconds)
 
 
-def _time_async(env: Any, n: int, seconds: float) -> tuple[float, int]:
+def _time_async(env: Any, n: int, seconds: float) -> Timed:
     """env-steps/s of recv() then send() to the envs it returned."""
     rng = np.random.default_rng(0)
     env.async_reset(seed=0)
@@ -122,7 +136,7 @@ def free_worker(index: int, lo: int, hi: int, obs: str, camera: tuple[int, int],
     seg = Segment.attach(rates)
     try:
         wait_for_start(gate, index + 1, f"free-{index}")
-        rate, _ = _windows(step, seconds)
+        rate = _windows(step, seconds).rate
         seg.ndarray(np.float64, (parties - 1,), 0)[index] = rate
     finally:
         seg.close()
@@ -159,7 +173,7 @@ def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
     return rate, int(rate * seconds)
 
 
-def _time_single(obs: str, camera: tuple[int, int], seconds: float) -> tuple[float, int]:
+def _time_single(obs: str, camera: tuple[int, int], seconds: float) -> Timed:
     env = _factory(obs, camera)()
     rng = np.random.default_rng(0)
     env.reset(seed=0)
@@ -208,7 +222,7 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
         cam = f"{camera[0]}x{camera[1]}" if obs != "state" else "-"
         if progress:
             progress(f"single {obs} {cam}")
-        rate, steps = _time_single(obs, camera, seconds)
+        rate, steps, _ = _time_single(obs, camera, seconds)
         rows.append(Row("single", obs, cam, 1, 1, rate, steps))
         for n in num_envs:
             for impl, w in [(i, w) for i in impls
@@ -239,11 +253,12 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
                     raise ValueError(f"unknown implementation {impl!r}")
                 try:
                     timer = _time_async if impl == "dmx-recv" else _time_vec
-                    rate, steps = timer(env, n, seconds)
+                    rate, steps, cpu_s = timer(env, n, seconds)
+                    cpu_us = cpu_s / steps * 1e6 if impl != "sync" else None
                     split = asdict(env.breakdown()) if impl == "dmxshm" else None
                 finally:
                     env.close()
-                rows.append(Row(impl, obs, cam, n, nproc, rate, steps, split))
+                rows.append(Row(impl, obs, cam, n, nproc, rate, steps, split, cpu_us))
     return rows
 
 
