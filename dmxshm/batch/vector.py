@@ -5,9 +5,14 @@
 shared-memory arrays; a step is one semaphore post to each worker and one
 back, and nothing is pickled on the step path.
 
-Autoreset follows Gymnasium's default, ``NEXT_STEP``: the step after an
+Autoreset: any of gymnasium's modes, ``make_vec(..., autoreset_mode=...)``,
+each as ``SyncVectorEnv`` does it. ``NEXT_STEP`` (default): the step after an
 episode ended resets that sub-environment and returns its first observation,
 with reward 0 and both flags False; the action given for it is ignored.
+``SAME_STEP``: the step that ends an episode resets the env and puts the
+episode's last observation and info in ``info["final_obs"]`` and
+``info["final_info"]``. ``DISABLED``: an ended env must be reset with
+``reset(options={"reset_mask": mask})`` before it steps again.
 
 ``copy=True`` (default) returns arrays that belong to the caller; with
 ``copy=False`` the observations, rewards and flags are views of the shared
@@ -38,7 +43,7 @@ envs to finish, in the order they finished, with their indices in
         envs.send(policy(obs), info["env_id"])
 
 Each env is in flight (sent, not yet returned by ``recv``) at most once;
-autoreset is ``NEXT_STEP`` as in ``step``; ``reset()`` and ``async_reset()``
+autoreset follows the batch's mode as in ``step``; ``reset()`` and ``async_reset()``
 wait for the envs in flight and drop what they return; ``step()`` and
 ``render()`` refuse while any env is in flight.
 
@@ -98,6 +103,25 @@ from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
 
+AUTORESET_MODES = {mode.name.lower(): mode for mode in AutoresetMode}
+
+
+def parse_autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
+    """``value`` as an :class:`~gymnasium.vector.AutoresetMode`: the enum, its value
+    (``"NextStep"``) or its name in any case (``"same_step"``).
+
+    Raises:
+        ValueError: none of them.
+    """
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        for mode in AutoresetMode:
+            if value in (mode.value, mode.name) or value.lower() == mode.name.lower():
+                return mode
+    raise ValueError(f"autoreset_mode must be one of {sorted(AUTORESET_MODES)} "
+                     f"(or a gymnasium.vector.AutoresetMode), not {value!r}")
+
 
 def _resolve_spin_s(spin_us: float | None) -> float:
     if spin_us is None:
@@ -122,9 +146,14 @@ class DmxVectorEnv(VectorEnv):
                  copy: bool = True, timeout_s: float = settings.BATCH_TIMEOUT_S,
                  spin_us: float | None = None, profile: bool = False,
                  profile_interval_s: float = 0.5, breakdown: bool = False,
-                 batch_size: int | None = None, **env_kwargs: Any) -> None:
+                 batch_size: int | None = None,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+                 **env_kwargs: Any) -> None:
         from dmxshm.batch.env import DuckieLaneEnv
 
+        mode = parse_autoreset_mode(autoreset_mode)
+        self.autoreset_mode = mode
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
         workers = min(num_workers or os.cpu_count() or 1, num_envs)
@@ -146,6 +175,9 @@ class DmxVectorEnv(VectorEnv):
         self._in_flight = np.zeros(num_envs, dtype=np.bool_)
         self._last_ids = np.arange(num_envs)
         self._trues: dict[int, np.ndarray] = {}  # all-True info masks, by batch length
+        # envs whose episode ended and that were not reset since (DISABLED autoreset)
+        self._ended = np.zeros(num_envs, dtype=np.bool_)
+        self._final = mode == AutoresetMode.SAME_STEP
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = DuckieLaneEnv(**kwargs)
@@ -163,8 +195,8 @@ class DmxVectorEnv(VectorEnv):
             self.render_mode = env_kwargs.get("render_mode")
             render = render_shape(num_envs, kwargs)
             seg = self._registry.create_segment(
-                "batch", Arrays.size(num_envs, self._fields, workers, render))
-            self._arrays = Arrays(seg, num_envs, self._fields, workers, render)
+                "batch", Arrays.size(num_envs, self._fields, workers, render, self._final))
+            self._arrays = Arrays(seg, num_envs, self._fields, workers, render, self._final)
             self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
             names = {"arrays": seg.name}
             names["ready"] = make_name(self._registry.token, "batch.ready")
@@ -183,7 +215,7 @@ class DmxVectorEnv(VectorEnv):
             for w, block in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
                     f"batch-{w}", run_worker, w, names, int(block[0]), int(block[-1]) + 1,
-                    num_envs, workers, kwargs, os.getpid(), self._spin_s))
+                    num_envs, workers, kwargs, os.getpid(), self._spin_s, mode.value))
             self._profiler: Profiler | None = None
             if profile:
                 self._start_profiler(profile_interval_s)
@@ -356,20 +388,82 @@ class DmxVectorEnv(VectorEnv):
                 mask = every.copy()
             info[key] = pick(f"info:{key}")
             info[f"_{key}"] = mask
+        if self._final:
+            self._add_final(info, pick("final"), ids)
         return info
+
+    def _add_final(self, info: dict[str, Any], final: np.ndarray,
+                   ids: np.ndarray | None) -> None:
+        """SAME_STEP autoreset: ``final_obs`` and ``final_info`` of the envs whose
+        episode ended in this step, as ``SyncVectorEnv`` gives them (an object
+        array of observations, None elsewhere; info arrays with zeros and
+        False masks elsewhere)."""
+        rows = np.flatnonzero(final)
+        if not rows.size:
+            return
+        v, n = self._arrays.views, final.size
+        envs = rows if ids is None else ids[rows]
+        last = np.full(n, None, dtype=object)
+        for row, env in zip(rows.tolist(), envs.tolist(), strict=True):
+            last[row] = (v["final:obs:"][env].copy() if "final:obs:" in v else
+                         {key[4:]: v[f"final:{key}"][env].copy() for key in self._obs_keys})
+        final_info: dict[str, np.ndarray] = {}
+        for key, dtype in INFO_FIELDS.items():
+            values = np.zeros(n, dtype=dtype)
+            values[rows] = v[f"final:info:{key}"][envs]
+            final_info[key], final_info[f"_{key}"] = values, final.copy()
+        info["final_obs"], info["_final_obs"] = last, final.copy()
+        info["final_info"], info["_final_info"] = final_info, final.copy()
 
     def reset(self, *, seed: int | list[int] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset every sub-environment (``seed``: int for seed + i, or one per env).
 
+        ``options={"reset_mask": mask}`` (a bool array, one per env) resets
+        only the envs of the mask; the info then has only theirs (masks
+        False elsewhere), and the observations of the others are their last.
         Envs in flight from :meth:`send` are waited for first, and what they
         return is dropped.
         """
         self._check_open()
         self._settle()
-        self._arrays.views["seeds"][:] = self._seeds(seed)
-        self._run(RESET)
-        return self._obs(), self._info()
+        mask = self._reset_mask(options)
+        seeds = self._seeds(seed)
+        if mask is None:
+            self._arrays.views["seeds"][:] = seeds
+            self._run(RESET)
+            self._ended[:] = False
+            return self._obs(), self._info()
+        # Only the envs of the mask; the others keep their state and observation.
+        ids = np.flatnonzero(mask)
+        self._arrays.views["seeds"][ids] = np.asarray(seeds, dtype=np.int64)[ids]
+        self._dispatch(ids, RESET, ids.tolist())
+        with self._breaks():
+            self._await(ids.size)
+        self._in_flight[self._collector.take(ids.size)] = False
+        self._ended[ids] = False
+        info: dict[str, np.ndarray] = {}
+        for key in ("lane_offset_m", "on_road"):  # what a reset's info has
+            values = np.zeros(self.num_envs, dtype=INFO_FIELDS[key])
+            values[ids] = self._arrays.views[f"info:{key}"][ids]
+            info[key], info[f"_{key}"] = values, mask.copy()
+        return self._obs(), info
+
+    def _reset_mask(self, options: dict[str, Any] | None) -> np.ndarray | None:
+        """``options["reset_mask"]``, checked as ``SyncVectorEnv`` checks it."""
+        if options is None or "reset_mask" not in options:
+            return None
+        mask = options["reset_mask"]
+        if not isinstance(mask, np.ndarray):
+            raise TypeError(f"options['reset_mask'] must be a numpy array, got {type(mask)}")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), "
+                             f"got {mask.shape}")
+        if mask.dtype != np.bool_:
+            raise TypeError(f"options['reset_mask'] must have dtype bool, got {mask.dtype}")
+        if not np.count_nonzero(mask):
+            raise ValueError("options['reset_mask'] must have at least one True value")
+        return mask
 
     def _seeds(self, seed: int | list[int] | None) -> list[int]:
         if seed is None:
@@ -379,6 +473,9 @@ class DmxVectorEnv(VectorEnv):
             return [-1] * self.num_envs
         if isinstance(seed, int):
             return [seed + i for i in range(self.num_envs)]
+        if len(seed) != self.num_envs:
+            raise ValueError(f"seed as a list needs one per env ({self.num_envs}), "
+                             f"got {len(seed)}")
         return [-1 if s is None else int(s) for s in seed]
 
     def _settle(self) -> None:
@@ -411,10 +508,24 @@ class DmxVectorEnv(VectorEnv):
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         self._check_open()
         self._check_idle("step()")
-        self._arrays.views["actions"][:] = self._check_actions(actions)
+        self._check_not_ended(None)
+        v = self._arrays.views
+        v["actions"][:] = self._check_actions(actions)
         self._run(STEP)
+        if self.autoreset_mode == AutoresetMode.DISABLED:
+            np.logical_or(v["terminated"], v["truncated"], out=self._ended)
         return (self._obs(), self._out("rewards"), self._out("terminated"),
                 self._out("truncated"), self._info())
+
+    def _check_not_ended(self, ids: np.ndarray | None) -> None:
+        """With DISABLED autoreset, an env whose episode ended must be reset first."""
+        ended = self._ended if ids is None else self._ended[ids]
+        if np.count_nonzero(ended):
+            envs = np.flatnonzero(ended) if ids is None else ids[ended]
+            raise DmxError(
+                f"the episode of env(s) {envs.tolist()} ended and autoreset_mode is DISABLED: "
+                "reset them first, e.g. envs.reset(options={'reset_mask': "
+                "terminated | truncated})")
 
     # -- the asynchronous API (EnvPool's) ---------------------------------------
     def async_reset(self, *, seed: int | list[int] | None = None) -> None:
@@ -426,6 +537,7 @@ class DmxVectorEnv(VectorEnv):
         self._check_open()
         self._settle()
         self._arrays.views["seeds"][:] = self._seeds(seed)
+        self._ended[:] = False
         everyone = np.arange(self.num_envs)
         self._dispatch(everyone, RESET, everyone.tolist())
 
@@ -438,8 +550,9 @@ class DmxVectorEnv(VectorEnv):
                 not yet returned by :meth:`recv`); by default the envs the
                 last :meth:`recv` returned (all envs before the first one).
 
-        Autoreset is ``NEXT_STEP``, as in :meth:`step`: an env whose episode
-        ended resets at its next send, whose action it ignores.
+        Autoreset follows the batch's mode, as in :meth:`step`: with
+        ``NEXT_STEP`` an env whose episode ended resets at its next send,
+        whose action it ignores; with ``DISABLED`` such an env is refused.
         """
         self._check_open()
         ids = self._last_ids if env_ids is None else np.asarray(env_ids, dtype=np.int64)
@@ -454,6 +567,7 @@ class DmxVectorEnv(VectorEnv):
         if np.count_nonzero(busy):
             raise DmxError(f"env(s) {ids[busy].tolist()} are in flight: "
                            "recv() them before sending to them again")
+        self._check_not_ended(ids)
         self._arrays.views["actions"][ids] = self._check_actions(actions, ids)
         self._dispatch(ids, STEP, listed)
 
@@ -500,7 +614,10 @@ class DmxVectorEnv(VectorEnv):
             obs = {key[4:]: v[key].take(ids, axis=0) for key in self._obs_keys}
         info = self._info(ids)
         info["env_id"] = ids.astype(np.int32)
-        return obs, v["rewards"][ids], v["terminated"][ids], v["truncated"][ids], info
+        terminated, truncated = v["terminated"][ids], v["truncated"][ids]
+        if self.autoreset_mode == AutoresetMode.DISABLED:
+            self._ended[ids] = terminated | truncated
+        return obs, v["rewards"][ids], terminated, truncated, info
 
     def _await(self, k: int) -> None:
         """Wait until ``k`` finished envs are held (:mod:`dmxshm.batch.completions`)."""

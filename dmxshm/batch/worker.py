@@ -27,6 +27,8 @@ from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import acquire, spin_until
 
 STEP, RESET, CLOSE, RENDER, PENDING = 1, 2, 3, 4, 5
+NEXT_STEP, SAME_STEP, DISABLED = "NextStep", "SameStep", "Disabled"
+"""Gymnasium's autoreset modes (the values of ``gymnasium.vector.AutoresetMode``)."""
 INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.bool_),
                "progress_m": np.dtype(np.float64)}
 """What a DuckieLane step puts in ``info``, one array each in the batch (a reset's
@@ -61,15 +63,15 @@ class Arrays:
     """The shared arrays of a batch, laid out in one segment."""
 
     def __init__(self, seg: Segment, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]],
-                 workers: int, render: tuple[int, ...] | None) -> None:
+                 workers: int, render: tuple[int, ...] | None, final: bool = False) -> None:
         self.segment = seg
         self.views: dict[str, np.ndarray] = {}
-        for name, shape, dtype, offset in self._layout(n, obs, workers, render):
+        for name, shape, dtype, offset in self._layout(n, obs, workers, render, final):
             self.views[name] = seg.ndarray(dtype, shape, offset)
 
     @staticmethod
     def _layout(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-                render: tuple[int, ...] | None
+                render: tuple[int, ...] | None, final: bool = False
                 ) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
         """``(name, shape, dtype, offset)`` of every array, each 64-byte aligned."""
         layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
@@ -92,6 +94,10 @@ class Arrays:
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         if render is not None:
             layout += [("render", render, np.dtype(np.uint8))]
+        if final:  # SAME_STEP autoreset: the last observation and info of an ended episode
+            layout += [("final", (n,), np.dtype(np.bool_))]
+            layout += [(f"final:info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
+            layout += [(f"final:obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         out, offset = [], 0
         for name, shape, dtype in layout:
             offset = -(-offset // 64) * 64
@@ -101,9 +107,9 @@ class Arrays:
 
     @classmethod
     def size(cls, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-             render: tuple[int, ...] | None) -> int:
+             render: tuple[int, ...] | None, final: bool = False) -> int:
         """Bytes of the segment that holds them."""
-        name, shape, dtype, offset = cls._layout(n, obs, workers, render)[-1]
+        name, shape, dtype, offset = cls._layout(n, obs, workers, render, final)[-1]
         return offset + int(np.prod(shape)) * dtype.itemsize
 
 
@@ -118,20 +124,25 @@ class Shard:
       set (:meth:`DmxVectorEnv.send`), each announced when done in this
       worker's completion ring (see :class:`Arrays`).
 
-    Autoreset (``NEXT_STEP``) state is the shard's, shared by both paths.
+    Autoreset (``mode``, one of gymnasium's) is the shard's, shared by both
+    paths: ``NEXT_STEP`` resets an ended env at its next step, ``SAME_STEP``
+    resets it in the step that ended it (the last observation and info go
+    to the ``final:`` arrays), ``DISABLED`` never resets on its own.
     """
 
     def __init__(self, index: int, lo: int, hi: int, v: dict[str, np.ndarray],
-                 envs: list[Any], render: tuple[int, ...] | None, ready: Any) -> None:
+                 envs: list[Any], render: tuple[int, ...] | None, ready: Any,
+                 mode: str = NEXT_STEP) -> None:
         self.lo, self.hi = lo, hi
         self.v, self.envs, self.render_shape = v, envs, render
+        self.mode = mode
         self.pending_reset = [False] * len(envs)
         self.keys = [k for k in v if k.startswith("obs:")]
         self.announcer = Announcer(index, lo, hi, v, ready)
 
-    def put(self, i: int, obs: Any) -> None:
+    def put(self, i: int, obs: Any, prefix: str = "") -> None:
         for key in self.keys:
-            self.v[key][i] = obs[key[4:]] if key != "obs:" else obs
+            self.v[prefix + key][i] = obs[key[4:]] if key != "obs:" else obs
 
     def run(self, command: int) -> None:
         """One synchronous command for the whole shard."""
@@ -158,6 +169,8 @@ class Shard:
         whole = k == len(envs)  # every env of the shard, in order (the synchronous path)
         rows: Any = slice(lo, self.hi) if whole else [lo + j for j in js]
         wheels = v["actions"][rows].tolist()
+        next_step, same_step = self.mode == NEXT_STEP, self.mode == SAME_STEP
+        finals: list[bool] = [False] * k
         for m, j in enumerate(js):
             env = envs[j]
             if commands[m] == RESET or pending_reset[j]:
@@ -166,10 +179,20 @@ class Shard:
                 pending_reset[j] = False
             else:
                 obs, rewards[m], ended[m], cut[m], info = env.step_wheels(*wheels[m])
-                pending_reset[j] = ended[m] or cut[m]
                 progress[m], stepped[m] = info["progress_m"], True
+                if next_step:
+                    pending_reset[j] = ended[m] or cut[m]
+                elif same_step and (ended[m] or cut[m]):
+                    # as SyncVectorEnv: the episode's last obs and info go to
+                    # final_obs and final_info; the reset's are the step's
+                    self.put_final(lo + j, obs, info)
+                    finals[m] = True
+                    obs, info = env.reset()
+                    progress[m], stepped[m] = 0.0, False
             offsets[m], on_road[m] = info["lane_offset_m"], info["on_road"]
             self.put(lo + j, obs)
+        if same_step:
+            v["final"][rows] = finals
         v["rewards"][rows] = rewards
         v["terminated"][rows] = ended
         v["truncated"][rows] = cut
@@ -177,6 +200,12 @@ class Shard:
         v["info:on_road"][rows] = on_road
         v["info:progress_m"][rows] = progress
         v["info:_progress_m"][rows] = stepped
+
+    def put_final(self, i: int, obs: Any, info: dict[str, Any]) -> None:
+        """The last observation and info of env ``i``'s episode (``SAME_STEP``)."""
+        self.put(i, obs, "final:")
+        for key in INFO_FIELDS:
+            self.v[f"final:info:{key}"][i] = info[key]
 
     def run_pending(self) -> None:
         """Step the envs of the shard that the parent sent, then announce them
@@ -196,7 +225,8 @@ class Shard:
 
 
 def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
-               env_kwargs: dict[str, Any], parent_pid: int, spin_s: float) -> None:
+               env_kwargs: dict[str, Any], parent_pid: int, spin_s: float,
+               mode: str = NEXT_STEP) -> None:
     """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``.
 
     The parent's command for this worker is one word, ``sequence << 8 |
@@ -211,12 +241,14 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
         envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]
         seg = Segment.attach(names["arrays"])
         render = render_shape(n, env_kwargs)
-        arrays = Arrays(seg, n, fields(envs[0].observation_space), workers, render)
+        arrays = Arrays(seg, n, fields(envs[0].observation_space), workers, render,
+                        final=mode == SAME_STEP)
         v = arrays.views
         go = posix_ipc.Semaphore(names[f"go.{index}"])
         done = posix_ipc.Semaphore(names["done"])
         finished = v["finished"]
-        shard = Shard(index, lo, hi, v, envs, render, posix_ipc.Semaphore(names["ready"]))
+        shard = Shard(index, lo, hi, v, envs, render, posix_ipc.Semaphore(names["ready"]),
+                      mode)
         last_sequence = 0
 
         while True:

@@ -1,0 +1,152 @@
+"""Batch mode's three autoreset modes, each against gymnasium's SyncVectorEnv."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import dmxshm
+from dmxshm.batch.env import DuckieLaneEnv
+from dmxshm.batch.vector import parse_autoreset_mode
+from dmxshm.errors import DmxError
+from dmxshm.shm.names import list_entries
+
+VEC_TIMEOUT_S = 120
+N, STEPS, EPISODE = 6, 60, 20
+
+
+def actions() -> np.ndarray:
+    """Even envs turn left hard and leave the road (terminated, after 15-19 steps);
+    odd ones drive at random until they are truncated."""
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-1, 1, (STEPS, N, 2))
+    a[:, ::2] = [1.0, 0.5] + rng.uniform(-0.05, 0.05, (STEPS, (N + 1) // 2, 2))
+    return a.astype(np.float32)
+
+
+def assert_same(mine: Any, theirs: Any, where: str) -> None:
+    """Bit for bit, dtypes and nesting included (final_info is a dict, final_obs an
+    object array of observations and None)."""
+    if isinstance(theirs, dict):
+        assert isinstance(mine, dict) and set(mine) == set(theirs), (where, set(mine),
+                                                                     set(theirs))
+        for key in theirs:
+            assert_same(mine[key], theirs[key], f"{where}.{key}")
+        return
+    if theirs is None:
+        assert mine is None, where
+        return
+    theirs, mine = np.asarray(theirs), np.asarray(mine)
+    assert mine.dtype == theirs.dtype and mine.shape == theirs.shape, (where, mine.dtype,
+                                                                      theirs.dtype)
+    if theirs.dtype == object:
+        for k, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            assert_same(a, b, f"{where}[{k}]")
+    else:
+        assert np.array_equal(mine, theirs, equal_nan=theirs.dtype.kind == "f"), where
+
+
+def play(env: Any, mode: AutoresetMode) -> list[tuple[Any, ...]]:
+    """Reset, then STEPS steps; with DISABLED, the envs that ended are reset (mask)."""
+    out: list[tuple[Any, ...]] = [env.reset(seed=5)]
+    for a in actions():
+        step = env.step(a)
+        out.append(step)
+        ended = step[2] | step[3]
+        if mode == AutoresetMode.DISABLED and ended.any():
+            out.append(env.reset(options={"reset_mask": ended.copy()}))
+    return out
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.name)
+def test_each_mode_is_sync_vector_envs_bit_for_bit(mode: AutoresetMode) -> None:
+    ours = dmxshm.make_vec(N, num_workers=2, max_episode_steps=EPISODE, autoreset_mode=mode)
+    sync = gymnasium.vector.SyncVectorEnv([lambda: DuckieLaneEnv(max_episode_steps=EPISODE)] * N,
+                                          autoreset_mode=mode)
+    try:
+        assert ours.metadata["autoreset_mode"] == mode == sync.metadata["autoreset_mode"]
+        mine, theirs = play(ours, mode), play(sync, mode)
+    finally:
+        ours.close()
+        sync.close()
+    assert len(mine) == len(theirs)
+    for k, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        assert len(a) == len(b), k
+        names = ("obs", "reward", "terminated", "truncated", "info") if len(a) == 5 else \
+            ("obs", "info")  # a step, or a reset
+        for name, x, y in zip(names, a, b, strict=True):
+            assert_same(x, y, f"call {k} {name}")
+    steps = [t for t in theirs if len(t) == 5]
+    assert sum(int(t[2].sum()) for t in steps) and sum(int(t[3].sum()) for t in steps)
+    if mode == AutoresetMode.SAME_STEP:
+        assert sum("final_obs" in t[4] for t in steps) >= 2  # final_obs was compared
+    assert [e for e in list_entries() if e.pid == os.getpid()] == []
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_disabled_refuses_to_step_an_ended_env_until_it_is_reset() -> None:
+    env = dmxshm.make_vec(2, num_workers=1, seed=0, max_episode_steps=2,
+                          autoreset_mode="disabled")
+    try:
+        env.reset()
+        a = np.zeros((2, 2), np.float32)
+        env.step(a)
+        _, _, _, truncated, _ = env.step(a)
+        assert truncated.all()
+        with pytest.raises(DmxError, match=r"env\(s\) \[0, 1\] ended.*reset_mask"):
+            env.step(a)
+        mask = np.array([True, False])
+        obs, info = env.reset(options={"reset_mask": mask})
+        assert info["_lane_offset_m"].tolist() == [True, False]
+        with pytest.raises(DmxError, match=r"env\(s\) \[1\] ended"):
+            env.step(a)
+        env.reset(options={"reset_mask": ~mask})
+        env.step(a)  # both reset: stepping works again
+        for bad, error in ((np.array([1, 0]), TypeError), (np.zeros(3, bool), ValueError),
+                           (np.zeros(2, bool), ValueError), ([True, False], TypeError)):
+            with pytest.raises(error, match="reset_mask"):
+                env.reset(options={"reset_mask": bad})
+    finally:
+        env.close()
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_same_step_through_the_asynchronous_api() -> None:
+    # recv() gives final_obs and final_info for the envs of its batch that
+    # ended, and the observation is already the next episode's first.
+    env = dmxshm.make_vec(4, num_workers=2, seed=0, max_episode_steps=3, batch_size=2,
+                          autoreset_mode=AutoresetMode.SAME_STEP)
+    try:
+        env.async_reset()
+        finals = 0
+        for _ in range(12):
+            obs, _, terminated, truncated, info = env.recv()
+            ended = terminated | truncated
+            if ended.any():
+                finals += int(ended.sum())
+                assert np.array_equal(info["_final_obs"], ended)
+                for row in np.flatnonzero(ended):
+                    assert info["final_obs"][row].shape == (11,)
+                    assert not np.array_equal(info["final_obs"][row], obs[row])
+                assert np.array_equal(info["final_info"]["_progress_m"], ended)
+                assert not (info.get("_progress_m", np.zeros(2, bool)) & ended).any()
+            else:
+                assert "final_obs" not in info
+            env.send(np.zeros((2, 2), np.float32), info["env_id"])
+        assert finals >= 4
+    finally:
+        env.close()
+
+
+def test_modes_are_named_as_gymnasium_names_them() -> None:
+    assert parse_autoreset_mode("same_step") is AutoresetMode.SAME_STEP
+    assert parse_autoreset_mode("NextStep") is AutoresetMode.NEXT_STEP
+    assert parse_autoreset_mode(AutoresetMode.DISABLED) is AutoresetMode.DISABLED
+    with pytest.raises(ValueError, match="autoreset_mode must be one of"):
+        dmxshm.make_vec(2, autoreset_mode="sometimes")
