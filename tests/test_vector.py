@@ -309,3 +309,57 @@ def test_the_breakdown_splits_each_step_exactly_from_recorded_instants() -> None
     assert all(busy + idle == pytest.approx(b.step_us)
                for busy, idle in zip(b.busy_us, b.idle_us, strict=True))
     assert max(b.busy_us) <= b.span_us + 1e-6 and b.barrier_us >= 0
+
+
+OWNER = """
+import os, sys
+import dmxshm
+env = dmxshm.make_vec(4, num_workers={workers}, seed=0)
+env.reset()
+print(" ".join(str(w.pid) for w in env._workers), flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_killed_owner_leaves_nothing_in_dev_shm(workers: int) -> None:
+    # What Ray does to an actor that holds a batch: SIGKILL. The owner cannot
+    # unlink; its workers get their death signal and unlink the batch's objects.
+    import subprocess
+    import sys
+
+    import psutil
+
+    with subprocess.Popen([sys.executable, "-c", OWNER.format(workers=workers)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as owner:
+        try:
+            assert owner.stdout is not None
+            pids = [int(p) for p in owner.stdout.readline().split()]
+            assert len(pids) == workers
+            assert [e for e in list_entries() if e.pid == owner.pid]  # the batch's objects
+            workers_ = [psutil.Process(p) for p in pids]
+            owner.kill()
+            owner.wait(10)
+            # Nothing to wait on but the workers' exits.
+            _, alive = psutil.wait_procs(workers_, timeout=DETECT_S)
+            assert not alive, [p.pid for p in alive]
+            assert [e.path for e in list_entries() if e.pid == owner.pid] == []
+        finally:
+            if owner.poll() is None:
+                owner.kill()
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_a_new_batch_sweeps_what_dead_creators_left() -> None:
+    import subprocess
+    import sys
+
+    code = ("import os; from dmxshm.shm.registry import Registry; r = Registry(); "
+            "r.create_segment('orphan', 4096); print(os.getpid(), flush=True); os._exit(0)")
+    dead = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, timeout=60).stdout)
+    assert [e for e in list_entries() if e.pid == dead]  # left behind: os._exit unlinks nothing
+    env = dmxshm.make_vec(1, num_workers=1)
+    env.close()
+    assert not [e for e in list_entries() if e.pid == dead]

@@ -99,6 +99,7 @@ from dmxshm.batch.worker import (
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
+from dmxshm.shm.clean import sweep
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
@@ -187,6 +188,9 @@ class DmxVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._fields = fields(self.single_observation_space)
+        # Objects of batches and networks whose creator died without unlinking
+        # (SIGKILL) and whose workers did not get to it: gone before ours exist.
+        sweep()
         self._registry = Registry()
         self._supervisor = Supervisor()
         self._workers: list[Child] = []

@@ -13,6 +13,7 @@ Nothing is pickled on the step path.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from typing import Any
 
@@ -22,7 +23,9 @@ import posix_ipc
 
 from dmxshm import settings
 from dmxshm.batch.completions import Announcer
+from dmxshm.proc.child import parent_gone
 from dmxshm.shm.fence import full_fence
+from dmxshm.shm.registry import unlink_names
 from dmxshm.shm.segment import Segment
 from dmxshm.shm.waiting import acquire, spin_until
 
@@ -283,5 +286,13 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
             if (finished == sequence).all():
                 done.release()
     finally:
+        # A dying parent sends its death signal once per thread that exits:
+        # the clean-up below must not be cut short by the next one.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         for env in envs:
             env.close()
+        if parent_gone(parent_pid):
+            # It died without unlinking (SIGKILL: a killed Ray actor, the OOM
+            # killer). Every worker gets here (death signal, or the liveness
+            # check above); whichever is first removes the batch's objects.
+            unlink_names([names["arrays"]], [n for k, n in names.items() if k != "arrays"])

@@ -84,6 +84,24 @@ def resolve(reference: str) -> Any:
     return obj
 
 
+def parent_gone(parent_pid: int) -> bool:
+    """Whether the process ``parent_pid``, this process's parent, died (or is dying).
+
+    ``os.getppid()`` alone is not enough: a multithreaded parent killed with
+    SIGKILL exits thread by thread, and the kernel first hands this process
+    to another of its threads (and sends the death signal at each handover),
+    so for a moment the parent pid is still the dead one's, as a zombie.
+    """
+    if os.getppid() != parent_pid:
+        return True
+    import psutil  # here: not on every child's start-up path
+
+    try:
+        return psutil.Process(parent_pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
+        return True
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated(signum)
 

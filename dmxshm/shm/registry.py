@@ -15,6 +15,16 @@ from dmxshm.shm.segment import Segment
 def _unlink_names(creator_pid: int, segments: list[str], semaphores: list[str]) -> list[str]:
     if os.getpid() != creator_pid:  # a forked child never unlinks its parent's objects
         return []
+    return unlink_names(segments, semaphores)
+
+
+def unlink_names(segments: list[str], semaphores: list[str]) -> list[str]:
+    """Unlink these objects, those that still exist; returns the names removed.
+
+    For a registry's own objects, and for the children of a creator that
+    died without unlinking (SIGKILL): the last one out removes them.
+    Empties both lists.
+    """
     removed = []
     for name in segments:
         try:
