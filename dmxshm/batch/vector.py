@@ -419,7 +419,7 @@ class DmxVectorEnv(VectorEnv):
         info["final_obs"], info["_final_obs"] = last, final.copy()
         info["final_info"], info["_final_info"] = final_info, final.copy()
 
-    def reset(self, *, seed: int | list[int] | None = None,
+    def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset every sub-environment (``seed``: int for seed + i, or one per env).
 
@@ -469,7 +469,7 @@ class DmxVectorEnv(VectorEnv):
             raise ValueError("options['reset_mask'] must have at least one True value")
         return mask
 
-    def _seeds(self, seed: int | list[int] | None) -> list[int]:
+    def _seeds(self, seed: int | list[int | None] | None) -> list[int]:
         if seed is None:
             seed = self._seed
             self._seed = None  # later resets continue the random streams
@@ -532,7 +532,7 @@ class DmxVectorEnv(VectorEnv):
                 "terminated | truncated})")
 
     # -- the asynchronous API (EnvPool's) ---------------------------------------
-    def async_reset(self, *, seed: int | list[int] | None = None) -> None:
+    def async_reset(self, *, seed: int | list[int | None] | None = None) -> None:
         """Send a reset to every sub-environment; :meth:`recv` returns them as they finish.
 
         ``seed`` as for :meth:`reset`. Envs still in flight are waited for

@@ -1,0 +1,179 @@
+"""Stable-Baselines3: a ``VecEnv`` over one dmxshm batch (the ``sb3`` extra).
+
+``pip install 'dmxshm[sb3]'`` (Stable-Baselines3 and its PyTorch), then::
+
+    from stable_baselines3 import PPO
+    from dmxshm.sb3 import make_vec_env
+
+    venv = make_vec_env(16, seed=0)          # 16 DuckieLane worlds, one worker per core
+    model = PPO("MlpPolicy", venv).learn(100_000)
+    venv.close()
+
+SB3's ``VecEnv`` resets an ended env in the step that ended it and puts the
+episode's last observation in that env's ``info["terminal_observation"]``:
+the batch runs with gymnasium's ``SAME_STEP`` autoreset, and this class turns
+its per-key info arrays into SB3's list of per-env dicts, as
+``SubprocVecEnv`` gives them (``TimeLimit.truncated`` included). Every
+SB3 wrapper of a ``VecEnv`` (``VecNormalize``, ``VecMonitor``,
+``VecFrameStack``...) goes on top.
+
+The worlds live in worker processes: ``get_attr`` answers for what every
+world shares (``render_mode``, the spaces, ``spec``, ``metadata``),
+``env_method`` and ``set_attr`` are refused with an ``AttributeError`` that
+says so, and ``get_images`` gives the camera images of the first
+:data:`~dmxshm.batch.worker.RENDER_ENVS` worlds (``render_mode="rgb_array"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+try:
+    from stable_baselines3.common.vec_env.base_vec_env import (
+        VecEnv,
+        VecEnvIndices,
+        VecEnvObs,
+        VecEnvStepReturn,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("dmxshm.sb3 needs Stable-Baselines3: pip install 'dmxshm[sb3]'") from exc
+
+from dmxshm.batch.vector import DmxVectorEnv, make_vec
+from dmxshm.batch.worker import RENDER_ENVS
+
+SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata")
+"""What ``get_attr`` answers: the same for every world of the batch."""
+
+
+def make_vec_env(num_envs: int, num_workers: int | None = None, seed: int | None = None,
+                 **kwargs: Any) -> DmxSB3VecEnv:
+    """A :class:`DmxSB3VecEnv` of ``num_envs`` DuckieLane worlds.
+
+    Args:
+        num_envs: worlds.
+        num_workers: worker processes (default: one per CPU this process may use).
+        seed: world i starts from ``seed + i`` at the first reset (SB3's
+            ``VecEnv.seed``), as ``stable_baselines3.common.env_util.make_vec_env``.
+        kwargs: :func:`dmxshm.make_vec`'s (``obs``, ``camera``,
+            ``max_episode_steps``...), except ``autoreset_mode``.
+    """
+    venv = DmxSB3VecEnv(num_envs, num_workers, **kwargs)
+    if seed is not None:
+        venv.seed(seed)
+    return venv
+
+
+class DmxSB3VecEnv(VecEnv):
+    """SB3's ``VecEnv`` over a :class:`~dmxshm.batch.vector.DmxVectorEnv` (see the module
+    docstring). ``self.batch`` is the batch underneath."""
+
+    def __init__(self, num_envs: int, num_workers: int | None = None, **kwargs: Any) -> None:
+        mode = kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
+        if mode not in (AutoresetMode.SAME_STEP, "same_step", "SameStep"):
+            raise ValueError("an SB3 VecEnv resets in the step that ends an episode: "
+                             f"autoreset_mode must be SAME_STEP, not {mode!r}")
+        self.batch: DmxVectorEnv = make_vec(num_envs, num_workers,
+                                            autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+        self._actions: np.ndarray | None = None
+        try:
+            super().__init__(num_envs, self.batch.single_observation_space,
+                             self.batch.single_action_space)
+        except BaseException:
+            self.batch.close()
+            raise
+
+    # -- the stepping ----------------------------------------------------------
+    def reset(self) -> VecEnvObs:
+        if any(self._options):
+            raise ValueError("dmxshm/DuckieLane-v0 takes no reset options, got "
+                             f"{[o for o in self._options if o]}")
+        seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
+        obs, info = self.batch.reset(seed=seeds)
+        self.reset_infos = _per_env(info, self.num_envs)
+        self._reset_seeds()
+        self._reset_options()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        if self._actions is None:
+            raise RuntimeError("step_wait() without step_async()")
+        actions, self._actions = self._actions, None
+        obs, rewards, terminated, truncated, info = self.batch.step(actions)
+        dones = terminated | truncated
+        now = _per_env(info, self.num_envs)  # the reset's info where an episode ended
+        infos: list[dict[str, Any]] = []
+        reset_infos: list[dict[str, Any]] = []
+        final = _per_env(info.get("final_info", {}), self.num_envs)
+        for i in range(self.num_envs):
+            if dones[i]:
+                step_info = final[i]
+                step_info["terminal_observation"] = info["final_obs"][i]
+                reset_infos.append(now[i])
+            else:
+                step_info = now[i]
+                reset_infos.append({})
+            step_info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            infos.append(step_info)
+        self.reset_infos = reset_infos
+        return obs, rewards, dones, infos
+
+    def close(self) -> None:
+        self.batch.close()
+
+    # -- what reaches the worlds -----------------------------------------------
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        if attr_name not in SHARED_ATTRS:
+            raise AttributeError(
+                f"get_attr({attr_name!r}): the worlds of a dmxshm batch live in worker "
+                f"processes; get_attr answers for {', '.join(SHARED_ATTRS)}")
+        value = {"observation_space": self.batch.single_observation_space,
+                 "action_space": self.batch.single_action_space,
+                 "render_mode": self.batch.render_mode,
+                 "spec": gym.spec("dmxshm/DuckieLane-v0"),
+                 "metadata": {**self.batch.metadata}}[attr_name]
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        raise AttributeError(f"set_attr({attr_name!r}): the worlds of a dmxshm batch live in "
+                             "worker processes and cannot be changed after make_vec; pass "
+                             "the setting to make_vec_env instead")
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        raise AttributeError(f"env_method({method_name!r}): the worlds of a dmxshm batch live "
+                             "in worker processes; no method of theirs can be called from here")
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper],
+                       indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]  # bare worlds, no gym wrappers
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """The camera images of the first :data:`RENDER_ENVS` worlds (``render_mode``
+        ``"rgb_array"``), else one None per world."""
+        if self.render_mode != "rgb_array":
+            return [None for _ in range(self.num_envs)]
+        self.batch.render()  # fills the shared images
+        return list(self.batch._arrays.views["render"][:RENDER_ENVS].copy())
+
+
+def _per_env(info: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """Gymnasium's vector info (arrays with ``_key`` masks) as one dict per env,
+    with Python scalars, as SB3's VecEnvs give them."""
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, values in info.items():
+        if key.startswith("_") or key in ("final_obs", "final_info"):
+            continue
+        mask = info.get(f"_{key}")
+        for i in range(n):
+            if mask is None or mask[i]:
+                value = values[i]
+                out[i][key] = value.item() if isinstance(value, np.generic) else value
+    return out
