@@ -91,3 +91,10 @@ def test_what_reaches_the_worlds_and_what_is_refused() -> None:
             venv.reset()
     finally:
         venv.close()
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_the_readme_example_trains(tmp_path) -> None:  # noqa: ANN001
+    from tests.test_readme import _run_block
+
+    _run_block(tmp_path, "dmxshm.sb3")
