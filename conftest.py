@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-OPTIONAL = {"dmxshm/sb3.py": "stable_baselines3"}
+OPTIONAL = {"dmxshm/sb3.py": "stable_baselines3", "dmxshm/rllib.py": "ray"}
 
 collect_ignore = [path for path, module in OPTIONAL.items()
                   if importlib.util.find_spec(module) is None]

@@ -1,9 +1,10 @@
 """Batch mode: a Gymnasium ``VectorEnv`` of DuckieLane worlds over shared memory.
 
 ``make_vec(num_envs, num_workers)`` shards N worlds over W worker processes
-(default: one per core). Actions, observations, rewards and flags live in
-shared-memory arrays; a step is one semaphore post to each worker and one
-back, and nothing is pickled on the step path.
+(default: one per CPU this process may run on, its affinity: never more).
+Actions, observations, rewards and flags live in shared-memory arrays; a
+step is one semaphore post to each worker and one back, and nothing is
+pickled on the step path.
 
 Autoreset: any of gymnasium's modes, ``make_vec(..., autoreset_mode=...)``,
 each as ``SyncVectorEnv`` does it. ``NEXT_STEP`` (default): the step after an
@@ -97,6 +98,7 @@ from dmxshm.batch.worker import (
     run_worker,
 )
 from dmxshm.errors import DmxError, DmxTimeoutError
+from dmxshm.proc.cpus import usable_cpus
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.clean import sweep
@@ -157,7 +159,7 @@ class DmxVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
-        workers = min(num_workers or os.cpu_count() or 1, num_envs)
+        workers = min(num_workers or len(usable_cpus()), num_envs)
         if batch_size is None:
             batch_size = num_envs
         if not 1 <= batch_size <= num_envs:
