@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Callable
 
@@ -25,6 +26,9 @@ from dmxshm.world.world import World
 SKIPPED_MODULES = {
     "dmxshm.proc.__main__": "importing it runs a child process",
 }
+
+NEEDS_AN_EXTRA = {"dmxshm.sb3": "stable_baselines3"}
+"""Modules that import an optional extra's package: checked where it is installed."""
 
 OUTSIDE_THE_ROOT = {
     "dmxshm.proc.outcome.Terminated":
@@ -78,6 +82,9 @@ def _find_exception_classes() -> dict[str, type[BaseException]]:
     for info in pkgutil.walk_packages(dmxshm.__path__, "dmxshm.", onerror=fail):
         if info.name in SKIPPED_MODULES:
             continue
+        extra = NEEDS_AN_EXTRA.get(info.name)
+        if extra is not None and importlib.util.find_spec(extra) is None:
+            continue  # an optional extra that is not installed here
         module = importlib.import_module(info.name)
         for value in vars(module).values():
             if (isinstance(value, type) and issubclass(value, BaseException)
