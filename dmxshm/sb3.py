@@ -43,7 +43,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("dmxshm.sb3 needs Stable-Baselines3: pip install 'dmxshm[sb3]'") from exc
 
-from dmxshm.batch.vector import DmxVectorEnv, make_vec
+from dmxshm.batch.vector import DmxVectorEnv, make_vec, parse_autoreset_mode
 from dmxshm.batch.worker import RENDER_ENVS
 
 SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata")
@@ -74,9 +74,15 @@ class DmxSB3VecEnv(VecEnv):
 
     def __init__(self, num_envs: int, num_workers: int | None = None, **kwargs: Any) -> None:
         mode = kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
-        if mode not in (AutoresetMode.SAME_STEP, "same_step", "SameStep"):
+        if parse_autoreset_mode(mode) != AutoresetMode.SAME_STEP:
             raise ValueError("an SB3 VecEnv resets in the step that ends an episode: "
                              f"autoreset_mode must be SAME_STEP, not {mode!r}")
+        if not kwargs.pop("copy", True):
+            # SB3 keeps the observations a step returns (PPO's _last_obs,
+            # VecNormalize's old_obs) past the next step: views of the shared
+            # arrays would change under it.
+            raise ValueError("copy=False cannot work under SB3, which keeps a step's arrays "
+                             "past the next step; leave copy at its default")
         self.batch: DmxVectorEnv = make_vec(num_envs, num_workers,
                                             autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
         self._actions: np.ndarray | None = None

@@ -150,3 +150,27 @@ def test_modes_are_named_as_gymnasium_names_them() -> None:
     assert parse_autoreset_mode(AutoresetMode.DISABLED) is AutoresetMode.DISABLED
     with pytest.raises(ValueError, match="autoreset_mode must be one of"):
         dmxshm.make_vec(2, autoreset_mode="sometimes")
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_disabled_keeps_an_end_that_a_reset_dropped() -> None:
+    # An env in flight whose step ends its episode, dropped by a masked reset
+    # of another env, has still ended: stepping it is refused.
+    env = dmxshm.make_vec(2, num_workers=1, seed=0, max_episode_steps=1, batch_size=1,
+                          autoreset_mode="disabled")
+    try:
+        env.async_reset()
+        _, _, _, _, info = env.recv()
+        x = int(info["env_id"][0])
+        env.send(np.zeros((1, 2), np.float32), [x])  # ends x's episode (1 step)
+        _, _, _, _, _ = env.recv()  # the other env's reset
+        env.send(np.zeros((1, 2), np.float32), [1 - x])  # in flight, then dropped
+        mask = np.zeros(2, bool)
+        mask[1 - x] = True
+        with pytest.raises(TypeError, match="reset_mask"):  # checked before anything drops
+            env.reset(options={"reset_mask": [True, False]})
+        env.reset(options={"reset_mask": mask})
+        with pytest.raises(DmxError, match=rf"env\(s\) \[{x}\] ended"):
+            env.step(np.zeros((2, 2), np.float32))
+    finally:
+        env.close()

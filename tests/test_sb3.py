@@ -86,6 +86,8 @@ def test_what_reaches_the_worlds_and_what_is_refused() -> None:
         assert venv.env_is_wrapped(VecMonitor) == [False, False]
         with pytest.raises(ValueError, match="SAME_STEP"):
             DmxSB3VecEnv(2, autoreset_mode="next_step")
+        with pytest.raises(ValueError, match="copy=False"):
+            DmxSB3VecEnv(2, copy=False)
         venv.set_options({"x": 1})
         with pytest.raises(ValueError, match="no reset options"):
             venv.reset()

@@ -101,7 +101,6 @@ from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.cpus import usable_cpus
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
-from dmxshm.shm.clean import sweep
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
@@ -190,9 +189,6 @@ class DmxVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._fields = fields(self.single_observation_space)
-        # Objects of batches and networks whose creator died without unlinking
-        # (SIGKILL) and whose workers did not get to it: gone before ours exist.
-        sweep()
         self._registry = Registry()
         self._supervisor = Supervisor()
         self._workers: list[Child] = []
@@ -432,9 +428,9 @@ class DmxVectorEnv(VectorEnv):
         return is dropped.
         """
         self._check_open()
-        self._settle()
-        mask = self._reset_mask(options)
+        mask = self._reset_mask(options)  # checked before anything in flight is dropped
         seeds = self._seeds(seed)
+        self._settle()
         if mask is None:
             self._arrays.views["seeds"][:] = seeds
             self._run(RESET)
@@ -490,6 +486,10 @@ class DmxVectorEnv(VectorEnv):
         if n:
             with self._breaks():
                 self._await(n)
+            if self.autoreset_mode == AutoresetMode.DISABLED:  # dropped, but ended is ended
+                ids = np.flatnonzero(self._in_flight)
+                v = self._arrays.views
+                self._ended[ids] = v["terminated"][ids] | v["truncated"][ids]
             self._collector.finished.clear()
             self._in_flight[:] = False
             self._last_ids = np.arange(self.num_envs)
@@ -530,8 +530,9 @@ class DmxVectorEnv(VectorEnv):
             envs = np.flatnonzero(ended) if ids is None else ids[ended]
             raise DmxError(
                 f"the episode of env(s) {envs.tolist()} ended and autoreset_mode is DISABLED: "
-                "reset them first, e.g. envs.reset(options={'reset_mask': "
-                "terminated | truncated})")
+                "reset them first with envs.reset(options={'reset_mask': mask}), mask a bool "
+                f"array of {self.num_envs} (num_envs), True at those envs (after step(): "
+                "terminated | truncated)")
 
     # -- the asynchronous API (EnvPool's) ---------------------------------------
     def async_reset(self, *, seed: int | list[int | None] | None = None) -> None:

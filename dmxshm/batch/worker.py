@@ -13,7 +13,7 @@ Nothing is pickled on the step path.
 from __future__ import annotations
 
 import os
-import signal
+import sys
 import time
 from typing import Any
 
@@ -23,7 +23,8 @@ import posix_ipc
 
 from dmxshm import settings
 from dmxshm.batch.completions import Announcer
-from dmxshm.proc.child import parent_gone
+from dmxshm.proc.child import ignore_stop_signals, parent_gone
+from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.fence import full_fence
 from dmxshm.shm.registry import unlink_names
 from dmxshm.shm.segment import Segment
@@ -49,6 +50,11 @@ def fields(space: gym.Space[Any]) -> dict[str, tuple[tuple[int, ...], np.dtype]]
         return {k: (s.shape, s.dtype) for k, s in space.spaces.items()}  # type: ignore[misc]
     return {"": (space.shape, space.dtype)}  # type: ignore[dict-item]
 
+
+PARENT_GONE_WAIT_S = 0.2
+"""How long a worker stopped by a signal watches its parent before it decides
+the parent lives (a death signal may come before the parent's threads are all
+gone); a live supervisor's SIGTERM costs the worker this much more."""
 
 RENDER_ENVS = 4
 """``render()`` tiles the camera images of this many sub-environments (the first)."""
@@ -288,10 +294,11 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
     finally:
         # A dying parent sends its death signal once per thread that exits:
         # the clean-up below must not be cut short by the next one.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        ignore_stop_signals()
+        signalled = isinstance(sys.exc_info()[1], Terminated)
         for env in envs:
             env.close()
-        if parent_gone(parent_pid):
+        if parent_gone(parent_pid, wait_s=PARENT_GONE_WAIT_S if signalled else 0.0):
             # It died without unlinking (SIGKILL: a killed Ray actor, the OOM
             # killer). Every worker gets here (death signal, or the liveness
             # check above); whichever is first removes the batch's objects.

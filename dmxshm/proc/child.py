@@ -28,6 +28,7 @@ import importlib
 import os
 import pickle
 import signal
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,22 +85,48 @@ def resolve(reference: str) -> Any:
     return obj
 
 
-def parent_gone(parent_pid: int) -> bool:
+def parent_gone(parent_pid: int, wait_s: float = 0.0) -> bool:
     """Whether the process ``parent_pid``, this process's parent, died (or is dying).
 
     ``os.getppid()`` alone is not enough: a multithreaded parent killed with
     SIGKILL exits thread by thread, and the kernel first hands this process
     to another of its threads (and sends the death signal at each handover),
-    so for a moment the parent pid is still the dead one's, as a zombie.
+    so for a moment the parent pid is still the dying one's. A zombie
+    parent counts as gone; with ``wait_s``, a parent still running is
+    watched that long (a death signal may come before its threads are all
+    gone).
     """
-    if os.getppid() != parent_pid:
-        return True
     import psutil  # here: not on every child's start-up path
 
-    try:
-        return psutil.Process(parent_pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
-    except psutil.NoSuchProcess:
-        return True
+    deadline = time.monotonic() + wait_s
+    while True:
+        if os.getppid() != parent_pid:
+            return True
+        try:
+            if psutil.Process(parent_pid).status() in (psutil.STATUS_ZOMBIE,
+                                                       psutil.STATUS_DEAD):
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
+def ignore_stop_signals() -> None:
+    """From here on SIGINT and SIGTERM do nothing (a clean-up that must finish).
+
+    A handler already tripped at the C level but not yet run is dropped too
+    (CPython skips it once the handler is SIG_IGN); a Terminated raised
+    while this runs is retried.
+    """
+    while True:
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            return
+        except Terminated:
+            continue
 
 
 def _terminate(signum: int, frame: object) -> None:
