@@ -131,6 +131,18 @@ def print_robots(s: Any) -> None:
                    f"{s.expired_commands[r]:>8}")
 
 
+def realtime_refused(r: dict[str, Any]) -> str | None:
+    """The one-line note for a spine report whose real-time scheduling was refused."""
+    refused = [f"{who} ({what})" for who, what in (("spine", r.get("scheduling")),
+                                                    ("CAN bus", r.get("bus_scheduling")))
+               if what and "refused" in what]
+    if not refused:
+        return None
+    return ("dmxshm: note: real-time scheduling was refused for the " + " and the ".join(refused)
+            + "; the run went on under SCHED_OTHER, so its timing figures are those of a "
+            "shared scheduler")
+
+
 def print_spine(r: dict[str, Any]) -> None:
     click.echo(f"schedule {r['schedule']}, {r['frequency_hz']:g} Hz, spine on CPU {r['cpu']} "
                f"({r['scheduling']}), CAN bus on CPU {r['bus_cpu']}")
@@ -141,14 +153,26 @@ def print_spine(r: dict[str, Any]) -> None:
                f"p99 |period - T| {r['period_error_us_p99']:.1f} us")
     c = r["can_cycle_us"]
     plan = "an agent" if "agent" in r else f"{r['plan_us_p50']:.1f} us"
-    click.echo(f"CAN cycle us: p50 {c['p50']:.1f}, p99 {c['p99']:.1f}; measured T_p "
-               f"{plan}, T_o {r['reply_at_us_p50']:.1f} us")
-    click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10}")
+    cfg = r["config"]
+    t_o = cfg["reply_at_s"] if cfg["reply_at_s"] is not None else cfg["can_cycle_s"]
+    click.echo(f"CAN cycle us (bus clock): p50 {c['p50']:.1f}, p99 {c['p99']:.1f}; T_p "
+               f"{plan} measured ({cfg['plan_s'] * 1e6:.1f} configured), T_o "
+               f"{r['reply_at_us_p50']:.1f} us measured ({t_o * 1e6:.1f} configured)")
+    d = r["delivery_us"]
+    click.echo(f"delivery us: spine to bus p50 {d['spine_to_bus']['p50']:.1f}, p99 "
+               f"{d['spine_to_bus']['p99']:.1f}; bus to spine p50 {d['bus_to_spine']['p50']:.1f},"
+               f" p99 {d['bus_to_spine']['p99']:.1f}")
+    click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10} "
+               f"{'- predicted p50':>16} {'p99':>9}")
     for key in ("send_minus_obs_us", "send_minus_act_us"):
         m = r[key]
         law = r["predicted"][key]
+        beyond = r["minus_predicted_us"][key]
+        extra = "" if beyond is None else f" {beyond['p50']:>16.1f} {beyond['p99']:>9.1f}"
         click.echo(f"{key[:-3].replace('_', ' '):<18} {m['mean']:>9.1f} {m['p50']:>9.1f} "
-                   f"{m['p99']:>9.1f} {'-' if law is None else f'{law:.1f}':>10}")
+                   f"{m['p99']:>9.1f} {'-' if law is None else f'{law:.1f}':>10}{extra}")
+    click.echo("(predicted: the law with the configured T, T_p and T_o; measured minus "
+               "predicted is what the handoffs between spine and bus cost)")
     if "agent" in r:
         a = r["agent"]
         click.echo(f"agent: {a['actions']} actions, {a['expired_actions']} expired"

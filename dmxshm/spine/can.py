@@ -5,10 +5,13 @@ CAN cycle really runs in parallel with the spine's plan or sleep. The spine
 starts a cycle by writing the servo commands into the command ring; the bus
 answers in the reply ring when the cycle is over.
 
-``mock``: a simulated bus whose cycle lasts ``can_cycle_s`` (0.9 ms as
-measured on a pi3hat) after the spine started it, and whose last servo reply
-is made ``reply_at_s`` into it, plus optional Gaussian jitter. The wheel
-states integrate the commanded speeds.
+``mock``: a simulated bus on its own clock. It starts a CAN cycle when it
+receives the frame (its own clock reading, ``bus_delay_s`` later if asked),
+makes its last servo reply ``reply_at_s`` into the cycle and ends it
+``can_cycle_s`` (0.9 ms as measured on a pi3hat) after its start, plus
+optional Gaussian jitter: the delay of handing the frame to the bus shows in
+every latency the spine measures. The wheel states integrate the commanded
+speeds.
 
 ``sim``: a pybullet world with the robot; a CAN cycle is one physics step
 of ``dt = 1/f`` with the commanded wheel speeds, and the replies are the
@@ -30,6 +33,12 @@ from dmxshm.spine.clock import ask_realtime, spin_until_time
 
 BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
+BUS_POLL_US = 200.0
+"""How long the bus polls for the next frame before it sleeps on the ring. At
+1 kHz the next frame comes about 70 us after a cycle ends, in both schedules:
+polling takes it in a few us, where a sleeping bus took 27 us (p50) to wake
+and start the cycle, late enough at p99 to push the cycle's end past the
+next tick."""
 
 
 @dataclass(frozen=True)
@@ -54,10 +63,12 @@ def _sleep_until(t: float) -> float:
 
 
 def _serve(names: dict[str, str], timeout_s: float,
-           cycle: Callable[[np.ndarray, np.ndarray], None]) -> BusResult:
+           cycle: Callable[[np.ndarray, np.ndarray, float], None]) -> BusResult:
     """The bus loop: take each CAN cycle from the spine, run it, send the replies.
 
-    ``cycle(command, out)`` runs one CAN cycle and fills the reply slot ``out``.
+    ``cycle(command, out, received)`` runs one CAN cycle and fills the reply
+    slot ``out`` (its ``t_start`` included); ``received`` is when the bus got
+    the frame, on its own clock.
     The bus runs SCHED_FIFO just below the spine: the spine waits for it in
     step 3, so a bus preempted by another process stalls the spine (measured:
     ~1 ms late replies, skipped ticks). It must sleep between and within
@@ -65,7 +76,7 @@ def _serve(names: dict[str, str], timeout_s: float,
     it for 50 ms.
     """
     scheduling = ask_realtime(BUS_RT_PRIORITY)
-    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
+    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=BUS_POLL_US)
     reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
     wait_for_start(names["start"], party=1, role="can-bus")
     out = np.zeros((), reply.dtype)
@@ -76,9 +87,9 @@ def _serve(names: dict[str, str], timeout_s: float,
                 c = cmd.read(timeout_s)
             except RingClosedError:
                 break
+            received = time.perf_counter()
             out["cycle"] = c["cycle"]
-            out["t_start"] = time.perf_counter()
-            cycle(c, out)
+            cycle(c, out, received)
             reply.write(out, timeout_s)
             cycles += 1
         reply.close_writer()
@@ -95,7 +106,8 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
 
     world = World("loop", 1, seed=seed, dt_s=1.0 / frequency_hz, substeps=1)
 
-    def cycle(c: np.ndarray, out: np.ndarray) -> None:
+    def cycle(c: np.ndarray, out: np.ndarray, received: float) -> None:
+        out["t_start"] = received
         world.apply_wheel_speeds(c["wheels_rad_s"][None, :])
         world.step()
         state = world.state()[0]
@@ -110,16 +122,19 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
 
 
 def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
-                 jitter_s: float, seed: int, timeout_s: float) -> BusResult:
-    """Main loop of the mock bus process."""
+                 jitter_s: float, seed: int, timeout_s: float,
+                 bus_delay_s: float = 0.0) -> BusResult:
+    """Main loop of the mock bus process (see the module docstring)."""
     rng = np.random.default_rng(seed)
     angle = np.zeros(2)
 
-    def cycle(c: np.ndarray, out: np.ndarray) -> None:
-        t_send = float(c["t_send"])
+    def cycle(c: np.ndarray, out: np.ndarray, received: float) -> None:
+        # The bus's own clock: the spine's t_send is never read here.
+        start = _sleep_until(received + bus_delay_s) if bus_delay_s > 0 else received
+        out["t_start"] = start
         jitter = float(rng.normal(0.0, jitter_s)) if jitter_s > 0 else 0.0
-        out["t_reply"] = _sleep_until(t_send + max(reply_at_s + jitter, 0.0))
-        out["t_end"] = _sleep_until(t_send + max(can_cycle_s + jitter, reply_at_s))
+        out["t_reply"] = _sleep_until(start + max(reply_at_s + jitter, 0.0))
+        out["t_end"] = _sleep_until(start + max(can_cycle_s + jitter, reply_at_s))
         angle[:] += c["wheels_rad_s"] * can_cycle_s
         out["wheel_angle_rad"] = angle
         out["wheel_rate_rad_s"] = c["wheels_rad_s"]

@@ -63,6 +63,8 @@ class SpineConfig:
         can_cycle_s: duration T_c of a CAN cycle.
         reply_at_s: when the last servo reply comes within it (T_o; None: T_c).
         jitter_s: standard deviation of the CAN cycle's timing jitter.
+        bus_delay_s: mock bus: how long after it receives a CAN frame it starts
+            the cycle (a slower link; tests inject a delivery delay with it).
         plan_s: the built-in planner's work time T_p.
         duration_s: acting time (stop cycles come on top).
         stop_cycles: stop commands sent before acting and before ending.
@@ -85,6 +87,7 @@ class SpineConfig:
     can_cycle_s: float = 0.9e-3
     reply_at_s: float | None = None
     jitter_s: float = 0.0
+    bus_delay_s: float = 0.0
     plan_s: float = 0.3e-3
     duration_s: float = 10.0
     stop_cycles: int = 5
@@ -109,6 +112,8 @@ class SpineConfig:
             (self.reply_at_s is None or 0 <= self.reply_at_s <= self.can_cycle_s,
              "the reply instant must lie within the CAN cycle (0 <= reply-at <= can-cycle)"),
             (self.jitter_s >= 0, "jitter must be 0 or more"),
+            (self.bus_delay_s >= 0 and self.bus_delay_s + self.can_cycle_s < 1 / self.frequency_hz,
+             "the bus delay must be 0 or more, and with the CAN cycle shorter than the period"),
             (self.action_timeout_s > 0, "the action timeout must be positive"),
             (self.duration_s > 0, "duration must be positive"),
             (self.stop_cycles >= 5, "a spine sends at least 5 stop cycles"),

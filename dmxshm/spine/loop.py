@@ -177,7 +177,9 @@ class SpineLoop:
         self.latest = Observation()  # from the last CAN cycle collected
         self.inflight: int | None = None  # the cycle that started the CAN cycle in flight
         self.pending: Command | None = None  # after-sleep: planned, sent next cycle
-        self.can = np.full(3, math.nan)  # start, reply, end of the CAN cycle collected
+        # start, reply, end of the CAN cycle collected; when the spine began to
+        # collect it, and when its replies reached the spine
+        self.can = np.full(5, math.nan)
         self.unsent = 0
         self._forward = np.full(2, cfg.wheel_speed_rad_s)  # the built-in planner's action
         self._slot = np.zeros((), cmd.dtype)
@@ -258,6 +260,7 @@ class SpineLoop:
         started_in, self.inflight = self.inflight, None
         if started_in is None:
             return
+        collect_start = time.perf_counter()
         try:
             if self.machine.bus_error is None:
                 r = self.reply.read(self.cfg.timeout_s)
@@ -270,8 +273,9 @@ class SpineLoop:
                                                   f"cycle {started_in}: "
                                                   f"{type(exc).__name__}: {exc}")
             return
+        seen = time.perf_counter()
         self.latest = Observation(int(r["cycle"]), float(r["t_reply"]))
-        self.can[:] = (r["t_start"], r["t_reply"], r["t_end"])
+        self.can[:] = (r["t_start"], r["t_reply"], r["t_end"], collect_start, seen)
 
     def _send(self, k: int, command: Command) -> tuple[Command, float]:
         """Step 4: start the next CAN cycle with ``command``.
@@ -312,7 +316,8 @@ class SpineLoop:
         rec["t_obs"] = sent.obs.t_reply
         rec["plan_start"] = step.plan_start
         rec["plan_end"] = step.plan_end
-        rec["can_start"], rec["can_reply"], rec["can_end"] = self.can
+        (rec["can_start"], rec["can_reply"], rec["can_end"], rec["collect_start"],
+         rec["can_seen"]) = self.can
         rec["period_s"] = clock.measured_period_s
         rec["slack_s"] = clock.slack_s
         rec["skipped"] = clock.skipped

@@ -15,8 +15,10 @@ field            meaning
 ``obs_cycle``    cycle whose CAN cycle produced that observation's replies
 ``plan_start``   start of the plan of cycle k (``plan_end`` its end)
 ``can_start``    start, reply and end of the CAN cycle collected in cycle
-``can_reply``    k (the one started in cycle k - 1), as the bus saw them
-``can_end``
+``can_reply``    k (the one started in cycle k - 1), on the bus's own clock
+``can_end``      (it starts a cycle when it receives the frame)
+``collect_start`` when the spine began to collect those replies (step 3)
+``can_seen``     when they reached the spine
 ``period_s``     time between the wake-ups of cycles k - 1 and k
 ``slack_s``      time left before tick k when cycle k - 1 ended
 ``skipped``      ticks skipped since the start
@@ -35,6 +37,7 @@ RECORD_DTYPE = np.dtype([
     ("t_obs", "<f8"), ("act_cycle", "<i8"), ("obs_cycle", "<i8"),
     ("plan_start", "<f8"), ("plan_end", "<f8"),
     ("can_start", "<f8"), ("can_reply", "<f8"), ("can_end", "<f8"),
+    ("collect_start", "<f8"), ("can_seen", "<f8"),
     ("period_s", "<f8"), ("slack_s", "<f8"), ("skipped", "<i8"), ("stopping", "<i8"),
     ("wheels_rad_s", "<f8", (2,)), ("state", "<i8"),
 ])

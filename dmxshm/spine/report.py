@@ -1,4 +1,5 @@
-"""The report of a spine run: figures of its acting cycles, and the law's prediction."""
+"""The report of a spine run: figures of its acting cycles, the law's prediction
+from the configuration, and the cost of the pipeline beyond it."""
 
 from __future__ import annotations
 
@@ -31,37 +32,53 @@ def percentile(x: np.ndarray, q: float) -> float:
 
 def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
            cpus: tuple[int, int | None]) -> dict[str, Any]:
-    """The summary of a run: figures of the acting cycles, and the law's prediction."""
+    """The summary of a run: figures of the acting cycles, the law's prediction from
+    the configuration alone, and what the pipeline costs beyond it.
+
+    ``predicted`` takes T, the configured T_p (``plan_s``) and the configured
+    T_o (``reply_at``): nothing measured. ``minus_predicted_us`` is, cycle by
+    cycle, the measured latency minus that: what the handoffs between the
+    spine and its bus cost (they run on their own clocks). ``delivery_us``
+    splits it: spine-to-bus (the frame sent to the bus starting its cycle)
+    and bus-to-spine (the replies made to the spine having them, from when it
+    looked for them).
+    """
     period = 1.0 / cfg.frequency_hz
     acting = recs[(recs["stopping"] == 0) & (recs["obs_cycle"] >= 0)]
     periods = recs["period_s"][np.isfinite(recs["period_s"])]
     can = recs[np.isfinite(recs["can_end"])]
-    can_cycle = can["can_end"] - _sent_at(recs, can["cycle"] - 1)
-    # T_p as the note means it: planning time from the start of the cycle's
-    # "plan // can" (after-sleep: the CAN start, after step 3's few us) or the
-    # plan itself (after-action).
+    sent_before = _sent_at(recs, can["cycle"] - 1)  # t_send of the CAN cycle collected
+    can_cycle = can["can_end"] - can["can_start"]  # on the bus's own clock
+    to_bus = can["can_start"] - sent_before
+    to_spine = can["can_seen"] - np.maximum(can["can_end"], can["collect_start"])
+    # T_p and T_o as measured (shown beside the configuration, not used by the law):
+    # T_p from the start of the cycle's "plan // can" (after-sleep: the CAN
+    # start) or the plan itself (after-action); T_o from the bus's own start.
     if not len(acting):
-        plan_s = cfg.plan_s
+        plan_s = float("nan")
     elif cfg.schedule == "after-sleep":
         plan_s = float(np.nanmedian(_plan_end_of(recs, acting["act_cycle"])
                                     - _sent_at(recs, acting["act_cycle"])))
     else:
         plan_s = float(np.median(acting["plan_end"] - acting["plan_start"]))
-    # Medians: one stall of the machine must not move the prediction.
-    reply_at = float(np.nanmedian(can["can_reply"] - _sent_at(recs, can["cycle"] - 1))) \
-        if len(can) else cfg.reply_at
+    reply_at = float(np.nanmedian(can["can_reply"] - can["can_start"])) if len(can) \
+        else float("nan")
     s_o = (acting["t_send"] - acting["t_obs"]) * 1e6
     s_a = (acting["t_send"] - acting["t_act"]) * 1e6
-    law: dict[str, float | None] = dict(predicted(cfg.schedule, period, plan_s, reply_at))
+    law: dict[str, float | None] = dict(predicted(cfg.schedule, period, cfg.plan_s,
+                                                  cfg.reply_at))
     if cfg.agent:
         # The agent answers an observation after the spine has taken this
         # cycle's action, so its answer goes out one cycle later: one more T.
         # When it computed depends on the agent, so t_send - t_act has no law.
-        law = {"send_minus_obs_s": 3 * period - reply_at, "send_minus_act_s": None}
+        law = {"send_minus_obs_s": 3 * period - cfg.reply_at, "send_minus_act_s": None}
 
     def stats(x: np.ndarray) -> dict[str, float]:
         return {"mean": float(np.mean(x)) if len(x) else float("nan"),
                 "p50": percentile(x, 50), "p99": percentile(x, 99)}
+
+    def beyond(x_us: np.ndarray, law_s: float | None) -> dict[str, float] | None:
+        return None if law_s is None else stats(x_us - law_s * 1e6)
 
     return {
         "schedule": cfg.schedule, "frequency_hz": cfg.frequency_hz, "actuation": cfg.actuation,
@@ -74,9 +91,13 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
         "can_cycle_us": {"p50": percentile(can_cycle * 1e6, 50),
                          "p99": percentile(can_cycle * 1e6, 99)},
         "plan_us_p50": plan_s * 1e6, "reply_at_us_p50": reply_at * 1e6,
+        "delivery_us": {"spine_to_bus": stats(to_bus * 1e6),
+                        "bus_to_spine": stats(to_spine * 1e6)},
         "send_minus_obs_us": stats(s_o), "send_minus_act_us": stats(s_a),
         "predicted": {"send_minus_obs_us": _us(law["send_minus_obs_s"]),
                       "send_minus_act_us": _us(law["send_minus_act_s"])},
+        "minus_predicted_us": {"send_minus_obs_us": beyond(s_o, law["send_minus_obs_s"]),
+                               "send_minus_act_us": beyond(s_a, law["send_minus_act_s"])},
         "config": asdict(cfg),
     }
 

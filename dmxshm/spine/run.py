@@ -122,7 +122,8 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         try:
             if cfg.actuation == "mock":
                 bus = sup.start("can-bus", run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
-                          cfg.jitter_s, cfg.seed, cfg.timeout_s, cpu=bus_cpu)
+                                cfg.jitter_s, cfg.seed, cfg.timeout_s, cfg.bus_delay_s,
+                                cpu=bus_cpu)
             else:
                 bus = sup.start("can-bus", run_sim_bus, names, cfg.frequency_hz, cfg.seed,
                           cfg.timeout_s + START_TIMEOUT_S, cpu=bus_cpu)
@@ -168,6 +169,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
                               "samples": len(rtt)},
         }
     rep["states"] = done.states
+    rep["bus_scheduling"] = results.bus.scheduling if results.bus is not None else None
     rep["shm_bytes"] = shm_bytes
     if profiler is not None:
         profiler.stop()

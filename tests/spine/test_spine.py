@@ -60,13 +60,17 @@ def test_the_pipeline_follows_the_note(schedule: str) -> None:
     else:  # sent when the plan of its own cycle ends, T_p (or more) after the tick
         assert (a["t_send"] >= a["plan_end"]).all()
         assert (a["t_send"] >= a["t_tick"] + SHORT["plan_s"]).all()
-    # The report's figures, read again from the records by another route. Its
-    # prediction takes the law with the measured medians of T_p and T_o
-    # (run.report), so these are checked here, then the law with them.
-    period_s = 1 / SHORT["frequency_hz"]
-    reply_at = [r["can_reply"] - by_cycle[int(r["cycle"]) - 1]["t_send"] for r in recs
-                if np.isfinite(r["can_reply"])]
-    assert min(reply_at) >= SHORT["reply_at_s"]  # the bus replies at T_o, never before
+    # The bus runs on its own clock: it starts a CAN cycle when the frame
+    # reaches it (never before the spine sent it), replies T_o into it and
+    # ends it T_c in; the replies reach the spine after it looked for them.
+    can = recs[np.isfinite(recs["can_end"])]
+    sent = np.array([by_cycle[int(k) - 1]["t_send"] for k in can["cycle"]])
+    assert (can["can_start"] >= sent).all()
+    assert (can["can_reply"] >= can["can_start"] + SHORT["reply_at_s"]).all()
+    assert (can["can_end"] >= can["can_start"] + SHORT["can_cycle_s"]).all()
+    assert (can["can_seen"] >= np.maximum(can["can_end"], can["collect_start"])).all()
+    # The report's figures, read again from the records by another route.
+    reply_at = can["can_reply"] - can["can_start"]
     if schedule == "after-sleep":  # from the CAN start to the end of the plan beside it
         plan = [by_cycle[k]["plan_end"] - by_cycle[k]["t_send"] for k in a["act_cycle"]]
     else:
@@ -75,12 +79,36 @@ def test_the_pipeline_follows_the_note(schedule: str) -> None:
     assert report["reply_at_us_p50"] == pytest.approx(np.median(reply_at) * 1e6)
     assert report["plan_us_p50"] == pytest.approx(np.median(plan) * 1e6)
     assert report["send_minus_obs_us"]["p50"] == pytest.approx(np.median(send_minus_obs) * 1e6)
-    # The law's lines (law.py), with the medians read here.
-    t_o, t_p = float(np.median(reply_at)), float(np.median(plan))
-    assert report["predicted"] == {
-        "send_minus_obs_us": pytest.approx((2 * period_s - t_o) * 1e6),
-        "send_minus_act_us": pytest.approx(
-            (period_s - t_p if schedule == "after-sleep" else 0.0) * 1e6, abs=1e-6)}
+    assert report["delivery_us"]["spine_to_bus"]["p50"] == pytest.approx(
+        np.median(can["can_start"] - sent) * 1e6)
+    # The law's lines (law.py) with the configuration alone: nothing measured.
+    period_s = 1 / SHORT["frequency_hz"]
+    law = {"send_minus_obs_us": (2 * period_s - SHORT["reply_at_s"]) * 1e6,
+           "send_minus_act_us": (period_s - SHORT["plan_s"] if schedule == "after-sleep"
+                                 else 0.0) * 1e6}
+    assert report["predicted"] == {k: pytest.approx(v, abs=1e-6) for k, v in law.items()}
+    # measured minus predicted, cycle by cycle
+    for key, measured in (("send_minus_obs_us", a["t_send"] - a["t_obs"]),
+                          ("send_minus_act_us", a["t_send"] - a["t_act"])):
+        assert report["minus_predicted_us"][key]["p50"] == pytest.approx(
+            np.median(measured * 1e6 - law[key]))
+
+
+@pytest.mark.timeout(SPINE_TIMEOUT_S)
+def test_a_slower_bus_shows_in_the_measured_latency_not_in_the_law() -> None:
+    # The same run with the mock bus starting each CAN cycle 1 ms after the
+    # frame reaches it: t_send - t_obs is 1 ms shorter (the replies are made
+    # 1 ms later), the spine-to-bus delay 1 ms longer, the law unchanged.
+    delay_s = 1e-3
+    base, _ = run(SpineConfig(schedule="after-sleep", **SHORT))
+    slow, recs = run(SpineConfig(schedule="after-sleep", bus_delay_s=delay_s, **SHORT))
+    assert slow["predicted"] == base["predicted"]
+    to_bus = slow["delivery_us"]["spine_to_bus"]["p50"] - base["delivery_us"]["spine_to_bus"]["p50"]
+    assert to_bus == pytest.approx(delay_s * 1e6, abs=200)
+    beyond = (slow["minus_predicted_us"]["send_minus_obs_us"]["p50"]
+              - base["minus_predicted_us"]["send_minus_obs_us"]["p50"])
+    assert beyond == pytest.approx(-delay_s * 1e6, abs=200)
+    assert slow["skipped_cycles"] <= 2  # still inside the period (T 5 ms, T_c 2 ms)
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
@@ -261,3 +289,16 @@ def test_ctrl_c_makes_the_spine_send_its_shutdown_stops() -> None:
     states = recs["state"]
     assert len(recs) >= enough and (states[enough - 1] == State.ACT)
     assert (states[-5:] == State.SHUTDOWN).all() and (recs["wheels_rad_s"][-5:] == 0).all()
+
+
+def test_a_refused_real_time_scheduling_is_said_once() -> None:
+    from dmxshm.console import realtime_refused
+
+    granted = {"scheduling": "SCHED_FIFO priority 10", "bus_scheduling": "SCHED_FIFO priority 9"}
+    assert realtime_refused(granted) is None
+    refused = {"scheduling": "SCHED_OTHER (SCHED_FIFO refused: [Errno 1] Operation not "
+                             "permitted; grant CAP_SYS_NICE or rtprio)",
+               "bus_scheduling": "SCHED_FIFO priority 9"}
+    note = realtime_refused(refused)
+    assert note is not None and note.count("refused") == 2  # once, naming the spine
+    assert "spine (SCHED_OTHER" in note and "CAN bus" not in note and "went on" in note
