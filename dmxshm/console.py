@@ -175,12 +175,16 @@ def print_spine(r: dict[str, Any]) -> None:
                "predicted is what the handoffs between spine and bus cost)")
     if "agent" in r:
         a = r["agent"]
+        trip = r["agent_round_trip_us"]
         click.echo(f"agent: {a['actions']} actions, {a['expired_actions']} expired"
-                   f"{', hung at the end' if a['hung'] else ''}; round trip (action written to "
-                   f"next observation read) p50 {a['round_trip_us']['p50']:.1f} us, "
-                   f"p99 {a['round_trip_us']['p99']:.1f} us")
-        click.echo("(with an agent, t_act is the agent's: the answer to an observation goes out "
-                   "one cycle later, so the law is 3T - T_o)")
+                   f"{', hung at the end' if a['hung'] else ''}")
+        click.echo(f"agent round trip us, from writing an action: to the CAN frame that carries "
+                   f"it p50 {trip['to_frame']['p50']:.1f}, p99 {trip['to_frame']['p99']:.1f}; to "
+                   f"the first observation that reflects it p50 "
+                   f"{trip['to_observation']['p50']:.1f}, p99 {trip['to_observation']['p99']:.1f}"
+                   f"; to the next observation read p50 {a['round_trip_us']['p50']:.1f}")
+        click.echo("(with an agent, t_act is when the agent wrote its action; the spine waits "
+                   "for it up to T_p after publishing the observation)")
     click.echo("states: " + ", ".join(f"{k} {v}" for k, v in r["states"].items()))
 
 

@@ -51,12 +51,14 @@ def _serve(names: dict[str, str], deaf: bool) -> BusResult:
 
 
 def goes_mute(names: dict[str, str], can_cycle_s: float, reply_at_s: float, jitter_s: float,
-              seed: int, timeout_s: float, bus_delay_s: float = 0.0) -> BusResult:
+              seed: int, timeout_s: float, bus_delay_s: float = 0.0,
+              poll_us: float = 0.0) -> BusResult:
     """Answers ``REPLIES`` CAN cycles, then takes the commands without answering."""
     return _serve(names, deaf=False)
 
 
 def goes_deaf(names: dict[str, str], can_cycle_s: float, reply_at_s: float, jitter_s: float,
-              seed: int, timeout_s: float, bus_delay_s: float = 0.0) -> BusResult:
+              seed: int, timeout_s: float, bus_delay_s: float = 0.0,
+              poll_us: float = 0.0) -> BusResult:
     """Answers ``REPLIES`` CAN cycles, then hangs: takes nothing more, answers nothing."""
     return _serve(names, deaf=True)

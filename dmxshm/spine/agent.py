@@ -4,8 +4,10 @@ The policy is ``forward`` (constant wheel speeds) or ``module:callable``:
 a function ``act(obs) -> (left, right)`` wheel speeds in rad/s, where
 ``obs`` is the spine's observation record (its cycle, the cycle and time of
 the servo replies behind it, the spine's state). The agent never slows the
-spine down: the spine takes the newest action when it comes, reuses it until
-it is too old, then sends stops.
+spine down beyond its planning time: after it publishes an observation, the
+spine waits for the answer to it until T_p (``plan_s``) into its plan, as
+long as its own planner would work; without one by then it takes the
+newest action there is, reuses it until it is too old, then sends stops.
 
 The agent also measures its round trip through the spine: from writing an
 action to reading the first observation published after it.
@@ -81,9 +83,20 @@ class AgentLink:
         self.slot["t_published"] = time.perf_counter()
         self.obs.write(self.slot)
 
-    def take(self) -> np.ndarray | None:
-        """The action to send now, or None (none yet, or expired)."""
+    def take(self, answer_to: int | None = None, until: float = -math.inf
+             ) -> np.ndarray | None:
+        """The action to send now, or None (none yet, or expired).
+
+        With ``answer_to``, polls until an action that answers the observation
+        of that CAN cycle comes, or until the ``until`` clock reading (the end
+        of the spine's planning time), whichever is first.
+        """
         fresh = self.actions.try_read(newest=True)
+        if answer_to is not None:
+            while (fresh is None or int(fresh["obs_cycle"]) < answer_to) \
+                    and time.perf_counter() < until:
+                newer = self.actions.try_read(newest=True)
+                fresh = newer if newer is not None else fresh
         now = time.perf_counter()
         if fresh is not None:
             self.last, self.received_at, self.started = fresh, now, True

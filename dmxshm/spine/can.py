@@ -63,7 +63,8 @@ def _sleep_until(t: float) -> float:
 
 
 def _serve(names: dict[str, str], timeout_s: float,
-           cycle: Callable[[np.ndarray, np.ndarray, float], None]) -> BusResult:
+           cycle: Callable[[np.ndarray, np.ndarray, float], None],
+           poll_us: float = BUS_POLL_US) -> BusResult:
     """The bus loop: take each CAN cycle from the spine, run it, send the replies.
 
     ``cycle(command, out, received)`` runs one CAN cycle and fills the reply
@@ -76,7 +77,7 @@ def _serve(names: dict[str, str], timeout_s: float,
     it for 50 ms.
     """
     scheduling = ask_realtime(BUS_RT_PRIORITY)
-    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=BUS_POLL_US)
+    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=poll_us)
     reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
     wait_for_start(names["start"], party=1, role="can-bus")
     out = np.zeros((), reply.dtype)
@@ -123,7 +124,7 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
 
 def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
                  jitter_s: float, seed: int, timeout_s: float,
-                 bus_delay_s: float = 0.0) -> BusResult:
+                 bus_delay_s: float = 0.0, poll_us: float = BUS_POLL_US) -> BusResult:
     """Main loop of the mock bus process (see the module docstring)."""
     rng = np.random.default_rng(seed)
     angle = np.zeros(2)
@@ -139,4 +140,4 @@ def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
         out["wheel_angle_rad"] = angle
         out["wheel_rate_rad_s"] = c["wheels_rad_s"]
 
-    return _serve(names, timeout_s, cycle)
+    return _serve(names, timeout_s, cycle, poll_us)

@@ -42,6 +42,12 @@ from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.spine.state_machine import ShutdownReason, State, StateMachine
 
 START_DELAY_S = 0.01  # from the end of the start gate to the first tick
+REPLY_POLL_US = 300.0
+"""How long step 3 polls for the bus's replies before it sleeps on the ring: an
+agent that answers early starts the CAN cycle early, and the next cycle's
+step 3 then comes before the bus has replied. A spine that slept there took
+50 us (p50) to wake; a spine that polled all the time would be throttled by
+the kernel (real-time tasks get 95% of each second)."""
 # Once the bus failed, a command waits at most this share of a period for
 # room in the command ring: the stops keep the spine's period, whatever the bus does.
 FAILED_BUS_WAIT_PERIODS = 0.5
@@ -132,7 +138,7 @@ def run_spine(cfg: Any, names: dict[str, str]) -> SpineResult:
     """Main process of the spine: attach, wait at the start gate, run :class:`SpineLoop`."""
     scheduling = ask_realtime() if cfg.realtime_priority else "SCHED_OTHER (not asked)"
     cmd = Ring.attach(names["cmd"], side="writer", role="spine", spin_us=0)
-    reply = Ring.attach(names["reply"], side="reader", role="spine", spin_us=0)
+    reply = Ring.attach(names["reply"], side="reader", role="spine", spin_us=REPLY_POLL_US)
     records = Ring.attach(names["records"], side="writer", role="spine")
     agent = AgentLink(names, cfg.action_timeout_s) if cfg.agent else None
     wait_for_start(names["start"], party=0, role="spine")
@@ -242,14 +248,22 @@ class SpineLoop:
             end = spin_until_time(start + self.cfg.plan_s)
             machine.planned(True)
             return Plan(start, end, Command(end, k, obs, self._forward, True))
-        action = agent.take()
+        # The agent plans in the spine's planning time: its answer to this
+        # observation goes out in this CAN cycle when it comes within T_p.
+        # The plan lasts T_p whoever plans: a CAN cycle started earlier would
+        # end earlier, and the next cycle's step 3 would wait for the one
+        # after it, each a little later (T - T_c is only 100 us at 1 kHz):
+        # measured, such sends drifted by tens of us a cycle into a skipped tick.
+        until = start + self.cfg.plan_s
+        action = agent.take(answer_to=obs.cycle, until=until)
+        end = spin_until_time(until)
         machine.planned(action is not None)
         if action is None:
-            return Plan(start, start, Command(start, k, obs, _STOP, False))
+            return Plan(start, end, Command(start, k, obs, _STOP, False))
         answered = Observation(int(action["obs_cycle"]), float(action["t_obs"]))
         t_act = float(action["t_act"])
-        return Plan(start, t_act, Command(t_act, k, answered, action["wheels_rad_s"].copy(),
-                                          True))
+        return Plan(start, end, Command(t_act, k, answered, action["wheels_rad_s"].copy(),
+                                        True))
 
     def _collect(self) -> None:
         """Step 3: the replies of the CAN cycle started last cycle.

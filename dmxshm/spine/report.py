@@ -68,10 +68,11 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
     law: dict[str, float | None] = dict(predicted(cfg.schedule, period, cfg.plan_s,
                                                   cfg.reply_at))
     if cfg.agent:
-        # The agent answers an observation after the spine has taken this
-        # cycle's action, so its answer goes out one cycle later: one more T.
-        # When it computed depends on the agent, so t_send - t_act has no law.
-        law = {"send_minus_obs_s": 3 * period - cfg.reply_at, "send_minus_act_s": None}
+        # t_act is when the agent wrote its answer, which depends on the
+        # agent: t_send - t_act has no law (it is the agent's round trip to
+        # the frame, below). An answer within T_p keeps t_send - t_obs on the
+        # law's line, as the built-in planner's.
+        law["send_minus_act_s"] = None
 
     def stats(x: np.ndarray) -> dict[str, float]:
         return {"mean": float(np.mean(x)) if len(x) else float("nan"),
@@ -80,7 +81,17 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
     def beyond(x_us: np.ndarray, law_s: float | None) -> dict[str, float] | None:
         return None if law_s is None else stats(x_us - law_s * 1e6)
 
-    return {
+    out: dict[str, Any] = {}
+    if cfg.agent:
+        # An action's round trip through the spine, from the agent writing it
+        # (t_act): to the CAN frame that carries it (t_send), and to the first
+        # observation that reflects it: the one built from that CAN cycle's
+        # replies, published at the plan of the cycle two after it.
+        reflected = _of_cycles(recs, acting["cycle"] + 2, "plan_start")
+        to_obs = (reflected - acting["t_act"]) * 1e6
+        out["agent_round_trip_us"] = {"to_frame": stats(s_a),
+                                      "to_observation": stats(to_obs[np.isfinite(to_obs)])}
+    return out | {
         "schedule": cfg.schedule, "frequency_hz": cfg.frequency_hz, "actuation": cfg.actuation,
         "cpu": cpus[0], "bus_cpu": cpus[1], "scheduling": spine.scheduling,
         "cycles": spine.cycles, "acting_cycles": spine.acting_cycles,

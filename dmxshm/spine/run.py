@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dmxshm.proc.cpus import usable_cpus
 from dmxshm.proc.outcome import Cause, describe_signal
 from dmxshm.proc.supervisor import Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
@@ -25,7 +26,7 @@ from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.agent import AgentResult, run_spine_agent
-from dmxshm.spine.can import BusResult, run_mock_bus, run_sim_bus
+from dmxshm.spine.can import BUS_POLL_US, BusResult, run_mock_bus, run_sim_bus
 from dmxshm.spine.config import (
     SpineBusError,
     SpineConfig,
@@ -98,6 +99,13 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
     """
     spine_cpu, bus_cpu = cfg.cpus()
     cfg_run = _with_cpu(cfg, spine_cpu)
+    # The agent gets a CPU of its own where there is one; else it shares the
+    # bus's, and the bus then never polls (a real-time bus polling for the
+    # next frame would keep the agent off the CPU while the spine waits for
+    # the agent's answer).
+    spare = [c for c in usable_cpus() if c not in (spine_cpu, bus_cpu)]
+    agent_cpu = spare[-1] if spare else bus_cpu
+    bus_poll_us = 0.0 if cfg.agent and agent_cpu == bus_cpu else BUS_POLL_US
     # The most cycles the spine can run: stops until its agent starts it (up
     # to timeout_s), a reset, the acting cycles, the shutdown stops.
     total = (2 * cfg.stop_cycles + int(cfg.timeout_s * cfg.frequency_hz)
@@ -123,7 +131,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
             if cfg.actuation == "mock":
                 bus = sup.start("can-bus", run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
                                 cfg.jitter_s, cfg.seed, cfg.timeout_s, cfg.bus_delay_s,
-                                cpu=bus_cpu)
+                                bus_poll_us, cpu=bus_cpu)
             else:
                 bus = sup.start("can-bus", run_sim_bus, names, cfg.frequency_hz, cfg.seed,
                           cfg.timeout_s + START_TIMEOUT_S, cpu=bus_cpu)
@@ -132,7 +140,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
                               on_stop=request_stop)
             if cfg.agent:
                 sup.start("spine-agent", run_spine_agent, names, cfg.agent,
-                          cfg.timeout_s + START_TIMEOUT_S, cpu=bus_cpu)
+                          cfg.timeout_s + START_TIMEOUT_S, cpu=agent_cpu)
             if profile_interval_s is not None:
                 profiler = Profiler({"supervisor": os.getpid(), **sup.pids()},
                                     profile_interval_s, shm=lambda: shm_sizes(reg.names),

@@ -219,6 +219,23 @@ def test_an_agent_drives_the_spine_through_its_states() -> None:
     assert report["agent"]["started"] and report["agent"]["round_trip_us"]["samples"] > 10
     a = acting(recs)
     assert (a["wheels_rad_s"] == 5.0).all()
+    # The spine waits for the answer to the observation it just published, up
+    # to its planning time: answered in time, it goes out in this very CAN
+    # cycle (the observation from the CAN cycle two before, as the built-in
+    # planner's); late, the newest older answer goes (one more cycle).
+    lag = a["cycle"] - a["obs_cycle"]
+    assert set(lag.tolist()) <= {2, 3, 4, 5} and (lag == 2).any()
+    # The round trips, from the agent writing an action: to the frame that
+    # carries it, and to the observation built from that CAN cycle's replies
+    # (published at the plan of the cycle two after it).
+    by_cycle = {int(r["cycle"]): r for r in recs}
+    to_frame = (a["t_send"] - a["t_act"]) * 1e6
+    to_obs = [(by_cycle[int(r["cycle"]) + 2]["plan_start"] - r["t_act"]) * 1e6 for r in a
+              if int(r["cycle"]) + 2 in by_cycle]
+    trip = report["agent_round_trip_us"]
+    assert trip["to_frame"]["p50"] == pytest.approx(np.median(to_frame))
+    assert trip["to_observation"]["p50"] == pytest.approx(np.median(to_obs))
+    assert (to_frame >= 0).all() and min(to_obs) > 1e6 / SHORT["frequency_hz"]
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
