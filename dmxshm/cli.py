@@ -145,7 +145,9 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
               help="Longest wait of any process for another before it gives up.")
 @click.option("--spine", "use_spine", is_flag=True,
               help="Realtime: put a pinned spine between the agents and the engine "
-                   "(pin it with --pin spine=CPU; default the last CPU).")
+                   "(pin it with --pin spine=CPU; default the last CPU). Gym: step through "
+                   "the spine's pipeline in lockstep, one physics step of 1/frequency a "
+                   "step, each observation two cycles old (deterministic).")
 @click.option("--spine-frequency", "spine_hz", type=float, default=1000.0, show_default=True,
               help="Frequency of the --spine, Hz.")
 @click.option("--command-timeout", "command_timeout_s", type=float, default=0.5,
@@ -533,8 +535,7 @@ _MODE_ONLY = {"steps": ("gym", "--steps", "a realtime run lasts --duration secon
               "duration_s": ("realtime", "--duration", "a gym run lasts --steps steps"),
               "rates": ("realtime", "--rates", "in gym mode every sensor produces once a step"),
               "command_timeout_s": ("realtime", "--command-timeout",
-                                    "in gym mode every step waits for every command"),
-              "spine_hz": ("realtime", "--spine-frequency", "a spine runs in realtime mode")}
+                                    "in gym mode every step waits for every command")}
 
 
 def _refuse_other_modes_options(mode: str) -> None:

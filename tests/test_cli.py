@@ -272,9 +272,7 @@ def test_an_exported_option_of_the_other_mode_is_noted_not_refused(monkeypatch) 
     (["--duration", "2"], "--duration applies to realtime mode only"),
     (["--rates", "imu=200"], "--rates applies to realtime mode only"),
     (["--command-timeout", "1"], "--command-timeout applies to realtime mode only"),
-    (["--spine-frequency", "500"], "--spine-frequency applies to realtime mode only"),
     (["--mode", "realtime", "--steps", "50"], "--steps applies to gym mode only"),
-    (["--spine"], "realtime mode only"),
     (["--robots", "17"], "room for 16"),
     (["--agent", "no_such_module:act"], "cannot import no_such_module"),
 ])

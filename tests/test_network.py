@@ -315,9 +315,22 @@ def test_a_spine_between_agents_and_engine_drives_the_robots() -> None:
     assert 0 < spine["period_us"]["p50"] <= spine["period_us"]["p99"] <= spine["period_us"]["max"]
 
 
-def test_a_spine_needs_realtime_mode() -> None:
-    with pytest.raises(ConfigError, match="realtime"):
-        NetworkConfig(spine=True)
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_gym_mode_through_the_simulation_spine_is_deterministic() -> None:
+    # --spine in gym mode: Vulp's pipeline in lockstep in the engine, one
+    # physics step of 1/spine_hz a step, three stop cycles first; no spine
+    # process. The same seed gives the same run whatever the process counts.
+    kw: dict = dict(robots=4, agent="lane-follow", seed=3, spine=True, spine_hz=200.0,
+                    steps=60, camera=(0, 0))
+    one = run(**kw)
+    split = run(**{**kw, "renderers": 2, "agents": 3})
+    plain = run(**{**kw, "spine": False})
+    assert NetworkConfig(spine=True).processes() == NetworkConfig().processes()
+    assert one.trajectory_digest == split.trajectory_digest
+    assert one.final_poses == split.final_poses
+    assert one.trajectory_digest != plain.trajectory_digest
+    assert one.steps == 60 and one.spine == {}
+    assert one.sim_time_s == pytest.approx((60 + 3) / 200.0)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

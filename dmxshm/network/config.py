@@ -67,6 +67,9 @@ class NetworkConfig:
         record_every: record every this many steps (gym) / frames.
         spine: realtime mode: put a pinned spine between the agents and the
             engine (pin it with ``pin={"spine": cpu}``; default: last CPU).
+            Gym mode: the engine steps through the spine's pipeline in lockstep,
+            one physics step of ``1 / spine_hz`` a step, the observation two
+            cycles old (:class:`~dmxshm.spine.simulation.SimulationSpine`).
         spine_hz: the spine's frequency.
         spin_us: how long a ring wait polls before it sleeps. None: the
             environment variable ``DMXSHM_SPIN_US`` if set, else the ring's
@@ -139,13 +142,11 @@ class NetworkConfig:
         _check(self.record_dir is None or self.camera != (0, 0),
                "recording writes camera frames, and a 0x0 camera turns the camera off: give a "
                "camera size (e.g. --camera 160x120) or do not record")
-        _check(not self.spine or self.mode == "realtime",
-               "a spine runs in realtime mode only (use --mode realtime)")
         _check(self.spine_hz > 0, "spine frequency must be positive")
         _check(self.profile_interval_s > 0, "profile interval must be positive")
         _check(self.pin == "auto" or isinstance(self.pin, dict),
                f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
-        pins = (auto_pins(self.roles(), self.spine) if self.pin == "auto"
+        pins = (auto_pins(self.roles(), self.spine_process) if self.pin == "auto"
                 else dict(self.pin))  # type: ignore[arg-type]
         object.__setattr__(self, "_pins", pins)
         cpus = usable_cpus()
@@ -169,7 +170,13 @@ class NetworkConfig:
         """
         return ([("engine", 0)] + [("renderer", r) for r in range(self.renderers)]
                 + [("agent", a) for a in range(self.agents)]
-                + ([("spine", 0)] if self.spine else []))
+                + ([("spine", 0)] if self.spine_process else []))
+
+    @property
+    def spine_process(self) -> bool:
+        """A spine process runs (realtime with ``spine``); in gym mode the spine is the
+        engine's lockstep pipeline."""
+        return self.spine and self.mode == "realtime"
 
     def roles(self) -> list[str]:
         """The processes of this run, by name (``engine``, ``renderer-0``...), in start order."""

@@ -6,6 +6,12 @@ ring is a blocking ring: reading all of them is the barrier), steps physics
 by ``dt_s``, and goes on with k+1. Nothing depends on timing, so the same
 seed and config give a bit-identical run whatever the number of processes.
 
+*Gym mode with a spine* (``--spine``): the same barrier, through Vulp's
+pipeline in lockstep (:class:`~dmxshm.spine.simulation.SimulationSpine`):
+one physics step of ``1 / spine_hz`` per step, the observation published at
+step k is the state after the physics step of k - 2 (what a spine's agent
+sees), and three stop cycles run before step 0.
+
 *Realtime mode*: physics advances against the wall clock, one step every
 ``dt_s``. Each step the engine takes the newest command of each agent if
 one arrived, publishes the state, and never waits for anybody. A command
@@ -29,6 +35,7 @@ from dmxshm.network.plan import Plan
 from dmxshm.network.results import EngineResult
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
+from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.state import poses_2d
 from dmxshm.world.world import World
@@ -147,18 +154,23 @@ class LaneLog:
 def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     """Main loop of the engine process; returns its part of the summary."""
     cfg = plan.config
-    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
+    if cfg.spine and cfg.mode == "gym":  # one physics step per spine cycle (lockstep)
+        world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=1.0 / cfg.spine_hz, substeps=1)
+    else:
+        world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
     state_rings = [Ring.attach(n, side="writer", role="engine", spin_us=plan.spin_us)
                    for n in plan.state_rings]
-    # With a spine, the engine's only command source is the spine's CAN cycle,
-    # carrying every robot; the engine replies with the wheel states.
-    sources = plan.spine_rings[:1] if cfg.spine else plan.cmd_rings
+    # With a spine process (realtime), the engine's only command source is the
+    # spine's CAN cycle, carrying every robot; the engine replies with the
+    # wheel states. In gym mode the spine is the engine's lockstep pipeline.
+    spine_process = cfg.spine and cfg.mode == "realtime"
+    sources = plan.spine_rings[:1] if spine_process else plan.cmd_rings
     cmd_rings = [Ring.attach(n, side="reader", role="engine", spin_us=plan.spin_us)
                  for n in sources]
-    agent_rows = ([np.arange(cfg.robots)] if cfg.spine
+    agent_rows = ([np.arange(cfg.robots)] if spine_process
                   else [np.array(rows) for rows in plan.agent_robots])
     spine_reply = (Ring.attach(plan.spine_rings[1], side="writer", role="engine")
-                   if cfg.spine else None)
+                   if spine_process else None)
     rejections = Rejections(plan)
     try:
         hook = plan.wait_for_start("engine", 0)
@@ -201,7 +213,13 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     physics_s = 0.0
     t_start = clock()
     lanes = LaneLog(world)
-    states = world.state()
+    # --spine: Vulp's pipeline in lockstep (SimulationSpine): the observation
+    # published at step k is the state after the CAN cycle (physics step) of
+    # step k - 2, and 3 stop cycles come first so that step 0 shows the start.
+    spine = SimulationSpine(world) if cfg.spine else None
+    if spine is not None:
+        spine.stop_cycles(RESET_CYCLES)
+    states = world.state() if spine is None else spine.observe()
     done = 0
 
     def result(wall_s: float) -> EngineResult:
@@ -214,7 +232,8 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
 
     try:
         for k in range(cfg.steps):
-            _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+            seen_at = world.sim_time_s if spine is None else spine.observed_time_s
+            _publish(state_rings, k, seen_at, states, cfg.wait_timeout_s)
             # Bookkeeping after the handoff: it overlaps the renderers' work.
             poses = poses_2d(states)
             digest.update(poses.tobytes())
@@ -223,9 +242,13 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
                 wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
             safe = rejections.check(wheels, everyone, k)  # framework work, not physics
             t0 = clock()
-            world.apply_wheel_speeds(safe)
-            world.step()
-            states = world.state()
+            if spine is None:
+                world.apply_wheel_speeds(safe)
+                world.step()
+                states = world.state()
+            else:
+                spine.act(safe)
+                states = spine.observe()
             physics_s += clock() - t0
             done = k + 1
     except Terminated as exc:  # stopped: what was done so far still reaches the summary

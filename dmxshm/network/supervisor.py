@@ -193,8 +193,8 @@ class Network:
             ring.close()
         cmd = [Ring.create(reg, f"cmd.{a}", cmd_slot_dtype(len(robots)), nslots, disc)
                for a, robots in enumerate(plan.agent_robots)]
-        spine = []  # commands to the engine, its replies
-        if cfg.spine:
+        spine = []  # commands to the engine, its replies (a spine process only)
+        if cfg.spine_process:
             spine = [Ring.create(reg, "spine.cmd", cmd_slot_dtype(cfg.robots), nslots, disc),
                      Ring.create(reg, "spine.reply", spine_reply_dtype(cfg.robots), nslots,
                                  disc)]

@@ -52,3 +52,26 @@ def test_an_observation_is_two_cycles_old(spine: SimulationSpine) -> None:
         truth.append(spine.world.state()[0]["pos_m"][0])  # after this cycle's CAN cycle
     # The observation returned by cycle k is the state after the CAN cycle of k - 2.
     assert np.allclose(seen[2:], truth[:-2])
+
+
+def test_every_robot_observes_two_cycles_late() -> None:
+    # observe() and act(), the halves of a cycle the gym-mode engine publishes
+    # between: for every robot, the state observed in cycle k is the state
+    # after the physics step of cycle k - 2.
+    world = World("loop", 2, seed=0, dt_s=1 / FREQUENCY_HZ, substeps=1)
+    try:
+        spine = SimulationSpine(world)
+        spine.stop_cycles()
+        seen, truth, times = [], [], []
+        wheels = np.array([[10.0, 10.0], [8.0, 12.0]])
+        for _ in range(12):
+            seen.append(spine.observe()["pos_m"].copy())
+            times.append(spine.observed_time_s)
+            spine.act(wheels)
+            truth.append(world.state()["pos_m"].copy())
+        assert np.array_equal(np.array(seen[2:]), np.array(truth[:-2]))
+        # the observed state's simulated time: two physics steps behind
+        assert np.allclose(np.diff(times), 1 / FREQUENCY_HZ)
+        assert times[-1] == pytest.approx(world.sim_time_s - 2 / FREQUENCY_HZ)
+    finally:
+        world.close()
