@@ -108,9 +108,13 @@ def print_summary(s: Any) -> None:
     if s.spine:
         sp = s.spine
         click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
-                   f"({sp['scheduling']}), skipped {sp['skipped_cycles']}, period p99 "
-                   f"{sp['period_us']['p99']:.1f} us, expired agent commands "
+                   f"({sp['scheduling']}), {sp['stop_cycles']} of them stops, skipped "
+                   f"{sp['skipped_cycles']} ({sp['skipped_cycles'] / max(sp['cycles'], 1):.2%}),"
+                   f" period p99 {sp['period_us']['p99']:.1f} us, |period - T| p99 "
+                   f"{sp['period_error_us_p99']:.1f} us, expired agent commands "
                    f"{sum(sp['expired_commands'])}")
+        click.echo(f"physics steps {s.steps} for {sp['cycles']} CAN cycles "
+                   f"({s.drops['commands']} frames overwritten before the engine took them)")
     print_robots(s)
     click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
     if s.contact_sheet:

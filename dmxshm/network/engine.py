@@ -12,6 +12,10 @@ one physics step of ``1 / spine_hz`` per step, the observation published at
 step k is the state after the physics step of k - 2 (what a spine's agent
 sees), and three stop cycles run before step 0.
 
+*Realtime mode with a spine* (``--spine``): the spine's CAN cycles drive
+the physics: each frame is one physics step of ``1 / spine_hz``, and the
+engine replies with the wheel states of that step (:func:`_spine_loop`).
+
 *Realtime mode*: physics advances against the wall clock, one step every
 ``dt_s``. Each step the engine takes the newest command of each agent if
 one arrived, publishes the state, and never waits for anybody. A command
@@ -31,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from dmxshm.errors import RingClosedError
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import EngineResult
 from dmxshm.proc.outcome import Terminated
@@ -154,7 +159,7 @@ class LaneLog:
 def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     """Main loop of the engine process; returns its part of the summary."""
     cfg = plan.config
-    if cfg.spine and cfg.mode == "gym":  # one physics step per spine cycle (lockstep)
+    if cfg.spine:  # one physics step per spine cycle (lockstep, or the spine's CAN cycle)
         world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=1.0 / cfg.spine_hz, substeps=1)
     else:
         world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
@@ -176,6 +181,8 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
         hook = plan.wait_for_start("engine", 0)
         if cfg.mode == "gym":
             result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections)
+        elif spine_reply is not None:
+            result = _spine_loop(cfg, world, state_rings, cmd_rings[0], rejections, spine_reply)
         else:
             result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
                                     spine_reply)
@@ -265,6 +272,65 @@ def _reply_to_spine(ring: Ring, step: int, states: np.ndarray) -> None:
         slot["t_reply"] = time.perf_counter()
         slot["wheel_angle_rad"] = states["wheel_angle_rad"]
         slot["wheel_rate_rad_s"] = states["wheel_rate_rad_s"]
+
+
+def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring,
+                rejections: Rejections, spine_reply: Ring) -> EngineResult:
+    """Realtime with a spine: each CAN frame of the spine is one physics step.
+
+    The engine takes the spine's frames in order (the oldest not read; a frame
+    overwritten before it was read is counted in the command drops), applies
+    its wheel commands, steps once (``1 / spine_hz``), and replies with the
+    wheel states of that step. The renderers get the state every ``dt_s`` of
+    simulated time and keep their sensor rates from it. The run ends when the
+    spine closes its frames.
+    """
+    clock = time.monotonic
+    digest = hashlib.sha256()
+    everyone = np.arange(cfg.robots)
+    publish_every = max(1, round(cfg.dt_s * cfg.spine_hz))
+    lanes = LaneLog(world)
+    physics_s = 0.0
+    t_start = clock()
+    done = published = 0
+
+    def result(wall_s: float) -> EngineResult:
+        return EngineResult(
+            steps=done, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
+            metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
+            rejected_commands=rejections.counts.tolist(), expired_commands=[0] * cfg.robots,
+            received_commands=rejections.received.tolist(), first_rejections=rejections.first,
+            lane=lanes.report())
+
+    def publish(states: np.ndarray) -> None:
+        nonlocal published
+        poses = poses_2d(states)
+        digest.update(poses.tobytes())
+        lanes.update(poses)
+        _publish(state_rings, published, world.sim_time_s, states, cfg.wait_timeout_s)
+        published += 1
+
+    try:
+        publish(world.state())
+        while True:
+            try:
+                frame = spine_cmd.read(cfg.wait_timeout_s, newest=False)
+            except RingClosedError:
+                break  # the spine ended: so does the physics
+            safe = rejections.check(frame["wheels_rad_s"], everyone, done)
+            t0 = time.perf_counter()
+            world.apply_wheel_speeds(safe)
+            world.step()
+            physics_s += time.perf_counter() - t0
+            states = world.state()
+            _reply_to_spine(spine_reply, done, states)
+            done += 1
+            if done % publish_every == 0:
+                publish(states)
+    except Terminated as exc:  # stopped: what was done so far still reaches the summary
+        exc.partial = result(clock() - t_start)
+        raise
+    return result(clock() - t_start)
 
 
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],

@@ -58,6 +58,9 @@ MAINS: dict[str, Callable[..., object]] = {
     "spine": run_network_spine}
 """The main function of each role."""
 
+SPINE_FRAME_SLOTS = 64
+"""Slots of the spine's frame ring (64 ms at 1 kHz)."""
+
 
 class NetworkError(DmxError):
     """A process of the network failed; the message names it and the cause.
@@ -195,7 +198,10 @@ class Network:
                for a, robots in enumerate(plan.agent_robots)]
         spine = []  # commands to the engine, its replies (a spine process only)
         if cfg.spine_process:
-            spine = [Ring.create(reg, "spine.cmd", cmd_slot_dtype(cfg.robots), nslots, disc),
+            # The engine takes every frame in order: room for a stall of the
+            # engine of SPINE_FRAME_SLOTS cycles before one is overwritten.
+            spine = [Ring.create(reg, "spine.cmd", cmd_slot_dtype(cfg.robots),
+                                 max(nslots, SPINE_FRAME_SLOTS), disc),
                      Ring.create(reg, "spine.reply", spine_reply_dtype(cfg.robots), nslots,
                                  disc)]
         start = Barrier.create(reg, "start", plan.parties)
