@@ -205,6 +205,9 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             if json:
                 console.write_json(partial.to_dict(), json)
         raise stopped
+    note = console.realtime_refused({"scheduling": summary.spine.get("scheduling")})
+    if note:  # once, and the run went on
+        click.echo(note, err=True)
     console.print_summary(summary)
     if profile:
         console.print_profile(summary.processes, summary.profile, summary.shm_bytes)
