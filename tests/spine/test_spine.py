@@ -108,7 +108,6 @@ def test_a_slower_bus_shows_in_the_measured_latency_not_in_the_law() -> None:
     beyond = (slow["minus_predicted_us"]["send_minus_obs_us"]["p50"]
               - base["minus_predicted_us"]["send_minus_obs_us"]["p50"])
     assert beyond == pytest.approx(-delay_s * 1e6, abs=200)
-    assert slow["skipped_cycles"] <= 2  # still inside the period (T 5 ms, T_c 2 ms)
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
