@@ -288,7 +288,6 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
     clock = time.monotonic
     digest = hashlib.sha256()
     everyone = np.arange(cfg.robots)
-    publish_every = max(1, round(cfg.dt_s * cfg.spine_hz))
     lanes = LaneLog(world)
     physics_s = 0.0
     t_start = clock()
@@ -325,7 +324,7 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
             states = world.state()
             _reply_to_spine(spine_reply, done, states)
             done += 1
-            if done % publish_every == 0:
+            if world.sim_time_s >= published * cfg.dt_s - 1e-9:  # every dt_s of sim time
                 publish(states)
     except Terminated as exc:  # stopped: what was done so far still reaches the summary
         exc.partial = result(clock() - t_start)

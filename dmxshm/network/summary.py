@@ -107,8 +107,8 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
     sensors = {}
     names = ["camera", "imu", "encoders", "tof"] if cfg.camera_wh else ["imu", "encoders", "tof"]
     for name in names:
-        if cfg.mode == "gym":
-            configured = 1.0 / cfg.dt_s
+        if cfg.mode == "gym":  # once a step: a step of dt_s, or of 1 / spine_hz with a spine
+            configured = cfg.spine_hz if cfg.spine else 1.0 / cfg.dt_s
             achieved = min(r.produced[name] for r in renderers) / max(eng.sim_time_s, 1e-9)
         else:
             configured = cfg.sensor_rates_hz[name]

@@ -101,7 +101,7 @@ def _serve(names: dict[str, str], timeout_s: float,
 
 
 def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
-                timeout_s: float) -> BusResult:
+                timeout_s: float, poll_us: float = BUS_POLL_US) -> BusResult:
     """Main loop of the sim bus process: one physics step per CAN cycle."""
     from dmxshm.world.world import World
 
@@ -117,7 +117,7 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
         out["wheel_rate_rad_s"] = state["wheel_rate_rad_s"]
 
     try:
-        return _serve(names, timeout_s, cycle)
+        return _serve(names, timeout_s, cycle, poll_us)
     finally:
         world.close()
 

@@ -112,6 +112,8 @@ class SpineConfig:
             (self.reply_at_s is None or 0 <= self.reply_at_s <= self.can_cycle_s,
              "the reply instant must lie within the CAN cycle (0 <= reply-at <= can-cycle)"),
             (self.jitter_s >= 0, "jitter must be 0 or more"),
+            (self.bus_delay_s == 0 or self.actuation == "mock",
+             "a bus delay applies to the mock bus (--actuation mock)"),
             (self.bus_delay_s >= 0 and self.bus_delay_s + self.can_cycle_s < 1 / self.frequency_hz,
              "the bus delay must be 0 or more, and with the CAN cycle shorter than the period"),
             (self.action_timeout_s > 0, "the action timeout must be positive"),

@@ -249,7 +249,8 @@ class SpineLoop:
             machine.planned(True)
             return Plan(start, end, Command(end, k, obs, self._forward, True))
         # The agent plans in the spine's planning time: its answer to this
-        # observation goes out in this CAN cycle when it comes within T_p.
+        # observation goes out with the plan's command when it comes within
+        # T_p (after-action: in this cycle's CAN cycle; after-sleep: the next).
         # The plan lasts T_p whoever plans: a CAN cycle started earlier would
         # end earlier, and the next cycle's step 3 would wait for the one
         # after it, each a little later (T - T_c is only 100 us at 1 kHz):

@@ -86,8 +86,11 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
         # An action's round trip through the spine, from the agent writing it
         # (t_act): to the CAN frame that carries it (t_send), and to the first
         # observation that reflects it: the one built from that CAN cycle's
-        # replies, published at the plan of the cycle two after it.
-        reflected = _of_cycles(recs, acting["cycle"] + 2, "plan_start")
+        # replies, published at the plan of the cycle two after it
+        # (after-action: a cycle plans before it collects) or the next one
+        # (after-sleep: a cycle collects, sends, then plans).
+        later = 1 if cfg.schedule == "after-sleep" else 2
+        reflected = _of_cycles(recs, acting["cycle"] + later, "plan_start")
         to_obs = (reflected - acting["t_act"]) * 1e6
         out["agent_round_trip_us"] = {"to_frame": stats(s_a),
                                       "to_observation": stats(to_obs[np.isfinite(to_obs)])}

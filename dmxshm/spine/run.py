@@ -134,7 +134,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
                                 bus_poll_us, cpu=bus_cpu)
             else:
                 bus = sup.start("can-bus", run_sim_bus, names, cfg.frequency_hz, cfg.seed,
-                          cfg.timeout_s + START_TIMEOUT_S, cpu=bus_cpu)
+                                cfg.timeout_s + START_TIMEOUT_S, bus_poll_us, cpu=bus_cpu)
             # Its handlers only record a stop: the loop goes to SHUTDOWN and sends stops.
             spine = sup.start("spine", run_spine, cfg_run, names, cpu=spine_cpu,
                               on_stop=request_stop)

@@ -209,8 +209,9 @@ def test_sim_actuation_steps_physics_once_per_can_cycle() -> None:
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
-def test_an_agent_drives_the_spine_through_its_states() -> None:
-    report, recs = run(SpineConfig(agent="forward", **SHORT))
+@pytest.mark.parametrize("schedule", ["after-action", "after-sleep"])
+def test_an_agent_drives_the_spine_through_its_states(schedule: str) -> None:
+    report, recs = run(SpineConfig(agent="forward", schedule=schedule, **SHORT))
     states = recs["state"]
     # Stops until the agent started it, a reset, then actions, then stops.
     assert (states[:5] == 0).all()
@@ -226,15 +227,17 @@ def test_an_agent_drives_the_spine_through_its_states() -> None:
     assert set(lag.tolist()) <= {2, 3, 4, 5} and (lag == 2).any()
     # The round trips, from the agent writing an action: to the frame that
     # carries it, and to the observation built from that CAN cycle's replies
-    # (published at the plan of the cycle two after it).
+    # (published at the plan of the cycle two after it; after-sleep, where a
+    # cycle collects before it plans, the next one).
+    later = 1 if schedule == "after-sleep" else 2
     by_cycle = {int(r["cycle"]): r for r in recs}
     to_frame = (a["t_send"] - a["t_act"]) * 1e6
-    to_obs = [(by_cycle[int(r["cycle"]) + 2]["plan_start"] - r["t_act"]) * 1e6 for r in a
-              if int(r["cycle"]) + 2 in by_cycle]
+    to_obs = [(by_cycle[int(r["cycle"]) + later]["plan_start"] - r["t_act"]) * 1e6 for r in a
+              if int(r["cycle"]) + later in by_cycle]
     trip = report["agent_round_trip_us"]
     assert trip["to_frame"]["p50"] == pytest.approx(np.median(to_frame))
     assert trip["to_observation"]["p50"] == pytest.approx(np.median(to_obs))
-    assert (to_frame >= 0).all() and min(to_obs) > 1e6 / SHORT["frequency_hz"]
+    assert (to_frame >= 0).all() and min(to_obs) > 0
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
