@@ -115,6 +115,16 @@ def print_summary(s: Any) -> None:
                    f"{sum(sp['expired_commands'])}")
         click.echo(f"physics steps {s.steps} for {sp['cycles']} CAN cycles "
                    f"({s.drops['commands']} frames overwritten before the engine took them)")
+        t = sp.get("timing") or {}
+        if t.get("records"):
+            d = t["delivery_us"]
+
+            def pp(x: dict[str, float]) -> str:
+                return f"p50 {x['p50']:.1f}, p99 {x['p99']:.1f}"
+            click.echo(f"spine timing us: frame to engine {pp(d['spine_to_engine'])}; engine "
+                       f"step {pp(t['engine_step_us'])}; reply to spine "
+                       f"{pp(d['engine_to_spine'])}; wheel states at send "
+                       f"{pp(t['send_minus_obs_us'])} old")
     print_robots(s)
     click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
     if s.contact_sheet:

@@ -305,6 +305,14 @@ def test_a_spine_between_agents_and_engine_drives_the_robots() -> None:
     assert s.steps + s.drops["commands"] == spine["cycles"]
     assert s.sim_time_s == pytest.approx(s.steps / spine["frequency_hz"])
     assert spine["stop_cycles"] == 10
+    # Its per-cycle records (in shared memory as it runs) give the timing
+    # report: stops counted there too, the engine as its CAN bus.
+    t = spine["timing"]
+    assert t["records"] == spine["cycles"]
+    assert t["states"] == {"SEND_STOPS": 5, "ACT": spine["cycles"] - 10, "SHUTDOWN": 5}
+    for figure in (t["delivery_us"]["spine_to_engine"], t["delivery_us"]["engine_to_spine"],
+                   t["engine_step_us"], t["send_minus_obs_us"]):
+        assert 0 <= figure["p50"] <= figure["p99"] <= figure["max"]
     # The engine's only command ring is the spine's, so the robots moved on
     # commands that went through the spine...
     assert min(s.lane["distance_m"]) > 0.1

@@ -266,9 +266,12 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     return result(wall_s)
 
 
-def _reply_to_spine(ring: Ring, step: int, states: np.ndarray) -> None:
+def _reply_to_spine(ring: Ring, step: int, states: np.ndarray, frame: int = -1,
+                    t_start: float = float("nan")) -> None:
     with ring.writing() as slot:
         slot["step"] = step
+        slot["frame"] = frame
+        slot["t_start"] = t_start
         slot["t_reply"] = time.perf_counter()
         slot["wheel_angle_rad"] = states["wheel_angle_rad"]
         slot["wheel_rate_rad_s"] = states["wheel_rate_rad_s"]
@@ -316,13 +319,14 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
                 frame = spine_cmd.read(cfg.wait_timeout_s, newest=False)
             except RingClosedError:
                 break  # the spine ended: so does the physics
+            t_taken = time.perf_counter()
             safe = rejections.check(frame["wheels_rad_s"], everyone, done)
             t0 = time.perf_counter()
             world.apply_wheel_speeds(safe)
             world.step()
             physics_s += time.perf_counter() - t0
             states = world.state()
-            _reply_to_spine(spine_reply, done, states)
+            _reply_to_spine(spine_reply, done, states, int(frame["step"]), t_taken)
             done += 1
             if world.sim_time_s >= published * cfg.dt_s - 1e-9:  # every dt_s of sim time
                 publish(states)

@@ -44,7 +44,8 @@ from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype
+from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype, total_cycles
+from dmxshm.spine.records import RECORD_DTYPE
 
 WATCH_INTERVAL_S = 0.05
 # After the first failure, how long to wait for the others' reports, so the
@@ -60,6 +61,10 @@ MAINS: dict[str, Callable[..., object]] = {
 
 SPINE_FRAME_SLOTS = 64
 """Slots of the spine's frame ring (64 ms at 1 kHz)."""
+
+MAX_SPINE_RECORDS = 120_000
+"""The most per-cycle records of a network spine kept in shared memory (2 min at
+1 kHz, 18 MB); the spine's timing report covers every cycle."""
 
 
 class NetworkError(DmxError):
@@ -203,7 +208,10 @@ class Network:
             spine = [Ring.create(reg, "spine.cmd", cmd_slot_dtype(cfg.robots),
                                  max(nslots, SPINE_FRAME_SLOTS), disc),
                      Ring.create(reg, "spine.reply", spine_reply_dtype(cfg.robots), nslots,
-                                 disc)]
+                                 disc),
+                     # the spine's per-cycle timing records, the last MAX_SPINE_RECORDS
+                     Ring.create(reg, "spine.records", RECORD_DTYPE,
+                                 min(total_cycles(cfg) + 8, MAX_SPINE_RECORDS), "overwrite")]
         start = Barrier.create(reg, "start", plan.parties)
         start.close()
         for ring in [*rings[1:], *cmd, *spine]:

@@ -17,7 +17,7 @@ then closes its frames: the engine's physics ends with them.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,14 +25,18 @@ import psutil
 
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.clock import SynchronousClock, ask_realtime
+from dmxshm.spine.records import RECORD_DTYPE
+from dmxshm.spine.state_machine import State
 
 STOP_CYCLES = 5
 """Stop commands sent before acting and before ending (as ``dmxshm spine``)."""
 
 
 def spine_reply_dtype(robots: int) -> np.dtype:
-    """The engine's reply to the spine: wheel states after a physics step."""
-    return np.dtype([("step", "<u8"), ("t_reply", "<f8"),
+    """The engine's reply to the spine: wheel states after the physics step of one
+    frame (``frame``: the spine cycle that sent it; ``t_start``: when the engine
+    took it; ``t_reply``: when the step was done)."""
+    return np.dtype([("step", "<u8"), ("frame", "<i8"), ("t_start", "<f8"), ("t_reply", "<f8"),
                      ("wheel_angle_rad", "<f8", (robots, 2)),
                      ("wheel_rate_rad_s", "<f8", (robots, 2))])
 
@@ -52,6 +56,50 @@ class NetworkSpineResult:
     expired_commands: list[int]
     last_engine_step: int
     agent_command_drops: int
+    timing: dict[str, Any] = field(default_factory=dict)  # network_timing() of its records
+
+
+def total_cycles(cfg: Any) -> int:
+    """The cycles a network spine runs: stops, ``duration_s`` of cycles, stops."""
+    return 2 * STOP_CYCLES + max(1, round(cfg.duration_s * cfg.spine_hz))
+
+
+def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
+    """The timing report of a network spine from its records (:data:`RECORD_DTYPE`),
+    in microseconds: as ``dmxshm spine``'s, with the engine as the CAN bus.
+
+    ``delivery_us``: a frame from the spine to the engine taking it, and the
+    wheel states from the engine's reply to the spine having them (from when
+    it looked); ``engine_step_us``: the physics step of a frame;
+    ``send_minus_obs_us``: the age of the wheel states behind a frame when it
+    is sent (the engine's reply held then); ``send_minus_act_us``: the age of
+    the newest agent command when it is sent; ``states``: cycles per state.
+    """
+    def stats(x: np.ndarray) -> dict[str, float]:
+        x = x[np.isfinite(x)] * 1e6
+        return {"p50": float(np.percentile(x, 50)) if len(x) else float("nan"),
+                "p99": float(np.percentile(x, 99)) if len(x) else float("nan"),
+                "max": float(x.max()) if len(x) else float("nan")}
+
+    period = 1.0 / frequency_hz
+    periods = recs["period_s"][1:]
+    sent_by_cycle = np.full(int(recs["cycle"].max()) + 2 if len(recs) else 1, np.nan)
+    sent_by_cycle[recs["cycle"]] = recs["t_send"]
+    got = recs[(recs["obs_cycle"] >= 0) & np.isfinite(recs["can_start"])]
+    frame_sent = sent_by_cycle[np.minimum(got["obs_cycle"], len(sent_by_cycle) - 1)]
+    return {
+        "records": int(len(recs)),
+        "states": {state.name: int((recs["state"] == state).sum()) for state in State
+                   if (recs["state"] == state).any()},
+        "period_us": stats(periods),
+        "period_error_us_p99": stats(np.abs(periods - period))["p99"],
+        "delivery_us": {"spine_to_engine": stats(got["can_start"] - frame_sent),
+                        "engine_to_spine": stats(got["can_seen"] - np.maximum(
+                            got["can_end"], got["collect_start"]))},
+        "engine_step_us": stats(got["can_end"] - got["can_start"]),
+        "send_minus_obs_us": stats(recs["t_send"] - recs["t_obs"]),
+        "send_minus_act_us": stats(recs["t_send"] - recs["t_act"]),
+    }
 
 
 def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
@@ -63,6 +111,7 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     agents = [Ring.attach(n, side="reader", role="spine", spin_us=0) for n in plan.cmd_rings]
     out = Ring.attach(plan.spine_rings[0], side="writer", role="spine", spin_us=0)
     replies = Ring.attach(plan.spine_rings[1], side="reader", role="spine", spin_us=0)
+    records = Ring.attach(plan.spine_rings[2], side="writer", role="spine")
     rows = [np.array(r) for r in plan.agent_robots]
     wheels = np.zeros((cfg.robots, 2))
     received = np.full(cfg.robots, -np.inf)
@@ -71,36 +120,62 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     slot = np.zeros((), out.dtype)
     periods: list[float] = []
     latest_step = -1
-    total = 2 * STOP_CYCLES + max(1, round(cfg.duration_s * cfg.spine_hz))
+    total = total_cycles(cfg)
     stops = 0
+    recs = np.zeros(total, RECORD_DTYPE)  # also in shared memory, cycle by cycle
+    for name in RECORD_DTYPE.names or ():
+        if recs[name].dtype.kind == "f":
+            recs[name] = np.nan
+    held = (-1, np.nan, np.nan, np.nan)  # the engine reply held: frame, start, reply, seen
+    t_act = np.nan
     try:
         plan.wait_for_start("spine", 0)
         clock = SynchronousClock(1.0 / cfg.spine_hz)
         cycles = 0
         while cycles < total:
-            clock.wait_for_next_tick()
+            t_tick = clock.wait_for_next_tick()
             if cycles:
                 periods.append(clock.measured_period_s)
+            plan_start = time.perf_counter()
             now = time.monotonic()
             for ring, r in zip(agents, rows, strict=True):  # (2) newest command of each agent
                 cmd = ring.try_read(newest=True)
                 if cmd is not None:
                     wheels[r] = cmd["wheels_rad_s"]
                     received[r] = now
+                    t_act = float(cmd["wall_time_s"])  # CLOCK_MONOTONIC, as perf_counter
             fresh = now - received <= cfg.command_timeout_s
             expired += live & ~fresh
             live = fresh
+            plan_end = collect_start = time.perf_counter()
             reply = replies.try_read(newest=True)  # (3) the engine's latest reply
             if reply is not None:
                 latest_step = int(reply["step"])
+                held = (int(reply["frame"]), float(reply["t_start"]), float(reply["t_reply"]),
+                        time.perf_counter())
             stopping = cycles < STOP_CYCLES or cycles >= total - STOP_CYCLES
             slot["step"] = cycles  # (4) the CAN cycle: every robot's command
             slot["wall_time_s"] = time.monotonic()
             slot["wheels_rad_s"] = 0.0 if stopping else np.where(live[:, None], wheels, 0.0)
+            t_send = time.perf_counter()
             out.write(slot)
+            rec = recs[cycles]
+            rec["cycle"], rec["t_tick"], rec["t_send"] = cycles, t_tick, t_send
+            rec["t_act"] = t_act if not stopping and live.any() else np.nan
+            rec["act_cycle"], rec["obs_cycle"], rec["t_obs"] = cycles, held[0], held[2]
+            rec["plan_start"], rec["plan_end"] = plan_start, plan_end
+            rec["can_start"], rec["can_reply"], rec["can_end"] = held[1], held[2], held[2]
+            rec["collect_start"], rec["can_seen"] = collect_start, held[3]
+            rec["period_s"] = clock.measured_period_s if cycles else np.nan
+            rec["slack_s"], rec["skipped"] = clock.slack_s, clock.skipped
+            rec["stopping"], rec["wheels_rad_s"] = int(stopping), slot["wheels_rad_s"][0]
+            rec["state"] = int(State.SEND_STOPS if cycles < STOP_CYCLES else
+                               State.SHUTDOWN if cycles >= total - STOP_CYCLES else State.ACT)
+            records.write(rec)
             stops += stopping
             cycles += 1
         out.close_writer()
+        records.close_writer()
         # The engine's replies to the last frames, until it closes them.
         deadline = time.monotonic() + cfg.wait_timeout_s
         while not (replies.closed and replies.stats().pending == 0) \
@@ -121,7 +196,8 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
                        "p99": float(np.percentile(p, 99)) if len(p) else 0.0,
                        "max": float(p.max()) if len(p) else 0.0},
             expired_commands=expired.tolist(), last_engine_step=latest_step,
-            agent_command_drops=int(sum(r.stats().drops for r in agents)))
+            agent_command_drops=int(sum(r.stats().drops for r in agents)),
+            timing=network_timing(recs[:cycles], cfg.spine_hz))
     finally:
-        for ring in (*agents, out, replies):
+        for ring in (*agents, out, replies, records):
             ring.close()
