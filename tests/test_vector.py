@@ -341,9 +341,18 @@ def test_a_killed_owner_leaves_nothing_in_dev_shm(workers: int) -> None:
             workers_ = [psutil.Process(p) for p in pids]
             owner.kill()
             owner.wait(10)
-            # Nothing to wait on but the workers' exits.
-            _, alive = psutil.wait_procs(workers_, timeout=DETECT_S)
-            assert not alive, [p.pid for p in alive]
+            # The workers are not our children: nothing to wait on but their
+            # exit, seen as gone or as a zombie (whoever inherited them may
+            # reap them late).
+            def ended(proc: psutil.Process) -> bool:
+                try:
+                    return proc.status() == psutil.STATUS_ZOMBIE
+                except psutil.NoSuchProcess:
+                    return True
+            deadline = time.monotonic() + DETECT_S
+            while not all(ended(p) for p in workers_) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert all(ended(p) for p in workers_), [p.pid for p in workers_ if not ended(p)]
             assert [e.path for e in list_entries() if e.pid == owner.pid] == []
         finally:
             if owner.poll() is None:
