@@ -9,9 +9,12 @@ old, then stopping the robot), (3) keeps the engine's latest reply, and (4)
 starts the next CAN cycle: it sends the commands of every robot to the
 engine, which applies them in one physics step of ``1 / spine_hz`` and
 replies with the wheel states after it. The spine never waits for the agents
-or the engine. It sends stops for :data:`STOP_CYCLES` cycles at the start
-and again at the end, runs ``duration_s`` of acting cycles between them,
-then closes its frames: the engine's physics ends with them.
+or the engine. Its states are :class:`~dmxshm.spine.state_machine.State`'s:
+SEND_STOPS for at least :data:`STOP_CYCLES` cycles and until an agent's
+first command, one RESET cycle (stops; the commands before it are
+forgotten), ``duration_s`` of ACT cycles (IDLE, stops, while no robot has a
+fresh command), then SHUTDOWN stops for :data:`STOP_CYCLES` cycles; then it
+closes its frames, and the engine's physics ends with them.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ class NetworkSpineResult:
     cpu: int
     scheduling: str
     cycles: int
-    stop_cycles: int  # cycles that sent stops for every robot (start and end)
+    stop_cycles: int  # cycles that sent stops for every robot (not ACT)
     skipped_cycles: int
     frequency_hz: float
     period_us: dict[str, float]
@@ -59,9 +62,16 @@ class NetworkSpineResult:
     timing: dict[str, Any] = field(default_factory=dict)  # network_timing() of its records
 
 
+def acting_cycles(cfg: Any) -> int:
+    """Cycles of ``duration_s`` after the spine's RESET (ACT or IDLE)."""
+    return max(1, round(cfg.duration_s * cfg.spine_hz))
+
+
 def total_cycles(cfg: Any) -> int:
-    """The cycles a network spine runs: stops, ``duration_s`` of cycles, stops."""
-    return 2 * STOP_CYCLES + max(1, round(cfg.duration_s * cfg.spine_hz))
+    """The most cycles a network spine runs: its stops and the longest wait for its
+    agents to start it, a reset, ``duration_s`` of cycles, and the shutdown stops."""
+    return (STOP_CYCLES + round(cfg.wait_timeout_s * cfg.spine_hz) + 1 + acting_cycles(cfg)
+            + STOP_CYCLES)
 
 
 def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
@@ -121,6 +131,9 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     periods: list[float] = []
     latest_step = -1
     total = total_cycles(cfg)
+    target = acting_cycles(cfg)
+    start_limit = STOP_CYCLES + round(cfg.wait_timeout_s * cfg.spine_hz)
+    state, acted, shutdown = State.SEND_STOPS, 0, 0
     stops = 0
     recs = np.zeros(total, RECORD_DTYPE)  # also in shared memory, cycle by cycle
     for name in RECORD_DTYPE.names or ():
@@ -153,7 +166,23 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
                 latest_step = int(reply["step"])
                 held = (int(reply["frame"]), float(reply["t_start"]), float(reply["t_reply"]),
                         time.perf_counter())
-            stopping = cycles < STOP_CYCLES or cycles >= total - STOP_CYCLES
+            # The state machine: stops until the agents started it (their first
+            # command), at least STOP_CYCLES; one RESET cycle that forgets the
+            # commands before it; ACT (or IDLE while no robot has a fresh
+            # command) for duration_s; SHUTDOWN stops for STOP_CYCLES.
+            if state is State.SEND_STOPS and cycles >= STOP_CYCLES and (
+                    np.isfinite(received).any() or cycles >= start_limit):
+                state = State.RESET
+                received[:] = -np.inf
+                live[:] = False
+            elif state is State.RESET:
+                state = State.ACT
+            elif state in (State.ACT, State.IDLE) and acted >= target:
+                state = State.SHUTDOWN
+            if state in (State.ACT, State.IDLE):
+                state = State.ACT if live.any() else State.IDLE
+                acted += 1
+            stopping = state is not State.ACT
             slot["step"] = cycles  # (4) the CAN cycle: every robot's command
             slot["wall_time_s"] = time.monotonic()
             slot["wheels_rad_s"] = 0.0 if stopping else np.where(live[:, None], wheels, 0.0)
@@ -169,11 +198,14 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
             rec["period_s"] = clock.measured_period_s if cycles else np.nan
             rec["slack_s"], rec["skipped"] = clock.slack_s, clock.skipped
             rec["stopping"], rec["wheels_rad_s"] = int(stopping), slot["wheels_rad_s"][0]
-            rec["state"] = int(State.SEND_STOPS if cycles < STOP_CYCLES else
-                               State.SHUTDOWN if cycles >= total - STOP_CYCLES else State.ACT)
+            rec["state"] = int(state)
             records.write(rec)
             stops += stopping
             cycles += 1
+            if state is State.SHUTDOWN:
+                shutdown += 1
+                if shutdown >= STOP_CYCLES:
+                    break
         out.close_writer()
         records.close_writer()
         # The engine's replies to the last frames, until it closes them.
