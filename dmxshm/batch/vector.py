@@ -355,7 +355,7 @@ class DmxVectorEnv(VectorEnv):
         v = self._arrays.views
         if "obs:" in v:
             return v["obs:"].copy() if self.copy else v["obs:"]
-        return {k[4:]: (v[k].copy() if self.copy else v[k]) for k in v if k.startswith("obs:")}
+        return {k[4:]: (v[k].copy() if self.copy else v[k]) for k in self._obs_keys}
 
     def _out(self, name: str) -> np.ndarray:
         arr = self._arrays.views[name]

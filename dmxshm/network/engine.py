@@ -168,7 +168,7 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     # With a spine process (realtime), the engine's only command source is the
     # spine's CAN cycle, carrying every robot; the engine replies with the
     # wheel states. In gym mode the spine is the engine's lockstep pipeline.
-    spine_process = cfg.spine and cfg.mode == "realtime"
+    spine_process = cfg.spine_process
     sources = plan.spine_rings[:1] if spine_process else plan.cmd_rings
     cmd_rings = [Ring.attach(n, side="reader", role="engine", spin_us=plan.spin_us)
                  for n in sources]
@@ -184,8 +184,7 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
         elif spine_reply is not None:
             result = _spine_loop(cfg, world, state_rings, cmd_rings[0], rejections, spine_reply)
         else:
-            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
-                                    spine_reply)
+            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections)
         for ring in state_rings:
             ring.close_writer()
         if spine_reply is not None:
@@ -199,6 +198,18 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
         for ring in (*state_rings, *cmd_rings, *([spine_reply] if spine_reply else [])):
             ring.close()
         world.close()
+
+
+def _result(world: World, steps: int, wall_s: float, physics_s: float, lanes: LaneLog,
+            digest: Any, rejections: Rejections, expired: list[int],
+            **extra: Any) -> EngineResult:
+    """The engine's part of the summary, from any of its loops."""
+    return EngineResult(
+        steps=steps, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
+        metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
+        rejected_commands=rejections.counts.tolist(), expired_commands=expired,
+        received_commands=rejections.received.tolist(), first_rejections=rejections.first,
+        lane=lanes.report(), **extra)
 
 
 def _publish(rings: list[Ring], step: int, sim_time_s: float, states: np.ndarray,
@@ -230,12 +241,8 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     done = 0
 
     def result(wall_s: float) -> EngineResult:
-        return EngineResult(
-            steps=done, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
-            metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
-            rejected_commands=rejections.counts.tolist(), expired_commands=[0] * cfg.robots,
-            received_commands=rejections.received.tolist(), first_rejections=rejections.first,
-            lane=lanes.report())
+        return _result(world, done, wall_s, physics_s, lanes, digest, rejections,
+                       [0] * cfg.robots)
 
     try:
         for k in range(cfg.steps):
@@ -266,8 +273,8 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     return result(wall_s)
 
 
-def _reply_to_spine(ring: Ring, step: int, states: np.ndarray, frame: int = -1,
-                    t_start: float = float("nan")) -> None:
+def _reply_to_spine(ring: Ring, step: int, states: np.ndarray, frame: int,
+                    t_start: float) -> None:
     with ring.writing() as slot:
         slot["step"] = step
         slot["frame"] = frame
@@ -297,12 +304,8 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
     done = published = 0
 
     def result(wall_s: float) -> EngineResult:
-        return EngineResult(
-            steps=done, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
-            metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
-            rejected_commands=rejections.counts.tolist(), expired_commands=[0] * cfg.robots,
-            received_commands=rejections.received.tolist(), first_rejections=rejections.first,
-            lane=lanes.report())
+        return _result(world, done, wall_s, physics_s, lanes, digest, rejections,
+                       [0] * cfg.robots)
 
     def publish(states: np.ndarray) -> None:
         nonlocal published
@@ -337,8 +340,7 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
 
 
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
-                   agent_rows: list[np.ndarray], rejections: Rejections,
-                   spine_reply: Ring | None = None) -> EngineResult:
+                   agent_rows: list[np.ndarray], rejections: Rejections) -> EngineResult:
     clock = time.monotonic
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -354,12 +356,8 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
     done = 0
 
     def result(wall_s: float) -> EngineResult:
-        return EngineResult(
-            steps=done, sim_time_s=world.sim_time_s, wall_time_s=wall_s, physics_s=physics_s,
-            metrics_s=lanes.seconds, trajectory_digest=digest.hexdigest(),
-            rejected_commands=rejections.counts.tolist(), expired_commands=expired.tolist(),
-            received_commands=rejections.received.tolist(), first_rejections=rejections.first,
-            lane=lanes.report(), late_steps=late_steps, max_lag_s=max_lag_s)
+        return _result(world, done, wall_s, physics_s, lanes, digest, rejections,
+                       expired.tolist(), late_steps=late_steps, max_lag_s=max_lag_s)
 
     try:
         for k in range(steps):
@@ -381,8 +379,6 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
             world.apply_wheel_speeds(np.where(live[:, None], wheels, 0.0))
             world.step()
             physics_s += time.perf_counter() - t0
-            if spine_reply is not None:  # the servo replies of the spine's CAN cycle
-                _reply_to_spine(spine_reply, k, world.state())
             # Sleep until the wall clock reaches the simulated time of step k+1.
             # A late step is counted and the next one starts at once, so the
             # simulation catches up with the wall clock instead of drifting.

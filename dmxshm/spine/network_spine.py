@@ -128,7 +128,6 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     live = np.zeros(cfg.robots, bool)
     expired = np.zeros(cfg.robots, np.int64)
     slot = np.zeros((), out.dtype)
-    periods: list[float] = []
     latest_step = -1
     total = total_cycles(cfg)
     target = acting_cycles(cfg)
@@ -147,8 +146,6 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
         cycles = 0
         while cycles < total:
             t_tick = clock.wait_for_next_tick()
-            if cycles:
-                periods.append(clock.measured_period_s)
             plan_start = time.perf_counter()
             now = time.monotonic()
             for ring, r in zip(agents, rows, strict=True):  # (2) newest command of each agent
@@ -217,19 +214,14 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
                 latest_step = int(reply["step"])
             else:
                 time.sleep(0.001)
-        p = np.array(periods) * 1e6
+        timing = network_timing(recs[:cycles], cfg.spine_hz)  # the periods too
         return NetworkSpineResult(
             cpu=cpu, scheduling=scheduling, cycles=cycles, stop_cycles=stops,
-            skipped_cycles=clock.skipped,
-            frequency_hz=cfg.spine_hz,
-            period_error_us_p99=float(np.percentile(np.abs(p - 1e6 / cfg.spine_hz), 99))
-            if len(p) else 0.0,
-            period_us={"p50": float(np.percentile(p, 50)) if len(p) else 0.0,
-                       "p99": float(np.percentile(p, 99)) if len(p) else 0.0,
-                       "max": float(p.max()) if len(p) else 0.0},
+            skipped_cycles=clock.skipped, frequency_hz=cfg.spine_hz,
+            period_error_us_p99=timing["period_error_us_p99"],
+            period_us=dict(timing["period_us"]),
             expired_commands=expired.tolist(), last_engine_step=latest_step,
-            agent_command_drops=int(sum(r.stats().drops for r in agents)),
-            timing=network_timing(recs[:cycles], cfg.spine_hz))
+            agent_command_drops=int(sum(r.stats().drops for r in agents)), timing=timing)
     finally:
         for ring in (*agents, out, replies, records):
             ring.close()
