@@ -109,7 +109,8 @@ def print_summary(s: Any) -> None:
         sp = s.spine
         click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
                    f"({sp['scheduling']}), {sp['stop_cycles']} of them stops, skipped "
-                   f"{sp['skipped_cycles']} ({sp['skipped_cycles'] / max(sp['cycles'], 1):.2%}),"
+                   f"{sp['skipped_cycles']} ({sp['skipped_cycles'] / max(sp['cycles'], 1):.2%})"
+                   f"{stalls(sp.get('timing', {}).get('overruns'), sp.get('host_steal_s'))},"
                    f" period p99 {sp['period_us']['p99']:.1f} us, |period - T| p99 "
                    f"{sp['period_error_us_p99']:.1f} us, expired agent commands "
                    f"{sum(sp['expired_commands'])}")
@@ -157,11 +158,24 @@ def realtime_refused(r: dict[str, Any]) -> str | None:
             "shared scheduler")
 
 
+def stalls(overruns: dict[str, float] | None, steal_s: float | None) -> str:
+    """How the skipped ticks came: in how many late cycles, the longest period,
+    and the CPU time the hypervisor took from this machine meanwhile."""
+    out = ""
+    if overruns and overruns["count"]:
+        out += (f" in {overruns['count']} late cycle{'s' * (overruns['count'] != 1)}, "
+                f"longest period {overruns['longest_us'] / 1e3:.1f} ms")
+    if steal_s and overruns and overruns["count"]:  # as /proc/stat says (some VMs say 0)
+        out += f"; host steal {steal_s * 1e3:.0f} ms"
+    return out
+
+
 def print_spine(r: dict[str, Any]) -> None:
     click.echo(f"schedule {r['schedule']}, {r['frequency_hz']:g} Hz, spine on CPU {r['cpu']} "
                f"({r['scheduling']}), CAN bus on CPU {r['bus_cpu']}")
     click.echo(f"cycles {r['cycles']} (acting {r['acting_cycles']}), skipped "
-               f"{r['skipped_cycles']} ({r['skipped_cycles'] / max(r['cycles'], 1):.3%})")
+               f"{r['skipped_cycles']} ({r['skipped_cycles'] / max(r['cycles'], 1):.3%})"
+               + stalls(r.get("overruns"), r.get("host_steal_s")))
     p = r["period_us"]
     click.echo(f"period us: p50 {p['p50']:.1f}, p99 {p['p99']:.1f}, max {p['max']:.1f}; "
                f"p99 |period - T| {r['period_error_us_p99']:.1f} us")

@@ -46,6 +46,7 @@ from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype, total_cycles
 from dmxshm.spine.records import RECORD_DTYPE
+from dmxshm.sysinfo import steal_s
 
 WATCH_INTERVAL_S = 0.05
 # After the first failure, how long to wait for the others' reports, so the
@@ -265,6 +266,7 @@ class Network:
             self.start()
         assert self.plan is not None
         sup = self.supervisor
+        steal_at_start = steal_s()
         try:
             self._watch(on_progress, on_profile)
         except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: tell what was done
@@ -277,6 +279,9 @@ class Network:
                    if c.report is not None and c.report.ok}
         summary = summarize(self.plan, results)
         summary.unfinished = list(self.unfinished)
+        if summary.spine and steal_at_start is not None:
+            # Was the machine itself off the CPU while the spine overran?
+            summary.spine["host_steal_s"] = steal_s() - steal_at_start  # type: ignore[operator]
         if self.registry is not None:
             summary.shm_bytes = sum(shm_sizes(self.registry.names).values())
         if self.profiler is not None:

@@ -14,6 +14,8 @@ import math
 import os
 import time
 
+import numpy as np
+
 # Sleep until this long before a tick, then spin (a VM's sleep overshoots
 # by 50-100 us).
 SPIN_MARGIN_S = 200e-6
@@ -83,3 +85,15 @@ class SynchronousClock:
         self._last_wake = woke
         self.next_tick += self.period_s
         return woke
+
+
+def overruns(periods_s: np.ndarray, period_s: float) -> dict[str, float]:
+    """The cycles that began a tick or more late: how many there were and the
+    longest period among them (microseconds).
+
+    Skipped ticks come in stalls: ``count`` tells a few long stalls (the
+    process, or on a virtual machine the machine itself, taken off the CPU)
+    from many short overruns (a cycle's work longer than T).
+    """
+    late = periods_s[np.isfinite(periods_s) & (periods_s > 1.5 * period_s)]
+    return {"count": int(len(late)), "longest_us": float(late.max() * 1e6) if len(late) else 0.0}

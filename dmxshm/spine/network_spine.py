@@ -27,7 +27,7 @@ import numpy as np
 import psutil
 
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.clock import SynchronousClock, ask_realtime
+from dmxshm.spine.clock import SynchronousClock, ask_realtime, overruns
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.spine.state_machine import State
 
@@ -103,6 +103,7 @@ def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
                    if (recs["state"] == state).any()},
         "period_us": stats(periods),
         "period_error_us_p99": stats(np.abs(periods - period))["p99"],
+        "overruns": overruns(periods, period),
         "delivery_us": {"spine_to_engine": stats(got["can_start"] - frame_sent),
                         "engine_to_spine": stats(got["can_seen"] - np.maximum(
                             got["can_end"], got["collect_start"]))},

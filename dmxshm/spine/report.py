@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dmxshm.spine.clock import overruns
 from dmxshm.spine.config import SpineConfig
 from dmxshm.spine.law import predicted
 from dmxshm.spine.loop import SpineResult
@@ -98,7 +99,7 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
         "schedule": cfg.schedule, "frequency_hz": cfg.frequency_hz, "actuation": cfg.actuation,
         "cpu": cpus[0], "bus_cpu": cpus[1], "scheduling": spine.scheduling,
         "cycles": spine.cycles, "acting_cycles": spine.acting_cycles,
-        "skipped_cycles": spine.skipped_cycles,
+        "skipped_cycles": spine.skipped_cycles, "overruns": overruns(periods, period),
         "period_us": {"p50": percentile(periods * 1e6, 50), "p99": percentile(periods * 1e6, 99),
                       "max": float(periods.max() * 1e6) if len(periods) else float("nan")},
         "period_error_us_p99": percentile(np.abs(periods - period) * 1e6, 99),

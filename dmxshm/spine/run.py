@@ -44,6 +44,7 @@ from dmxshm.spine.records import (
 )
 from dmxshm.spine.report import no_nan, percentile, report
 from dmxshm.spine.state_machine import State
+from dmxshm.sysinfo import steal_s
 
 __all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError", "SpineShutDown",
            "SpineStopped", "report", "run"]
@@ -127,6 +128,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         cmd.close()
         reply.close()
         profiler: Profiler | None = None
+        steal_at_start = steal_s()
         try:
             if cfg.actuation == "mock":
                 bus = sup.start("can-bus", run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
@@ -179,6 +181,11 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
     rep["states"] = done.states
     rep["bus_scheduling"] = results.bus.scheduling if results.bus is not None else None
     rep["shm_bytes"] = shm_bytes
+    # CPU time the hypervisor gave to others during the run, summed over CPUs:
+    # tells overruns of a virtual machine's own descheduling from the spine's.
+    steal_now = steal_s()
+    rep["host_steal_s"] = (None if steal_at_start is None or steal_now is None
+                           else steal_now - steal_at_start)
     if profiler is not None:
         profiler.stop()
         prof = profiler.report()

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from dmxshm.shm.names import list_entries
-from dmxshm.spine.clock import SynchronousClock
+from dmxshm.spine.clock import SynchronousClock, overruns
 from dmxshm.spine.run import SpineConfig, SpineError, SpineStopped, run
 from dmxshm.spine.state_machine import State
 
@@ -146,6 +146,14 @@ def test_clock_counts_skipped_ticks() -> None:
     assert clock.skipped - before == missed >= 3
     # ...and it woke on the grid, at the first tick still ahead, ready for the next.
     assert clock.next_tick == pytest.approx(tick + (missed + 1) * period_s, abs=1e-9)
+
+
+def test_overruns_tell_stalls_from_their_ticks() -> None:
+    # One stall of 20 ms and two cycles a tick late among on-time ones (and the
+    # first period, unknown): three late cycles, the longest 20 ms.
+    periods = np.array([np.nan, 1e-3, 20e-3, 1e-3, 2e-3, 1.4e-3, 2.1e-3, 1e-3])
+    assert overruns(periods, 1e-3) == {"count": 3, "longest_us": pytest.approx(20e3)}
+    assert overruns(np.full(5, 1e-3), 1e-3) == {"count": 0, "longest_us": 0.0}
 
 
 def spine_child(parent: int) -> psutil.Process:
