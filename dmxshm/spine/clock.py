@@ -87,13 +87,17 @@ class SynchronousClock:
         return woke
 
 
-def overruns(periods_s: np.ndarray, period_s: float) -> dict[str, float]:
-    """The cycles that began a tick or more late: how many there were and the
+def overruns(periods_s: np.ndarray, skipped: np.ndarray) -> dict[str, float]:
+    """The cycles that began after skipped ticks: how many there were and the
     longest period among them (microseconds).
 
-    Skipped ticks come in stalls: ``count`` tells a few long stalls (the
-    process, or on a virtual machine the machine itself, taken off the CPU)
-    from many short overruns (a cycle's work longer than T).
+    ``periods_s`` and ``skipped`` are the records' columns, cycle by cycle
+    (``skipped`` counts the clock's skipped ticks since the start). Skipped
+    ticks come in stalls: ``count`` tells a few long stalls (the process, or
+    on a virtual machine the machine itself, taken off the CPU) from many
+    short overruns (a cycle's work longer than T).
     """
-    late = periods_s[np.isfinite(periods_s) & (periods_s > 1.5 * period_s)]
-    return {"count": int(len(late)), "longest_us": float(late.max() * 1e6) if len(late) else 0.0}
+    late = np.diff(skipped, prepend=0) > 0
+    longest = periods_s[late & np.isfinite(periods_s)]
+    return {"count": int(late.sum()),
+            "longest_us": float(longest.max() * 1e6) if len(longest) else 0.0}

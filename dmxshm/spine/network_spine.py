@@ -103,7 +103,7 @@ def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
                    if (recs["state"] == state).any()},
         "period_us": stats(periods),
         "period_error_us_p99": stats(np.abs(periods - period))["p99"],
-        "overruns": overruns(periods, period),
+        "overruns": overruns(recs["period_s"], recs["skipped"]),
         "delivery_us": {"spine_to_engine": stats(got["can_start"] - frame_sent),
                         "engine_to_spine": stats(got["can_seen"] - np.maximum(
                             got["can_end"], got["collect_start"]))},

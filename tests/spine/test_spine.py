@@ -149,11 +149,12 @@ def test_clock_counts_skipped_ticks() -> None:
 
 
 def test_overruns_tell_stalls_from_their_ticks() -> None:
-    # One stall of 20 ms and two cycles a tick late among on-time ones (and the
-    # first period, unknown): three late cycles, the longest 20 ms.
-    periods = np.array([np.nan, 1e-3, 20e-3, 1e-3, 2e-3, 1.4e-3, 2.1e-3, 1e-3])
-    assert overruns(periods, 1e-3) == {"count": 3, "longest_us": pytest.approx(20e3)}
-    assert overruns(np.full(5, 1e-3), 1e-3) == {"count": 0, "longest_us": 0.0}
+    # One stall of 20 ms (19 ticks skipped) and two cycles of 2 ms (one tick
+    # each); a late cycle that skipped no tick (1.6 ms) is not one of them.
+    periods = np.array([np.nan, 1e-3, 20e-3, 1e-3, 2e-3, 1.6e-3, 2.1e-3, 1e-3])
+    skipped = np.cumsum([0, 0, 19, 0, 1, 0, 1, 0])
+    assert overruns(periods, skipped) == {"count": 3, "longest_us": pytest.approx(20e3)}
+    assert overruns(np.full(5, 1e-3), np.zeros(5, np.int64)) == {"count": 0, "longest_us": 0.0}
 
 
 def spine_child(parent: int) -> psutil.Process:
