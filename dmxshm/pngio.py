@@ -15,8 +15,8 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
             + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
 
 
-def encode_png(rgb: np.ndarray) -> bytes:
-    """PNG bytes of an ``(H, W, 3)`` uint8 image.
+def encode_png(rgb: np.ndarray, level: int = 6) -> bytes:
+    """PNG bytes of an ``(H, W, 3)`` uint8 image (``level``: zlib's, 0-9).
 
     Example:
         >>> encode_png(np.zeros((2, 3, 3), np.uint8))[:8]
@@ -29,7 +29,7 @@ def encode_png(rgb: np.ndarray) -> bytes:
     rows = np.concatenate([np.zeros((h, 1), np.uint8), img.reshape(h, w * 3)], axis=1)
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
-            + _chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + _chunk(b"IEND", b""))
+            + _chunk(b"IDAT", zlib.compress(rows.tobytes(), level)) + _chunk(b"IEND", b""))
 
 
 def write_png(path: str | Path, rgb: np.ndarray) -> None:

@@ -80,6 +80,8 @@ class NetworkConfig:
         profile: sample every process with psutil (:mod:`dmxshm.profiling`);
             the summary gains ``processes`` and ``profile``.
         profile_interval_s: time between two samples.
+        log: record the run to this MCAP file (:mod:`dmxshm.logs`; needs the
+            ``log`` extra); None: do not.
     """
 
     mode: str = "gym"
@@ -106,6 +108,7 @@ class NetworkConfig:
     spine_hz: float = 1000.0
     profile: bool = False
     profile_interval_s: float = 0.5
+    log: str | None = None
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:

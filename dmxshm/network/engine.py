@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import RingClosedError
+from dmxshm.logs import LogPart
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import EngineResult
 from dmxshm.proc.outcome import Terminated
@@ -177,14 +178,17 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     spine_reply = (Ring.attach(plan.spine_rings[1], side="writer", role="engine")
                    if spine_process else None)
     rejections = Rejections(plan)
+    part = LogPart(cfg.log, "engine") if cfg.log else None
     try:
         hook = plan.wait_for_start("engine", 0)
         if cfg.mode == "gym":
-            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections)
+            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections, part)
         elif spine_reply is not None:
-            result = _spine_loop(cfg, world, state_rings, cmd_rings[0], rejections, spine_reply)
+            result = _spine_loop(cfg, world, state_rings, cmd_rings[0], rejections, spine_reply,
+                                 part)
         else:
-            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections)
+            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
+                                    part)
         for ring in state_rings:
             ring.close_writer()
         if spine_reply is not None:
@@ -195,9 +199,22 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
         result.state_drops = sum(r.stats().drops for r in state_rings)
         return result
     finally:
+        if part is not None:
+            part.close()
         for ring in (*state_rings, *cmd_rings, *([spine_reply] if spine_reply else [])):
             ring.close()
         world.close()
+
+
+def _log_step(part: LogPart | None, step: int, sim_time_s: float, states: np.ndarray,
+              applied: np.ndarray, expired: np.ndarray | None = None) -> None:
+    """Log state ``step`` (every robot's pose) and the command applied in that step."""
+    if part is None:
+        return
+    wall_ns = time.time_ns()
+    for robot in range(len(states)):
+        part.pose(robot, states[robot], step, sim_time_s, wall_ns)
+    part.wheels(step, sim_time_s, wall_ns, applied, expired)
 
 
 def _result(world: World, steps: int, wall_s: float, physics_s: float, lanes: LaneLog,
@@ -223,7 +240,8 @@ def _publish(rings: list[Ring], step: int, sim_time_s: float, states: np.ndarray
 
 
 def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
-              agent_rows: list[np.ndarray], rejections: Rejections) -> EngineResult:
+              agent_rows: list[np.ndarray], rejections: Rejections,
+              part: LogPart | None = None) -> EngineResult:
     clock = time.perf_counter
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -255,6 +273,7 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
             for ring, rows in zip(cmd_rings, agent_rows, strict=True):
                 wheels[rows] = ring.read(cfg.wait_timeout_s)["wheels_rad_s"]
             safe = rejections.check(wheels, everyone, k)  # framework work, not physics
+            _log_step(part, k, seen_at, states, safe)
             t0 = clock()
             if spine is None:
                 world.apply_wheel_speeds(safe)
@@ -285,7 +304,8 @@ def _reply_to_spine(ring: Ring, step: int, states: np.ndarray, frame: int,
 
 
 def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring,
-                rejections: Rejections, spine_reply: Ring) -> EngineResult:
+                rejections: Rejections, spine_reply: Ring,
+                part: LogPart | None = None) -> EngineResult:
     """Realtime with a spine: each CAN frame of the spine is one physics step.
 
     The engine takes the spine's frames in order (the oldest not read; a frame
@@ -313,6 +333,10 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
         digest.update(poses.tobytes())
         lanes.update(poses)
         _publish(state_rings, published, world.sim_time_s, states, cfg.wait_timeout_s)
+        if part is not None:
+            wall_ns = time.time_ns()
+            for robot in range(len(states)):
+                part.pose(robot, states[robot], published, world.sim_time_s, wall_ns)
         published += 1
 
     try:
@@ -324,6 +348,8 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
                 break  # the spine ended: so does the physics
             t_taken = time.perf_counter()
             safe = rejections.check(frame["wheels_rad_s"], everyone, done)
+            if part is not None:  # every physics step: its command (poses as published)
+                part.wheels(done, world.sim_time_s, time.time_ns(), safe)
             t0 = time.perf_counter()
             world.apply_wheel_speeds(safe)
             world.step()
@@ -340,7 +366,8 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
 
 
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
-                   agent_rows: list[np.ndarray], rejections: Rejections) -> EngineResult:
+                   agent_rows: list[np.ndarray], rejections: Rejections,
+                   part: LogPart | None = None) -> EngineResult:
     clock = time.monotonic
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -375,8 +402,11 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
             live = now - cmd_time <= cfg.command_timeout_s
             expired += was_live & ~live  # a command that just ran out
             was_live = live
+            applied = np.where(live[:, None], wheels, 0.0)
+            # The command each robot had in step k: what replay applies there.
+            _log_step(part, k, world.sim_time_s, states, applied, ~live)
             t0 = time.perf_counter()
-            world.apply_wheel_speeds(np.where(live[:, None], wheels, 0.0))
+            world.apply_wheel_speeds(applied)
             world.step()
             physics_s += time.perf_counter() - t0
             # Sleep until the wall clock reaches the simulated time of step k+1.
@@ -389,6 +419,9 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
                 late_steps += 1
                 max_lag_s = max(max_lag_s, -ahead_s)
             done = k + 1
+        # The state after the last step, as gym mode's digest ends (so that a
+        # replay of this run in gym mode can end with the same digest).
+        digest.update(poses_2d(world.state()).tobytes())
     except Terminated as exc:  # stopped: what was done so far still reaches the summary
         exc.partial = result(clock() - t_start)
         raise

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import RingClosedError
+from dmxshm.logs import LogPart
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
 from dmxshm.network.plan import ObsLink, Plan
@@ -92,14 +93,15 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
     obs_rings = [Ring.attach(link.ring, side="writer", role=role, spin_us=plan.spin_us)
                  for link in links]
     sensing = _Sensing(cfg, world)
+    part = LogPart(cfg.log, role) if cfg.log else None
     try:
         plan.wait_for_start("renderer", index)
         started = time.monotonic()
         try:
             if cfg.mode == "gym":
-                result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing)
+                result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing, part)
             else:
-                result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing)
+                result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing, part)
         except Terminated as exc:  # stopped: what it produced still reaches the summary
             exc.partial = RendererResult(
                 steps=min(sensing.produced.values()), render_s=sensing.render_s,
@@ -110,6 +112,8 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
             ring.close_writer()
         return RendererResult(render_s=sensing.render_s, produced=sensing.produced, **result)
     finally:
+        if part is not None:
+            part.close()
         for ring in (state_ring, *obs_rings):
             ring.close()
         world.close()
@@ -153,8 +157,10 @@ class _Recorder:
 
 
 def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
-              obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
+              obs_rings: list[Ring], sensing: _Sensing,
+              part: LogPart | None = None) -> dict[str, Any]:
     recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "step")
+    logged: list[tuple[tuple[int, ...], np.ndarray]] = []
     steps = 0
     while True:
         try:
@@ -172,7 +178,14 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
                 sensing.fill(slot["obs"], link.robots, states, k, float(st["sim_time_s"]),
                              SENSORS)
                 recorder.maybe(k, link.robots, slot["obs"])
+                if part is not None:  # logged once the slot is released
+                    logged.append((link.robots, slot["obs"].copy()))
         recorder.flush()
+        if part is not None:
+            wall_ns = time.time_ns()
+            for robots, obs in logged:
+                part.sensors(robots, obs, SENSORS, wall_ns)
+            logged.clear()
         for name in SENSORS:
             sensing.produced[name] += 1
         steps += 1
@@ -180,7 +193,8 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
 
 
 def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
-                   obs_rings: list[Ring], sensing: _Sensing) -> dict[str, Any]:
+                   obs_rings: list[Ring], sensing: _Sensing,
+                   part: LogPart | None = None) -> dict[str, Any]:
     recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
     sensors = [s for s in SENSORS if s != "camera" or cfg.camera_wh]
     period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
@@ -218,6 +232,10 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
             if "camera" in due:
                 recorder.maybe(sensing.produced["camera"], link.robots, o["obs"])
         recorder.flush()
+        if part is not None:
+            wall_ns = time.time_ns()
+            for o, link in zip(obs, links, strict=True):
+                part.sensors(link.robots, o["obs"], due, wall_ns)
         for s in due:
             sensing.produced[s] += 1
             # Next tick on the fixed grid; ticks already past are lost, not bunched.

@@ -34,6 +34,7 @@ class Summary:
     ``busy_us`` is each process's own work per step, in microseconds (the
     engine's physics and lane bookkeeping, each renderer's sensing, each
     agent's policy calls); the rest of a step is that process's idle time.
+    ``log`` is :func:`dmxshm.logs.info` of the run's MCAP log (``--log``).
     ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
     the figures of the steps done until then.
     """
@@ -58,6 +59,7 @@ class Summary:
     max_lag_s: float = 0.0
     missed_sensor_ticks: dict[str, int] = field(default_factory=dict)
     spine: dict[str, Any] = field(default_factory=dict)
+    log: dict[str, Any] = field(default_factory=dict)
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None

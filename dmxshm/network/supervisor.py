@@ -22,6 +22,7 @@ import signal
 import time
 from collections.abc import Callable
 
+from dmxshm import logs
 from dmxshm.errors import DmxError
 from dmxshm.network.agent import run_agent
 from dmxshm.network.config import NetworkConfig, role_name
@@ -166,6 +167,9 @@ class Network:
         cfg = self.config
         # What can be checked here fails here, with a plain error, not in a child.
         cfg.preflight()
+        if cfg.log:
+            logs.start(cfg.log, {k: v for k, v in dataclasses.asdict(cfg).items()
+                                 if not k.startswith("_")})
         self._catch_sigterm()
         self.swept = len(sweep())
         self.supervisor = Supervisor()  # a network closed and started again starts afresh
@@ -241,6 +245,8 @@ class Network:
         finally:
             if self.registry is not None:
                 self.registry.unlink_all()
+            if self.config.log:  # a run that failed or was stopped: what its parts hold
+                logs.finish_unfinished(self.config.log)
 
     # -- running ---------------------------------------------------------------
     def progress(self) -> int:
@@ -289,6 +295,8 @@ class Network:
             report = self.profiler.report()
             summary.processes = report.pop("processes")
             summary.profile = report
+        if self.config.log:  # the processes' parts of the log, merged, with the summary
+            summary.log = logs.finish(self.config.log, summary.to_dict())
         CommandsRejectedError.check(summary, {r: f"agent-{a}" for a, rows in
                                               enumerate(self.plan.agent_robots) for r in rows})
         return summary

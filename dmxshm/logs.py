@@ -1,0 +1,417 @@
+"""Recording a run to MCAP, reading it back, and what replay needs from it.
+
+``dmxshm run --log run.mcap`` records, per robot, the camera images (PNG in
+Foxglove's ``CompressedImage``), the pose (``PoseInFrame``), the wheel
+commands as applied, and the IMU, encoder and time-of-flight readings (JSON
+with their schemas), each with its simulated time (``sim_time_s``, or the
+message's ``timestamp``) and its wall time (the MCAP log time), plus the
+run's configuration and summary (``/dmxshm/config``, ``/dmxshm/summary``).
+
+Each process writes its own part while the run goes (the engine its poses
+and commands, each renderer its sensors), so no process waits for another
+to log; the supervisor merges the parts into one file, in log-time order,
+when the run ends. Topics:
+
+======================  ===================  ================================
+topic                   schema               written
+======================  ===================  ================================
+``/dmxshm/config``      JSON                 once, at the start
+``/dmxshm/summary``     JSON                 once, at the end
+``/robotNN/pose``       foxglove.PoseInFrame every engine step (state k)
+``/robotNN/wheels``     JSON                 every engine step: the command
+                                             physics applied in step k
+``/robotNN/camera``     foxglove.Compressed- every camera frame
+                        Image (png)
+``/robotNN/imu``        JSON                 every IMU reading
+``/robotNN/encoders``   JSON                 every encoder reading
+``/robotNN/tof``        JSON                 every time-of-flight reading
+======================  ===================  ================================
+
+Writing needs the ``log`` extra (``pip install 'dmxshm[log]'``: the ``mcap``
+library and Foxglove's SDK for its message schemas).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dmxshm.errors import DmxError
+from dmxshm.pngio import encode_png
+
+CONFIG_TOPIC = "/dmxshm/config"
+SUMMARY_TOPIC = "/dmxshm/summary"
+PNG_LEVEL = 1  # zlib level of logged camera frames: fast, about 2/3 of level 6's ratio
+SENSOR_TOPICS = ("camera", "imu", "encoders", "tof")
+LOG_FORMAT = 1  # the layout of the topics above; replay checks it
+
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "wheels": {"left_rad_s": "number", "right_rad_s": "number", "expired": "boolean"},
+    "imu": {"acceleration_m_s2": "array", "angular_velocity_rad_s": "array"},
+    "encoders": {"left_ticks": "integer", "right_ticks": "integer"},
+    "tof": {"range_m": "number"},
+}
+
+
+class LogError(DmxError):
+    """A log cannot be written or read: the extra is missing, or the file is bad."""
+
+
+def robot_topic(robot: int, what: str) -> str:
+    """``/robot03/camera``..."""
+    return f"/robot{robot:02d}/{what}"
+
+
+def parts_dir(path: str) -> str:
+    """Where the processes of a run write their parts of the log at ``path``."""
+    return f"{path}.parts"
+
+
+def _require_writer() -> Any:
+    try:
+        import foxglove
+    except ImportError:
+        raise LogError("recording to MCAP needs the log extra: pip install 'dmxshm[log]'") \
+            from None
+    return foxglove
+
+
+def _require_reader() -> Any:
+    try:
+        from mcap import reader
+    except ImportError:
+        raise LogError("reading MCAP logs needs the log extra: pip install 'dmxshm[log]'") \
+            from None
+    return reader
+
+
+def check_writable(path: str) -> None:
+    """Fail now, not at the end of a run, when the log cannot be written.
+
+    Raises:
+        LogError: the extra is missing, or the folder does not exist.
+    """
+    _require_writer()
+    _require_reader()
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise LogError(f"cannot write the log {path}: the folder {folder} does not exist")
+
+
+def _json_schema(kind: str) -> dict[str, Any]:
+    props: dict[str, Any] = {"step": {"type": "integer"}, "sim_time_s": {"type": "number"},
+                             "wall_time_s": {"type": "number"}}
+    props |= {k: {"type": v} for k, v in _SCHEMAS.get(kind, {}).items()}
+    return {"type": "object", "properties": props}
+
+
+class LogPart:
+    """One process's part of a run's log: an MCAP file of its own topics.
+
+    Args:
+        path: the final log's path (the part goes to its parts folder).
+        role: the process's name (``engine``, ``renderer-0``, ``supervisor``).
+    """
+
+    def __init__(self, path: str, role: str) -> None:
+        fg = _require_writer()
+        from foxglove import channels, messages
+
+        self._fg, self._ch, self._msg = fg, channels, messages
+        os.makedirs(parts_dir(path), exist_ok=True)
+        self.path = os.path.join(parts_dir(path), f"{role}.mcap")
+        self._ctx = fg.Context()
+        self._writer = fg.open_mcap(self.path, context=self._ctx, allow_overwrite=True)
+        self._channels: dict[str, Any] = {}
+        self.seconds = 0.0  # time spent logging (encoding included)
+
+    def _channel(self, topic: str, kind: str) -> Any:
+        ch = self._channels.get(topic)
+        if ch is None:
+            if kind == "camera":
+                ch = self._ch.CompressedImageChannel(topic, context=self._ctx)
+            elif kind == "pose":
+                ch = self._ch.PoseInFrameChannel(topic, context=self._ctx)
+            else:
+                schema = self._fg.Schema(name=f"dmxshm.{kind}", encoding="jsonschema",
+                                         data=json.dumps(_json_schema(kind)).encode())
+                ch = self._fg.Channel(topic, schema=schema, message_encoding="json",
+                                      context=self._ctx)
+            self._channels[topic] = ch
+        return ch
+
+    def _stamp(self, sim_time_s: float) -> Any:
+        sec = int(sim_time_s)
+        return self._msg.Timestamp(sec, int(round((sim_time_s - sec) * 1e9)) % 1_000_000_000)
+
+    def record(self, topic: str, kind: str, payload: dict[str, Any],
+               wall_ns: int | None = None) -> None:
+        """A JSON message (``kind`` names its schema)."""
+        t0 = time.perf_counter()
+        self._channel(topic, kind).log(payload, log_time=wall_ns or time.time_ns())
+        self.seconds += time.perf_counter() - t0
+
+    def pose(self, robot: int, state: np.void, step: int, sim_time_s: float,
+             wall_ns: int) -> None:
+        """Robot ``robot``'s pose from its state record, in the ``map`` frame."""
+        t0 = time.perf_counter()
+        m = self._msg
+        x, y, z = (float(v) for v in state["pos_m"])
+        qx, qy, qz, qw = (float(v) for v in state["quat_xyzw"])
+        self._channel(robot_topic(robot, "pose"), "pose").log(
+            m.PoseInFrame(timestamp=self._stamp(sim_time_s), frame_id="map",
+                          pose=m.Pose(position=m.Vector3(x=x, y=y, z=z),
+                                      orientation=m.Quaternion(x=qx, y=qy, z=qz, w=qw))),
+            log_time=wall_ns)
+        self.seconds += time.perf_counter() - t0
+
+    def wheels(self, step: int, sim_time_s: float, wall_ns: int, applied: np.ndarray,
+               expired: np.ndarray | None = None) -> None:
+        """The command physics applied to every robot in engine step ``step``."""
+        wall_s = wall_ns / 1e9
+        for robot, (left, right) in enumerate(applied.tolist()):
+            self.record(robot_topic(robot, "wheels"), "wheels",
+                        {"step": step, "sim_time_s": sim_time_s, "wall_time_s": wall_s,
+                         "left_rad_s": left, "right_rad_s": right,
+                         "expired": bool(expired[robot]) if expired is not None else False},
+                        wall_ns)
+
+    def sensors(self, robots: tuple[int, ...], obs: np.ndarray, due: tuple[str, ...],
+                wall_ns: int) -> None:
+        """The ``due`` sensors' newest readings of ``robots`` (one obs record each)."""
+        t0 = time.perf_counter()
+        wall_s = wall_ns / 1e9
+        names = obs.dtype.names or ()
+        for j, robot in enumerate(robots):
+            o = obs[j]
+            step = int(o["step"])
+            if "camera" in due and "camera" in names:
+                t = float(o["camera_time_s"])
+                self._channel(robot_topic(robot, "camera"), "camera").log(
+                    self._msg.CompressedImage(timestamp=self._stamp(t),
+                                              frame_id=f"robot{robot:02d}/camera",
+                                              data=encode_png(o["camera"], PNG_LEVEL),
+                                              format="png"), log_time=wall_ns)
+            base = {"step": step, "wall_time_s": wall_s}
+            if "imu" in due:
+                imu = o["imu"].tolist()
+                self._channel(robot_topic(robot, "imu"), "imu").log(
+                    base | {"sim_time_s": float(o["imu_time_s"]),
+                            "acceleration_m_s2": imu[:3], "angular_velocity_rad_s": imu[3:]},
+                    log_time=wall_ns)
+            if "encoders" in due:
+                left, right = (int(v) for v in o["encoders"])
+                self._channel(robot_topic(robot, "encoders"), "encoders").log(
+                    base | {"sim_time_s": float(o["encoders_time_s"]),
+                            "left_ticks": left, "right_ticks": right}, log_time=wall_ns)
+            if "tof" in due:
+                self._channel(robot_topic(robot, "tof"), "tof").log(
+                    base | {"sim_time_s": float(o["tof_time_s"]), "range_m": float(o["tof_m"])},
+                    log_time=wall_ns)
+        self.seconds += time.perf_counter() - t0
+
+    def close(self) -> None:
+        """Finish the part's file (its summary and index)."""
+        self._writer.close()
+
+
+def start(path: str, config: dict[str, Any]) -> None:
+    """Before a run: check that its log can be written, clear parts left by an
+    earlier run, and write the configuration (the supervisor's first part).
+
+    Raises:
+        LogError: the extra is missing, or the folder does not exist.
+    """
+    check_writable(path)
+    shutil.rmtree(parts_dir(path), ignore_errors=True)
+    part = LogPart(path, "supervisor-config")
+    part.record(CONFIG_TOPIC, "config", {"log_format": LOG_FORMAT, **config})
+    part.close()
+
+
+def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
+    """Merge the parts of the log at ``path`` into it, with the run's summary
+    (None: the run did not finish, and the log says so by lacking it).
+
+    Returns:
+        :func:`info` of the merged log.
+    """
+    if summary is not None:
+        part = LogPart(path, "supervisor-summary")
+        part.record(SUMMARY_TOPIC, "summary", summary)
+        part.close()
+    folder = parts_dir(path)
+    parts = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".mcap"))
+    merge(parts, path)
+    shutil.rmtree(folder, ignore_errors=True)
+    return info(path)
+
+
+def _records(path: str) -> Iterator[tuple[int, Any, Any]]:
+    """``(log_time, (channel, schema), message)`` of a part, in written order.
+
+    A part cut short (its process killed before it closed the file) gives
+    the messages before the cut.
+    """
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import StreamReader
+
+    schemas: dict[int, Any] = {}
+    channels: dict[int, Any] = {}
+    with open(path, "rb") as f:
+        try:
+            for rec in StreamReader(f).records:
+                if isinstance(rec, Schema):
+                    schemas[rec.id] = rec
+                elif isinstance(rec, Channel):
+                    channels[rec.id] = (rec, schemas.get(rec.schema_id))
+                elif isinstance(rec, Message):
+                    yield rec.log_time, channels[rec.channel_id], rec
+        except Exception:  # noqa: BLE001 - a cut-short part: keep what came before the cut
+            return
+
+
+def finish_unfinished(path: str) -> dict[str, Any] | None:
+    """After a run that failed or was stopped: merge what its parts hold (no
+    summary: replay refuses such a log). None when there was nothing left."""
+    if not os.path.isdir(parts_dir(path)):
+        return None
+    try:
+        return finish(path, None)
+    except DmxError as exc:
+        print(f"dmxshm: warning: the log {path} could not be finished: {exc}", file=sys.stderr)
+        return None
+
+
+def merge(parts: list[str], out: str) -> None:
+    """One MCAP file of the messages of ``parts``, in log-time order (zstd chunks)."""
+    _require_reader()
+    from mcap.writer import CompressionType, Writer
+
+    tmp = f"{out}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            w = Writer(f, compression=CompressionType.ZSTD)
+            w.start(profile="", library="dmxshm")
+            schema_ids: dict[tuple[str, str, bytes], int] = {}
+            channel_ids: dict[str, int] = {}
+            # Each part is in written order, which is its log-time order (one
+            # process, one clock); heapq.merge interleaves them lazily.
+            ordered = heapq.merge(*(_records(p) for p in parts), key=lambda item: item[0])
+            for _, (channel, schema), msg in ordered:
+                cid = channel_ids.get(channel.topic)
+                if cid is None:
+                    sid = 0
+                    if schema is not None:
+                        key = (schema.name, schema.encoding, schema.data)
+                        if key not in schema_ids:
+                            schema_ids[key] = w.register_schema(schema.name, schema.encoding,
+                                                                schema.data)
+                        sid = schema_ids[key]
+                    cid = channel_ids[channel.topic] = w.register_channel(
+                        channel.topic, channel.message_encoding, sid, dict(channel.metadata))
+                w.add_message(cid, msg.log_time, msg.data, msg.publish_time, msg.sequence)
+            w.finish()
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@dataclass
+class TopicInfo:
+    """One topic of a log: its schema, message count and rate."""
+
+    topic: str
+    schema: str
+    messages: int
+    first_s: float
+    last_s: float
+
+    @property
+    def rate_hz(self) -> float:
+        span = self.last_s - self.first_s
+        return (self.messages - 1) / span if self.messages > 1 and span > 0 else 0.0
+
+
+@dataclass
+class LogInfo:
+    """What ``dmxshm log info`` shows."""
+
+    path: str
+    size_bytes: int
+    duration_s: float
+    topics: list[TopicInfo] = field(default_factory=list)
+    config: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "size_bytes": self.size_bytes, "duration_s": self.duration_s,
+                "topics": [{"topic": t.topic, "schema": t.schema, "messages": t.messages,
+                            "rate_hz": t.rate_hz} for t in self.topics],
+                "config": self.config, "summary": self.summary}
+
+
+def _open(path: str) -> Any:
+    reader = _require_reader()
+    if not os.path.isfile(path):
+        raise LogError(f"no log at {path}")
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - the caller's reader owns it
+        return f, reader.make_reader(f)
+    except Exception as exc:  # the mcap reader raises its own errors on a bad file
+        raise LogError(f"{path} is not a readable MCAP file: {exc}") from None
+
+
+def messages(path: str, topics: list[str] | None = None) -> Iterator[tuple[str, Any, Any]]:
+    """``(topic, schema, message)`` of the log at ``path``, in log-time order.
+
+    Raises:
+        LogError: the file is missing, truncated or corrupted.
+    """
+    f, r = _open(path)
+    try:
+        for schema, channel, msg in r.iter_messages(topics=topics, log_time_order=True):
+            yield channel.topic, schema, msg
+    except LogError:
+        raise
+    except Exception as exc:
+        raise LogError(f"{path} is damaged (truncated or corrupted): "
+                       f"{type(exc).__name__}: {exc}") from None
+    finally:
+        f.close()
+
+
+def info(path: str) -> dict[str, Any]:
+    """Topics, message counts, rates, duration, configuration and summary of a log.
+
+    Reads every message (so a damaged file is found), not only the summary.
+    """
+    counts: dict[str, list[Any]] = {}
+    config = summary = None
+    for topic, schema, msg in messages(path):
+        t = msg.log_time / 1e9
+        row = counts.get(topic)
+        if row is None:
+            counts[topic] = [schema.name if schema else "", 1, t, t]
+        else:
+            row[1] += 1
+            row[3] = t
+        if topic == CONFIG_TOPIC:
+            config = json.loads(msg.data)
+        elif topic == SUMMARY_TOPIC:
+            summary = json.loads(msg.data)
+    topics = [TopicInfo(topic, *row) for topic, row in sorted(counts.items())]
+    first = min((t.first_s for t in topics), default=0.0)
+    last = max((t.last_s for t in topics), default=0.0)
+    return LogInfo(path, os.path.getsize(path), last - first, topics, config,
+                   summary).as_dict()
