@@ -1,0 +1,173 @@
+"""Replaying a recorded run exactly: ``dmxshm replay run.mcap``.
+
+A realtime run is not reproducible: which command each robot had at each
+engine step depends on timing. Its log (:mod:`dmxshm.logs`) keeps exactly
+that, the command physics applied in every step (``/robotNN/wheels``, one
+message per robot per step, an expired command as zeros). Replay re-runs
+the same map, seed, robots and physics step in gym mode, where an agent
+answers each step with the command recorded for that step, and compares the
+trajectory digest with the recorded run's: equal means the replay went
+through the same states, bit for bit.
+
+A log is refused, with the reason, when it lacks what replay needs: no
+configuration or summary (not a dmxshm log, or a run that did not finish),
+a run through the spine (its physics steps are the spine's CAN cycles, not
+logged one by one with their states), or a missing step of some robot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dmxshm.errors import DmxError
+from dmxshm.logs import CONFIG_TOPIC, LOG_FORMAT, SUMMARY_TOPIC, LogError, messages
+
+COMMANDS_ENV = "DMXSHM_REPLAY_COMMANDS"
+"""Where the replay agents find the recorded commands (set for the replay's run only)."""
+
+
+class ReplayError(DmxError):
+    """A log cannot be replayed; the message says what it lacks."""
+
+
+@dataclass
+class Recording:
+    """What replay takes from a log."""
+
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    commands: np.ndarray  # (steps, robots, 2) rad/s, as applied in each step
+
+    @property
+    def steps(self) -> int:
+        return int(self.commands.shape[0])
+
+
+def load(path: str) -> Recording:
+    """The configuration, summary and per-step commands of the log at ``path``.
+
+    Raises:
+        ReplayError: the log lacks something replay needs (the message says what).
+        LogError: the file is missing, truncated or corrupted.
+    """
+    config = summary = None
+    wheels: dict[int, list[tuple[int, float, float]]] = {}
+    for topic, _, msg in messages(path):
+        if topic == CONFIG_TOPIC:
+            config = json.loads(msg.data)
+        elif topic == SUMMARY_TOPIC:
+            summary = json.loads(msg.data)
+        elif topic.endswith("/wheels"):
+            d = json.loads(msg.data)
+            wheels.setdefault(int(topic[len("/robot"):].split("/")[0]), []).append(
+                (int(d["step"]), float(d["left_rad_s"]), float(d["right_rad_s"])))
+    if config is None:
+        raise ReplayError(f"{path} has no {CONFIG_TOPIC}: not a log of dmxshm run --log")
+    if config.get("log_format") != LOG_FORMAT:
+        raise ReplayError(f"{path} is a log of format {config.get('log_format')}; this dmxshm "
+                          f"replays format {LOG_FORMAT}")
+    if config.get("spine"):
+        raise ReplayError(f"{path} is a run through the spine: its physics steps are the "
+                          "spine's CAN cycles, which replay does not re-run yet")
+    if summary is None:
+        raise ReplayError(f"{path} has no {SUMMARY_TOPIC}: the run did not finish (it failed "
+                          "or was stopped), so the log may lack the commands of its last steps")
+    if summary.get("interrupted"):
+        raise ReplayError(f"{path} is a run that was stopped before its end")
+    steps, robots = int(summary["steps"]), int(config["robots"])
+    commands = np.zeros((steps, robots, 2))
+    for robot in range(robots):
+        got = wheels.get(robot, [])
+        seen = np.zeros(steps, bool)
+        for step, left, right in got:
+            if 0 <= step < steps:
+                seen[step] = True
+                commands[step, robot] = left, right
+        if not seen.all() or len(got) != steps:
+            missing = np.flatnonzero(~seen)
+            raise ReplayError(
+                f"{path}: robot {robot} has {len(got)} wheel commands for {steps} steps"
+                + (f" (missing from step {missing[0]})" if len(missing) else "")
+                + "; replay needs the command of every step")
+    return Recording(config, summary, commands)
+
+
+class Replayed:
+    """The replay's policy: each robot's recorded command for the step observed."""
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        path = os.environ.get(COMMANDS_ENV)
+        if not path:
+            raise ReplayError(f"the replay agent needs {COMMANDS_ENV} (set by dmxshm replay)")
+        self.commands = np.load(path, mmap_mode="r")
+        self.rows = np.asarray(robot_ids)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.asarray(self.commands[obs["step"].astype(np.int64), self.rows])
+
+
+@contextmanager
+def _commands_file(commands: np.ndarray) -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="dmxshm-replay-") as folder:
+        path = os.path.join(folder, "commands.npy")
+        np.save(path, commands)
+        before = os.environ.get(COMMANDS_ENV)
+        os.environ[COMMANDS_ENV] = path
+        try:
+            yield path
+        finally:
+            if before is None:
+                os.environ.pop(COMMANDS_ENV, None)
+            else:
+                os.environ[COMMANDS_ENV] = before
+
+
+def replay_config(rec: Recording, log: str | None = None, camera: tuple[int, int] | None = None,
+                  **overrides: Any) -> Any:
+    """The gym-mode configuration that replays ``rec`` (same map, seed, robots, physics)."""
+    from dmxshm.network.config import NetworkConfig
+
+    c = rec.config
+    return NetworkConfig(
+        mode="gym", robots=int(c["robots"]), renderers=int(c["renderers"]),
+        agents=int(c["agents"]), agent=f"{__name__}:Replayed", steps=rec.steps,
+        camera=tuple(camera if camera is not None else c["camera"]),  # type: ignore[arg-type]
+        seed=int(c["seed"]), map=str(c["map"]), dt_s=float(c["dt_s"]),
+        substeps=int(c["substeps"]), wait_timeout_s=float(c["wait_timeout_s"]), log=log,
+        **overrides)
+
+
+def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = None,
+           on_progress: Callable[[int], None] | None = None) -> tuple[Recording, Any]:
+    """Replay the run logged at ``path`` in gym mode.
+
+    Args:
+        path: the log of the run (``dmxshm run --log``).
+        log: record the replay too (its sensors re-rendered).
+        camera: the replay's camera size (default: the recorded one).
+        on_progress: called with the replay's step count.
+
+    Returns:
+        the recording and the replay's :class:`~dmxshm.network.summary.Summary`;
+        compare ``summary.trajectory_digest`` with
+        ``recording.summary["trajectory_digest"]``.
+
+    Raises:
+        ReplayError, LogError: the log cannot be replayed (the message says why).
+    """
+    from dmxshm.network import run
+
+    rec = load(path)
+    if log is not None and os.path.abspath(log) == os.path.abspath(path):
+        raise LogError("the replay's --log would overwrite the log being replayed")
+    with _commands_file(rec.commands):
+        summary = run(replay_config(rec, log, camera), on_progress=on_progress)
+    return rec, summary
