@@ -139,7 +139,7 @@ def replay_config(rec: Recording, log: str | None = None, camera: tuple[int, int
     return NetworkConfig(
         mode="gym", robots=int(c["robots"]), renderers=int(c["renderers"]),
         agents=int(c["agents"]), agent=f"{__name__}:Replayed", steps=rec.steps,
-        camera=tuple(camera if camera is not None else c["camera"]),  # type: ignore[arg-type]
+        camera=tuple(camera if camera is not None else c["camera"]),
         seed=int(c["seed"]), map=str(c["map"]), dt_s=float(c["dt_s"]),
         substeps=int(c["substeps"]), wait_timeout_s=float(c["wait_timeout_s"]), log=log,
         **overrides)
