@@ -138,7 +138,13 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
               help="Write camera frames as PNG here, plus contact_sheet.png (a folder that "
                    "holds frames of an earlier run is refused unless --overwrite).")
 @click.option("--overwrite", is_flag=True,
-              help="With --record: remove the frames of an earlier run from the folder first.")
+              help="With --record: remove the frames of an earlier run from the folder first; "
+                   "with --log: replace an existing log.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False),
+              help="Record the run to this MCAP file: camera images, poses, applied wheel "
+                   "commands, IMU, encoders, time of flight, config and summary (opens in "
+                   "Foxglove; replay a realtime run with 'dmxshm replay'). Needs "
+                   "pip install 'dmxshm[log]'.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
               help="Write the summary as JSON to this file.")
 @click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True,
@@ -165,7 +171,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
-        profile: bool, profile_interval_s: float, rates: dict[str, float]) -> None:
+        profile: bool, profile_interval_s: float, rates: dict[str, float],
+        log_path: str | None) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -184,8 +191,10 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
-            profile_interval_s=profile_interval_s)
+            profile_interval_s=profile_interval_s, log=log_path)
         config.preflight()  # an agent that does not load, a bad map, too many robots
+        if log_path:
+            _check_log(log_path, overwrite)
     if record_dir:  # last: --overwrite removes old frames only for a run that will start
         _prepare_record_dir(record_dir, overwrite)
     failed: network.CommandsRejectedError | None = None
@@ -215,6 +224,71 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         console.write_json(summary.to_dict(), json)
     if failed is not None:
         raise failed
+
+
+@cli.group("log")
+def log_group() -> None:
+    """Read MCAP logs written by 'dmxshm run --log'."""
+
+
+@log_group.command("info")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def log_info(path: str, as_json: bool) -> None:
+    """Topics, message counts, rates and duration of a log, and the run it records.
+
+    Reads every message, so a truncated or corrupted file is found.
+    """
+    from dmxshm.logs import info
+
+    data = info(path)
+    if as_json:
+        click.echo(_json.dumps(data, indent=2))
+    else:
+        console.print_log_info(data)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--log", "log_path", type=click.Path(dir_okay=False),
+              help="Record the replay to this MCAP file too (its sensors rendered again).")
+@click.option("--camera", default=None, callback=lambda c, p, v: None if v is None
+              else _parse_wh(c, p, v),
+              help="The replay's camera size WxH (0x0: none, faster) [default: the recorded].")
+@click.option("--json", "json", type=click.Path(dir_okay=False),
+              help="Write the replay's summary as JSON to this file.")
+def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
+           json: str | None) -> None:
+    """Replay a run recorded with 'dmxshm run --log', exactly.
+
+    Re-runs the same map, seed and robots in gym mode, each robot given at
+    every engine step the command it had in the recorded run, and compares
+    the trajectory digests: equal means the replay went through the same
+    states, bit for bit. Exits 1 if they differ. A realtime run is what this
+    is for (it cannot be reproduced by running it again); a log that lacks
+    what replay needs is refused with the reason.
+    """
+    from dmxshm import replay as rp
+
+    _check_outputs(json)
+    if log_path:
+        _check_log(log_path, True)
+    rec = rp.load(path)
+    with console.run_progress("replay", rec.steps, live_table=False) as (on_progress, _):
+        summary = rp.run_recording(rec, path, log=log_path, camera=camera,
+                                   on_progress=on_progress)
+    console.print_summary(summary)
+    recorded = rec.summary["trajectory_digest"]
+    same = summary.trajectory_digest == recorded
+    click.echo(f"recorded run ({rec.config['mode']} mode, {rec.steps} steps, "
+               f"{rec.summary['wall_time_s']:.1f} s): digest {recorded}")
+    click.echo(f"replay: {summary.steps} steps in {summary.wall_time_s:.1f} s; digest "
+               f"{'EQUAL' if same else 'DIFFERENT'}")
+    if json:
+        console.write_json({**summary.to_dict(), "recorded_digest": recorded,
+                            "digest_equal": same}, json)
+    if not same:
+        sys.exit(EXIT_ERROR)
 
 
 @cli.command("maps")
@@ -574,6 +648,15 @@ def _check_targets(targets: list[tuple[str, float, bool]], check: bool) -> None:
     console.print_targets(targets)
     if not all(ok for _, _, ok in targets):
         sys.exit(EXIT_TARGET_MISSED)
+
+
+def _check_log(path: str, overwrite: bool) -> None:
+    """A log that can be written, and no earlier log replaced unless asked."""
+    from dmxshm.logs import check_writable
+
+    check_writable(path)
+    if os.path.exists(path) and not overwrite:
+        raise DmxError(f"{path} exists; give --overwrite to replace it, or another path")
 
 
 def _check_outputs(json_path: str | None = None, plot: str | None = None) -> None:

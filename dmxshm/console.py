@@ -128,6 +128,10 @@ def print_summary(s: Any) -> None:
                        f"{pp(t['send_minus_obs_us'])} old")
     print_robots(s)
     click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
+    if s.log:
+        click.echo(f"log: {s.log['path']}, {s.log['size_bytes'] / 1e6:.2f} MB, "
+                   f"{sum(t['messages'] for t in s.log['topics'])} messages on "
+                   f"{len(s.log['topics'])} topics ('dmxshm log info' to list them)")
     if s.contact_sheet:
         click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
 
@@ -347,6 +351,25 @@ class Progress:
     def close(self) -> None:
         """The last reading, on a line of its own."""
         self._write(time.monotonic(), end="\n")
+
+
+def print_log_info(d: dict[str, Any]) -> None:
+    """``dmxshm log info``: the run, then one row per topic."""
+    c, s = d.get("config") or {}, d.get("summary")
+    click.echo(f"{d['path']}: {d['size_bytes'] / 1e6:.2f} MB, {d['duration_s']:.2f} s, "
+               f"{sum(t['messages'] for t in d['topics'])} messages on {len(d['topics'])} topics")
+    if c:
+        click.echo(f"run: {c.get('mode')} mode, {c.get('robots')} robot(s), map {c.get('map')}, "
+                   f"seed {c.get('seed')}, camera {'x'.join(map(str, c.get('camera', [])))}"
+                   + (", spine" if c.get("spine") else ""))
+    if s:
+        click.echo(f"summary: {s['steps']} steps, {s['wall_time_s']:.2f} s wall; trajectory "
+                   f"digest {s['trajectory_digest']}")
+    else:
+        click.echo("summary: none (the run did not finish: it failed or was stopped)")
+    click.echo(f"{'topic':<22} {'schema':<26} {'messages':>9} {'rate Hz':>9}")
+    for t in d["topics"]:
+        click.echo(f"{t['topic']:<22} {t['schema']:<26} {t['messages']:>9} {t['rate_hz']:>9.1f}")
 
 
 def write_json(data: Any, path: str) -> None:

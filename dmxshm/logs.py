@@ -365,10 +365,11 @@ def _open(path: str) -> Any:
     reader = _require_reader()
     if not os.path.isfile(path):
         raise LogError(f"no log at {path}")
+    f = open(path, "rb")  # noqa: SIM115 - the caller closes it
     try:
-        f = open(path, "rb")  # noqa: SIM115 - the caller's reader owns it
         return f, reader.make_reader(f)
     except Exception as exc:  # the mcap reader raises its own errors on a bad file
+        f.close()
         raise LogError(f"{path} is not a readable MCAP file: {exc}") from None
 
 

@@ -151,7 +151,7 @@ def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = N
 
     Args:
         path: the log of the run (``dmxshm run --log``).
-        log: record the replay too (its sensors re-rendered).
+        log: record the replay too (its sensors rendered again).
         camera: the replay's camera size (default: the recorded one).
         on_progress: called with the replay's step count.
 
@@ -163,11 +163,17 @@ def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = N
     Raises:
         ReplayError, LogError: the log cannot be replayed (the message says why).
     """
+    rec = load(path)
+    return rec, run_recording(rec, path, log, camera, on_progress)
+
+
+def run_recording(rec: Recording, path: str, log: str | None = None,
+                  camera: tuple[int, int] | None = None,
+                  on_progress: Callable[[int], None] | None = None) -> Any:
+    """Run the replay of ``rec`` (loaded from ``path``); returns its summary."""
     from dmxshm.network import run
 
-    rec = load(path)
     if log is not None and os.path.abspath(log) == os.path.abspath(path):
         raise LogError("the replay's --log would overwrite the log being replayed")
     with _commands_file(rec.commands):
-        summary = run(replay_config(rec, log, camera), on_progress=on_progress)
-    return rec, summary
+        return run(replay_config(rec, log, camera), on_progress=on_progress)

@@ -34,7 +34,8 @@ class Summary:
     ``busy_us`` is each process's own work per step, in microseconds (the
     engine's physics and lane bookkeeping, each renderer's sensing, each
     agent's policy calls); the rest of a step is that process's idle time.
-    ``log`` is :func:`dmxshm.logs.info` of the run's MCAP log (``--log``).
+    ``sensor_ticks`` counts each sensor's readings per renderer (each of its
+    robots got one a tick). ``log`` is :func:`dmxshm.logs.info` of the run's MCAP log (``--log``).
     ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
     the figures of the steps done until then.
     """
@@ -60,6 +61,7 @@ class Summary:
     missed_sensor_ticks: dict[str, int] = field(default_factory=dict)
     spine: dict[str, Any] = field(default_factory=dict)
     log: dict[str, Any] = field(default_factory=dict)
+    sensor_ticks: dict[str, list[int]] = field(default_factory=dict)
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
@@ -145,6 +147,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         late_steps=eng.late_steps, max_lag_s=float(eng.max_lag_s),
         missed_sensor_ticks={name: sum(int(r.missed.get(name, 0)) for r in renderers)
                              for name in names},
+        sensor_ticks={name: [int(r.produced[name]) for r in renderers] for name in names},
         start_hook=eng.start_hook, received_commands=eng.received_commands,
         busy_us={"engine": (eng.physics_s + eng.metrics_s) / steps * 1e6,
                  **{name: r.render_s / steps * 1e6 for name, r in results.items()

@@ -1,0 +1,171 @@
+"""MCAP logs of a run, and replaying a realtime run from its log exactly."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("foxglove", reason="the log extra (pip install 'dmxshm[log]')")
+pytest.importorskip("mcap")
+protobuf = pytest.importorskip("mcap_protobuf.decoder")
+image = pytest.importorskip("matplotlib.image")
+
+from dmxshm import logs  # noqa: E402
+from dmxshm.cli import cli  # noqa: E402
+from dmxshm.network import Network, NetworkConfig, NetworkError  # noqa: E402
+from dmxshm.replay import ReplayError, load, replay  # noqa: E402
+from dmxshm.shm.names import list_entries  # noqa: E402
+
+RUN_TIMEOUT_S = 120
+SENSORS = ("camera", "imu", "encoders", "tof")
+
+
+def run(**kw: object):  # noqa: ANN201
+    with Network(NetworkConfig(**{"camera": (32, 24), "wait_timeout_s": 5.0, **kw})) as net:
+        return net.run()
+
+
+def decoded(path: str) -> dict[str, list]:
+    """Every message of a log, decoded (protobuf or JSON), by topic."""
+    factory = protobuf.DecoderFactory()
+    out: dict[str, list] = {}
+    for topic, schema, msg in logs.messages(path):
+        if schema is not None and schema.encoding == "protobuf":
+            value = factory.decoder_for("protobuf", schema)(msg.data)
+        else:
+            value = json.loads(msg.data)
+        out.setdefault(topic, []).append((msg.log_time, value))
+    return out
+
+
+def png(data: bytes) -> np.ndarray:
+    return np.round(image.imread(io.BytesIO(data), format="png")[..., :3] * 255).astype(np.uint8)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_gym_run_is_logged_whole_and_its_images_are_the_renderers_frames(tmp_path) -> None:
+    path, frames = str(tmp_path / "run.mcap"), tmp_path / "frames"
+    s = run(robots=2, steps=12, log=path, record_dir=str(frames), record_every=1)
+    got = decoded(path)
+    assert not os.path.exists(logs.parts_dir(path))  # merged, parts removed
+    assert [json.loads(json.dumps(v))["robots"] for _, v in got["/dmxshm/config"]] == [2]
+    (_, summary), = got["/dmxshm/summary"]
+    assert summary["trajectory_digest"] == s.trajectory_digest and summary["steps"] == 12
+    for robot in range(2):
+        for what in ("pose", "wheels", *SENSORS):  # every step, every sensor (gym mode)
+            assert len(got[logs.robot_topic(robot, what)]) == 12, what
+        wheels = [v for _, v in got[logs.robot_topic(robot, "wheels")]]
+        assert [w["step"] for w in wheels] == list(range(12))
+        # The images are the frames the renderer produced (as --record wrote them).
+        for k, (_, msg) in enumerate(got[logs.robot_topic(robot, "camera")]):
+            assert msg.format == "png" and msg.frame_id == f"robot{robot:02d}/camera"
+            written = png((frames / f"robot{robot:02d}_step{k:06d}.png").read_bytes())
+            assert np.array_equal(png(msg.data), written)
+            assert written.shape == (24, 32, 3) and written.std() > 0
+        # Poses in the map frame, with the simulated time; the last is the
+        # state of step 11 (the final poses are after step 12).
+        (_, pose) = got[logs.robot_topic(robot, "pose")][-1]
+        assert pose.frame_id == "map"
+        assert pose.timestamp.seconds + pose.timestamp.nanos / 1e9 == pytest.approx(11 / 30)
+    # Wall times (log times) never go back in the merged file.
+    times = [t for msgs in got.values() for t, _ in msgs]
+    assert min(times) > 0
+    info = logs.info(path)
+    assert info["summary"]["steps"] == 12 and s.log["size_bytes"] == info["size_bytes"]
+    assert {t["topic"] for t in info["topics"]} == set(got)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_realtime_log_counts_every_sensor_tick_and_replays_to_the_same_digest(
+        tmp_path) -> None:
+    path = str(tmp_path / "rt.mcap")
+    s = run(mode="realtime", robots=2, duration_s=1.5, agent="random", log=path)
+    got = decoded(path)
+    for robot in range(2):
+        for sensor in SENSORS:  # one renderer: each robot gets every tick
+            assert len(got[logs.robot_topic(robot, sensor)]) == s.sensor_ticks[sensor][0]
+        assert len(got[logs.robot_topic(robot, "wheels")]) == s.steps
+    rec, again = replay(path, camera=(0, 0))
+    assert rec.steps == s.steps and again.mode == "gym" and again.steps == s.steps
+    assert again.trajectory_digest == s.trajectory_digest
+    assert again.final_poses == s.final_poses
+    # What was applied is replayed, an expired command as zeros.
+    wheels = [v for _, v in got[logs.robot_topic(0, "wheels")]]
+    assert np.array_equal(rec.commands[:, 0], [[w["left_rad_s"], w["right_rad_s"]]
+                                              for w in wheels])
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_damaged_or_incomplete_logs_are_refused_with_the_reason(tmp_path) -> None:
+    path = str(tmp_path / "rt.mcap")
+    run(mode="realtime", robots=1, duration_s=0.5, agent="random", log=path, camera=(0, 0))
+    data = (tmp_path / "rt.mcap").read_bytes()
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(logs.LogError, match="damaged|not a readable"):
+        load(str(cut))
+    bad = bytearray(data)
+    bad[len(bad) // 3: len(bad) // 3 + 64] = b"\xff" * 64
+    (tmp_path / "bad.mcap").write_bytes(bytes(bad))
+    with pytest.raises((logs.LogError, ReplayError)):
+        load(str(tmp_path / "bad.mcap"))
+    with pytest.raises(logs.LogError, match="no log"):
+        load(str(tmp_path / "missing.mcap"))
+    # Not what replay needs: through the spine, or a run that did not finish.
+    spine = str(tmp_path / "spine.mcap")
+    run(mode="realtime", robots=1, duration_s=0.3, spine=True, camera=(0, 0), log=spine)
+    with pytest.raises(ReplayError, match="spine"):
+        load(spine)
+    killed = str(tmp_path / "killed.mcap")
+    net = Network(NetworkConfig(mode="realtime", robots=1, duration_s=30, camera=(0, 0),
+                                wait_timeout_s=5.0, log=killed))
+    net.start()
+    try:
+        # The engine killed: its part is cut short, and what it holds is kept.
+        pid = net.supervisor.child("engine").pid
+        killed_at: list[int] = []
+
+        def progress(step: int) -> None:
+            if step > 5 and not killed_at:
+                os.kill(pid, signal.SIGKILL)
+                killed_at.append(step)
+
+        with pytest.raises(NetworkError):
+            net.run(progress)
+    finally:
+        net.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+    info = logs.info(killed)  # what the parts held, merged
+    assert info["summary"] is None and info["config"]["duration_s"] == 30
+    with pytest.raises(ReplayError, match="did not finish"):
+        load(killed)
+
+
+def test_the_cli_lists_a_log_and_replays_it(tmp_path) -> None:
+    path = str(tmp_path / "g.mcap")
+    runner = CliRunner()
+    r = runner.invoke(cli, ["run", "--steps", "5", "--robots", "1", "--camera", "16x12",
+                            "--log", path])
+    assert r.exit_code == 0, r.output
+    assert "log: " in r.output
+    r = runner.invoke(cli, ["log", "info", path])
+    assert r.exit_code == 0 and "/robot00/camera" in r.output and "5 steps" in r.output
+    r = runner.invoke(cli, ["log", "info", "--json", path])
+    assert json.loads(r.output)["config"]["robots"] == 1
+    r = runner.invoke(cli, ["replay", path])
+    assert r.exit_code == 0 and "digest EQUAL" in r.output, r.output
+    r = runner.invoke(cli, ["run", "--steps", "5", "--log", path])  # no silent overwrite
+    assert r.exit_code == 2 and "--overwrite" in r.output
+
+
+def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setitem(sys.modules, "foxglove", None)
+    with pytest.raises(logs.LogError, match=r"pip install 'dmxshm\[log\]'"):
+        logs.check_writable(str(tmp_path / "x.mcap"))
