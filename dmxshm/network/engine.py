@@ -42,6 +42,7 @@ from dmxshm.network.results import EngineResult
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
+from dmxshm.view.rings import STATE_HZ, Throttle
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.state import poses_2d
 from dmxshm.world.world import World
@@ -179,16 +180,19 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
                    if spine_process else None)
     rejections = Rejections(plan)
     part = LogPart(cfg.log, "engine") if cfg.log else None
+    view = ViewState(plan)
     try:
         hook = plan.wait_for_start("engine", 0)
         if cfg.mode == "gym":
-            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections, part)
+            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections, part,
+                               view)
         elif spine_reply is not None:
             result = _spine_loop(cfg, world, state_rings, cmd_rings[0], rejections, spine_reply,
-                                 part)
+                                 part, view)
         else:
             result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
-                                    part)
+                                    part, view)
+        view.show(result.steps, world.sim_time_s, world.state(), result.late_steps, force=True)
         for ring in state_rings:
             ring.close_writer()
         if spine_reply is not None:
@@ -201,9 +205,37 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     finally:
         if part is not None:
             part.close()
+        view.close()
         for ring in (*state_rings, *cmd_rings, *([spine_reply] if spine_reply else [])):
             ring.close()
         world.close()
+
+
+class ViewState:
+    """The engine's side of the live view: every robot's pose, a few times a second,
+    in an overwrite ring nobody waits on (:mod:`dmxshm.view.rings`)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.ring = (Ring.attach(plan.view_rings[1], side="writer", role="engine")
+                     if plan.view_rings else None)
+        self.throttle = Throttle(STATE_HZ)
+        self.slot = np.zeros((), self.ring.dtype) if self.ring is not None else None
+
+    def show(self, step: int, sim_time_s: float, states: np.ndarray, late_steps: int = 0,
+             force: bool = False) -> None:
+        if self.ring is None or not (force or self.throttle.due()):
+            return
+        slot = self.slot
+        assert slot is not None
+        slot["step"], slot["sim_time_s"], slot["late_steps"] = step, sim_time_s, late_steps
+        slot["wall_time_s"] = time.time()
+        slot["poses"] = poses_2d(states)
+        self.ring.write(slot)
+
+    def close(self) -> None:
+        if self.ring is not None:
+            self.ring.close_writer()
+            self.ring.close()
 
 
 def _log_step(part: LogPart | None, step: int, sim_time_s: float, states: np.ndarray,
@@ -241,7 +273,7 @@ def _publish(rings: list[Ring], step: int, sim_time_s: float, states: np.ndarray
 
 def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
               agent_rows: list[np.ndarray], rejections: Rejections,
-              part: LogPart | None = None) -> EngineResult:
+              part: LogPart | None = None, view: ViewState | None = None) -> EngineResult:
     clock = time.perf_counter
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -266,6 +298,8 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
         for k in range(cfg.steps):
             seen_at = world.sim_time_s if spine is None else spine.observed_time_s
             _publish(state_rings, k, seen_at, states, cfg.wait_timeout_s)
+            if view is not None:
+                view.show(k, seen_at, states)
             # Bookkeeping after the handoff: it overlaps the renderers' work.
             poses = poses_2d(states)
             digest.update(poses.tobytes())
@@ -305,7 +339,7 @@ def _reply_to_spine(ring: Ring, step: int, states: np.ndarray, frame: int,
 
 def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring,
                 rejections: Rejections, spine_reply: Ring,
-                part: LogPart | None = None) -> EngineResult:
+                part: LogPart | None = None, view: ViewState | None = None) -> EngineResult:
     """Realtime with a spine: each CAN frame of the spine is one physics step.
 
     The engine takes the spine's frames in order (the oldest not read; a frame
@@ -333,6 +367,8 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
         digest.update(poses.tobytes())
         lanes.update(poses)
         _publish(state_rings, published, world.sim_time_s, states, cfg.wait_timeout_s)
+        if view is not None:
+            view.show(published, world.sim_time_s, states)
         if part is not None:
             wall_ns = time.time_ns()
             for robot in range(len(states)):
@@ -367,7 +403,7 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
 
 def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[Ring],
                    agent_rows: list[np.ndarray], rejections: Rejections,
-                   part: LogPart | None = None) -> EngineResult:
+                   part: LogPart | None = None, view: ViewState | None = None) -> EngineResult:
     clock = time.monotonic
     digest = hashlib.sha256()
     wheels = np.zeros((cfg.robots, 2))
@@ -393,6 +429,8 @@ def _realtime_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: l
             digest.update(poses.tobytes())
             lanes.update(poses)
             _publish(state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+            if view is not None:
+                view.show(k, world.sim_time_s, states, late_steps)
             for ring, rows in zip(cmd_rings, agent_rows, strict=True):
                 cmd = ring.try_read(newest=True)
                 if cmd is not None:  # checked once, when it arrives

@@ -62,6 +62,7 @@ class Plan:
     cmd_rings: tuple[str, ...] = ()
     start_barrier: str = ""
     spine_rings: tuple[str, ...] = ()  # (commands to the engine, its replies)
+    view_rings: tuple[str, ...] = ()  # (view.meta, view.state, view.obs.0, ...): the live view
     start_hook: StartHook | None = None
 
     @property

@@ -32,6 +32,7 @@ from dmxshm.network.results import RendererResult
 from dmxshm.pngio import write_png
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
+from dmxshm.view.rings import OBS_HZ, Throttle
 from dmxshm.world.state import yaw_of
 from dmxshm.world.world import World
 
@@ -82,6 +83,49 @@ class _Sensing:
         self.render_s += time.perf_counter() - t0
 
 
+class ViewObs:
+    """A renderer's side of the live view: its robots' newest images and its sensor
+    counts, a few times a second, in an overwrite ring nobody waits on."""
+
+    def __init__(self, plan: Plan, index: int, role: str) -> None:
+        names = plan.view_rings[2:]
+        self.ring = Ring.attach(names[index], side="writer", role=role) if names else None
+        self.throttle = Throttle(OBS_HZ)
+        self.slot = np.zeros((), self.ring.dtype) if self.ring is not None else None
+        robots = plan.renderer_robots[index]
+        self.where = {r: j for j, r in enumerate(robots)}
+        if self.slot is not None:
+            self.slot["robots"] = robots
+        self.due = False
+
+    def start(self) -> bool:
+        """Whether this tick is one to show (then :meth:`take` its links, :meth:`send`)."""
+        self.due = self.ring is not None and self.throttle.due()
+        return self.due
+
+    def take(self, link_robots: tuple[int, ...], obs: np.ndarray) -> None:
+        if self.due and "camera" in (obs.dtype.names or ()):
+            assert self.slot is not None
+            for j, robot in enumerate(link_robots):
+                self.slot["camera"][self.where[robot]] = obs["camera"][j]
+
+    def send(self, step: int, produced: dict[str, int], missed: dict[str, int]) -> None:
+        if not self.due:
+            return
+        slot = self.slot
+        assert slot is not None and self.ring is not None
+        slot["wall_time_s"], slot["step"] = time.time(), step
+        slot["produced"] = [produced.get(s, 0) for s in SENSORS]
+        slot["missed"] = [missed.get(s, 0) for s in SENSORS]
+        self.ring.write(slot)
+        self.due = False
+
+    def close(self) -> None:
+        if self.ring is not None:
+            self.ring.close_writer()
+            self.ring.close()
+
+
 def run_renderer(plan: Plan, index: int) -> RendererResult:
     """Main loop of renderer ``index``; returns its part of the summary."""
     cfg = plan.config
@@ -94,14 +138,16 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
                  for link in links]
     sensing = _Sensing(cfg, world)
     part = LogPart(cfg.log, role) if cfg.log else None
+    view = ViewObs(plan, index, role)
     try:
         plan.wait_for_start("renderer", index)
         started = time.monotonic()
         try:
             if cfg.mode == "gym":
-                result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing, part)
+                result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing, part, view)
             else:
-                result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing, part)
+                result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing, part,
+                                        view)
         except Terminated as exc:  # stopped: what it produced still reaches the summary
             exc.partial = RendererResult(
                 steps=min(sensing.produced.values()), render_s=sensing.render_s,
@@ -114,6 +160,7 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
     finally:
         if part is not None:
             part.close()
+        view.close()
         for ring in (state_ring, *obs_rings):
             ring.close()
         world.close()
@@ -158,7 +205,7 @@ class _Recorder:
 
 def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
               obs_rings: list[Ring], sensing: _Sensing,
-              part: LogPart | None = None) -> dict[str, Any]:
+              part: LogPart | None = None, view: ViewObs | None = None) -> dict[str, Any]:
     recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "step")
     logged: list[tuple[tuple[int, ...], np.ndarray]] = []
     steps = 0
@@ -172,6 +219,7 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
         world.set_state(states)
         sensing.render_s += time.perf_counter() - t0
         k = int(st["step"])
+        show = view is not None and view.start()
         for link, ring in zip(links, obs_rings, strict=True):
             with ring.writing(cfg.wait_timeout_s) as slot:
                 slot["step"] = k
@@ -180,6 +228,8 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
                 recorder.maybe(k, link.robots, slot["obs"])
                 if part is not None:  # logged once the slot is released
                     logged.append((link.robots, slot["obs"].copy()))
+                if show:
+                    view.take(link.robots, slot["obs"])  # type: ignore[union-attr]
         recorder.flush()
         if part is not None:
             wall_ns = time.time_ns()
@@ -188,13 +238,15 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
             logged.clear()
         for name in SENSORS:
             sensing.produced[name] += 1
+        if show:
+            view.send(k, sensing.produced, {})  # type: ignore[union-attr]
         steps += 1
     return {"steps": steps, "frames": recorder.frames, "recorded": recorder.count}
 
 
 def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
                    obs_rings: list[Ring], sensing: _Sensing,
-                   part: LogPart | None = None) -> dict[str, Any]:
+                   part: LogPart | None = None, view: ViewObs | None = None) -> dict[str, Any]:
     recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
     sensors = [s for s in SENSORS if s != "camera" or cfg.camera_wh]
     period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
@@ -242,6 +294,10 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
             behind = math.floor((now - due_at[s]) / period[s])
             missed[s] += behind
             due_at[s] += (behind + 1) * period[s]
+        if view is not None and view.start():  # the newest of every sensor, a few times a second
+            for o, link in zip(obs, links, strict=True):
+                view.take(link.robots, o["obs"])
+            view.send(k, sensing.produced, missed)
         events += 1
     elapsed = time.monotonic() - t0
     return {"steps": events, "frames": recorder.frames, "recorded": recorder.count,

@@ -21,6 +21,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 from dmxshm import logs
 from dmxshm.errors import DmxError
@@ -48,6 +49,7 @@ from dmxshm.shm.ring import Ring
 from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype, total_cycles
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.sysinfo import steal_s
+from dmxshm.view import rings as view_rings
 
 WATCH_INTERVAL_S = 0.05
 # After the first failure, how long to wait for the others' reports, so the
@@ -67,6 +69,16 @@ SPINE_FRAME_SLOTS = 64
 MAX_SPINE_RECORDS = 120_000
 """The most per-cycle records of a network spine kept in shared memory (2 min at
 1 kHz, 18 MB); the spine's timing report covers every cycle."""
+
+
+def view_meta(cfg: NetworkConfig, plan: Plan) -> dict[str, Any]:
+    """What the live view needs to know of a run (``view.meta``)."""
+    return {"pid": os.getpid(), "started": time.time(), "mode": cfg.mode,
+            "robots": cfg.robots, "map": cfg.map, "seed": cfg.seed,
+            "camera": list(cfg.camera_wh or (0, 0)), "dt_s": cfg.dt_s,
+            "steps": cfg.planned_steps, "spine": cfg.spine_process, "spine_hz": cfg.spine_hz,
+            "sensor_rates_hz": dict(cfg.sensor_rates_hz),
+            "renderer_robots": [list(r) for r in plan.renderer_robots]}
 
 
 class NetworkError(DmxError):
@@ -217,13 +229,23 @@ class Network:
                      # the spine's per-cycle timing records, the last MAX_SPINE_RECORDS
                      Ring.create(reg, "spine.records", RECORD_DTYPE,
                                  min(total_cycles(cfg) + 8, MAX_SPINE_RECORDS), "overwrite")]
+        # What the live view peeks at (dmxshm.view): never waited for by anyone.
+        view = [Ring.create(reg, view_rings.META, view_rings.META_DTYPE, 2, "overwrite"),
+                Ring.create(reg, view_rings.STATE, view_rings.state_dtype(cfg.robots), 4,
+                            "overwrite")]
+        view += [Ring.create(reg, view_rings.obs_name(r),
+                             view_rings.obs_dtype(len(robots), cfg.camera_wh), 2, "overwrite")
+                 for r, robots in enumerate(plan.renderer_robots)]
+        view[0].bind("writer", "supervisor")
+        view_rings.write_meta(view[0], view_meta(cfg, plan))
         start = Barrier.create(reg, "start", plan.parties)
         start.close()
-        for ring in [*rings[1:], *cmd, *spine]:
+        for ring in [*rings[1:], *cmd, *spine, *view]:
             ring.close()
         return dataclasses.replace(
             plan, links=tuple(links), state_rings=tuple(r.name for r in rings),
             cmd_rings=tuple(r.name for r in cmd), spine_rings=tuple(r.name for r in spine),
+            view_rings=tuple(r.name for r in view),
             start_barrier=start.name, start_hook=self.start_hook)
 
     def _catch_sigterm(self) -> None:

@@ -625,6 +625,38 @@ class Ring:
             f"slot ({_MAX_SEQLOCK_RETRIES} retries); give the ring more slots"
         )
 
+    def peek(self, count: int = 1) -> np.ndarray:
+        """The newest ``count`` complete slots of an overwrite ring, oldest first,
+        without reading them: the reader's position, its counters and the drops
+        are untouched, and the writer never waits. For onlookers (the live view)
+        beside the ring's own reader; a slot being written or overwritten during
+        the copy is left out.
+
+        Raises:
+            ShmError: on a blocking ring (its slots are the reader's to take).
+        """
+        if self._blocking:
+            raise ShmError(f"ring {self.name}: only an overwrite ring can be peeked at")
+        w = int(self._ctl[_W_WRITE_SEQ])
+        seqs, n = self._seqs, self.nslots
+        out = []
+        for s in range(max(0, w - min(count, n)), w):
+            i = s % n
+            if NEEDS_FENCE:
+                fence()
+            before = seqs[i]
+            if before != 2 * s + 2:
+                continue  # overwritten, or being written
+            if NEEDS_FENCE:
+                fence()
+            data = self._raw[i].copy()
+            if NEEDS_FENCE:
+                fence()
+            if seqs[i] == before:
+                out.append(data)
+        return (np.frombuffer(b"".join(d.tobytes() for d in out), self.dtype) if out
+                else np.zeros(0, self.dtype))
+
     def _consume(self, s: int) -> None:
         self._reads += 1
         self._r = s + 1
