@@ -166,13 +166,24 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
 @click.option("--rates", callback=_parse_rates, default="",
               help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 "
                    "[default: camera=30,imu=100,encoders=30,tof=15].")
+@click.option("--view", "view", is_flag=True,
+              help="Serve a live view of the run in the browser (map, poses and trails, "
+                   "cameras, sensor rates, steps/s; the spine's histograms). Needs "
+                   "pip install 'dmxshm[view]'.")
+@click.option("--view-port", type=int, default=8765, show_default=True,
+              help="Port of the --view server.")
+@click.option("--view-host", default="127.0.0.1", show_default=True,
+              help="Address of the --view server; beyond loopback needs --allow-remote.")
+@click.option("--allow-remote", is_flag=True,
+              help="Let --view listen beyond loopback; its URL then carries a token.")
 def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir: str,
         steps: int, overwrite: bool,
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
         profile: bool, profile_interval_s: float, rates: dict[str, float],
-        log_path: str | None) -> None:
+        log_path: str | None, view: bool, view_port: int, view_host: str,
+        allow_remote: bool) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -199,14 +210,19 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         _prepare_record_dir(record_dir, overwrite)
     failed: network.CommandsRejectedError | None = None
     stopped: BaseException | None = None
-    with console.run_progress(f"{mode} run", config.planned_steps, live_table=profile) as (
-            on_progress, on_profile):
-        try:
-            summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
-        except network.CommandsRejectedError as exc:  # the figures still tell what happened
-            failed, summary = exc, exc.summary
-        except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: what was done
-            stopped = exc
+    with contextlib.ExitStack() as stack:
+        if view:
+            url = stack.enter_context(_view_process(os.getpid(), view_host, view_port,
+                                                    allow_remote, follow=False))
+            click.echo(f"view: {url}", err=True)
+        with console.run_progress(f"{mode} run", config.planned_steps,
+                                  live_table=profile) as (on_progress, on_profile):
+            try:
+                summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
+            except network.CommandsRejectedError as exc:  # the figures still tell what happened
+                failed, summary = exc, exc.summary
+            except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: what was done
+                stopped = exc
     if stopped is not None:
         partial = getattr(stopped, "summary", None)
         if partial is not None:
@@ -224,6 +240,33 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         console.write_json(summary.to_dict(), json)
     if failed is not None:
         raise failed
+
+
+@cli.command("view")
+@click.option("--pid", type=int, help="The run to show: its supervisor's pid "
+              "[default: the newest run going, and the next one when it ends].")
+@click.option("--port", type=int, default=8765, show_default=True, help="Port of the server.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address of the server; beyond loopback needs --allow-remote.")
+@click.option("--allow-remote", is_flag=True,
+              help="Listen beyond loopback; the URL then carries a token, and requests "
+                   "without it are refused.")
+def view_cmd(pid: int | None, port: int, host: str, allow_remote: bool) -> None:
+    """Serve a live view of a run already going, in the browser, until Ctrl-C.
+
+    It peeks at the run's shared memory and never slows it down.
+    """
+    import asyncio
+
+    from dmxshm.view.server import ViewServer, check_host, require_aiohttp
+
+    require_aiohttp()
+    token = check_host(host, allow_remote, None)
+    server = ViewServer(pid, host, port, token, follow=pid is None, exit_with=None)
+    try:
+        asyncio.run(server.serve(lambda url: click.echo(f"view: {url} (Ctrl-C to stop)")))
+    except OSError as exc:
+        raise DmxError(f"the view cannot listen on {host}:{port}: {exc}") from None
 
 
 @cli.group("log")
@@ -648,6 +691,38 @@ def _check_targets(targets: list[tuple[str, float, bool]], check: bool) -> None:
     console.print_targets(targets)
     if not all(ok for _, _, ok in targets):
         sys.exit(EXIT_TARGET_MISSED)
+
+
+@contextlib.contextmanager
+def _view_process(pid: int | None, host: str, port: int, allow_remote: bool,
+                  follow: bool) -> Iterator[str]:
+    """A live view server in a process of its own; yields its URL, stops it at the end."""
+    import subprocess
+
+    from dmxshm.view.server import check_host, require_aiohttp, wait_for_url
+
+    require_aiohttp()
+    token = check_host(host, allow_remote, None)
+    args = [sys.executable, "-m", "dmxshm.view.server", "--host", host, "--port", str(port),
+            "--exit-with", str(os.getpid())]
+    args += ["--pid", str(pid)] if pid is not None else []
+    args += ["--token", token] if token else []
+    args += ["--follow"] if follow else []
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    try:
+        yield wait_for_url(proc)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _check_log(path: str, overwrite: bool) -> None:

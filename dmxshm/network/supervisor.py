@@ -50,6 +50,7 @@ from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype, tot
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.sysinfo import steal_s
 from dmxshm.view import rings as view_rings
+from dmxshm.world.maps import load_map
 
 WATCH_INTERVAL_S = 0.05
 # After the first failure, how long to wait for the others' reports, so the
@@ -75,6 +76,7 @@ def view_meta(cfg: NetworkConfig, plan: Plan) -> dict[str, Any]:
     """What the live view needs to know of a run (``view.meta``)."""
     return {"pid": os.getpid(), "started": time.time(), "mode": cfg.mode,
             "robots": cfg.robots, "map": cfg.map, "seed": cfg.seed,
+            "map_size_m": list(load_map(cfg.map).size_m),
             "camera": list(cfg.camera_wh or (0, 0)), "dt_s": cfg.dt_s,
             "steps": cfg.planned_steps, "spine": cfg.spine_process, "spine_hz": cfg.spine_hz,
             "sensor_rates_hz": dict(cfg.sensor_rates_hz),

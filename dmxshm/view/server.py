@@ -1,0 +1,402 @@
+"""The live view: a small web server that shows a run as it goes.
+
+``dmxshm run --view`` starts it beside a run, ``dmxshm view`` attaches it to
+a run already going. It serves one page on 127.0.0.1 (another host needs
+``--allow-remote`` and then a token in the URL): the map from above with
+every robot's pose and trail, each robot's camera image, each sensor's
+achieved rate and missed ticks, steps/s, and in a spine run the histograms
+of the spine's period error and of the age of the wheel states behind its
+frames.
+
+It reads the run only by peeking at overwrite rings
+(:mod:`dmxshm.view.rings`, :meth:`~dmxshm.shm.ring.Ring.peek`): it binds no
+side of any ring, so it never slows the run down and never holds a writer
+back. It needs the ``view`` extra (``pip install 'dmxshm[view]'``: aiohttp).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import hmac
+import ipaddress
+import json
+import os
+import secrets
+import sys
+import time
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import psutil
+
+from dmxshm.errors import DmxError, ShmError
+from dmxshm.pngio import encode_png
+from dmxshm.shm.names import list_entries
+from dmxshm.shm.ring import Ring
+from dmxshm.view import rings as vr
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+UPDATE_HZ = 10.0
+TRAIL = 300  # positions per robot a new page gets
+SPINE_RECORDS = 2000  # the newest spine cycles in the histograms
+HIST_BINS = 30
+FIND_TIMEOUT_S = 30.0
+
+
+class ViewError(DmxError):
+    """The view cannot start: the extra is missing, no run to show, a bad host."""
+
+
+def require_aiohttp() -> Any:
+    try:
+        from aiohttp import web
+    except ImportError:
+        raise ViewError("the live view needs the view extra: pip install 'dmxshm[view]'") \
+            from None
+    return web
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def find_run(pid: int | None = None) -> str | None:
+    """The name prefix (``/dmx-<pid>-<token>-``) of a live run's view rings: the run of
+    ``pid``, or the newest live one; None when there is none."""
+    found = []
+    for e in list_entries():
+        if e.kind == "segment" and e.what == vr.META and (pid is None or e.pid == pid) \
+                and psutil.pid_exists(e.pid):
+            with contextlib.suppress(OSError):
+                found.append((os.stat(e.path).st_mtime, e.name[:-len(vr.META)]))
+    return max(found)[1] if found else None
+
+
+class RunReader:
+    """Peeks at one run's view rings and turns them into what the page shows."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        meta_ring = Ring.attach(prefix + vr.META)
+        try:
+            meta = vr.read_meta(meta_ring)
+        finally:
+            meta_ring.close()
+        if meta is None:
+            raise ViewError(f"the run {prefix} has not written what the view needs yet")
+        self.meta = meta
+        self.state = Ring.attach(prefix + vr.STATE)
+        self.obs = [Ring.attach(prefix + vr.obs_name(r))
+                    for r in range(len(meta["renderer_robots"]))]
+        self.records: Ring | None = None
+        if meta.get("spine"):
+            with contextlib.suppress(ShmError):
+                self.records = Ring.attach(prefix + "spine.records")
+        self.last: dict[str, Any] = {"ended": False}
+        self._prev_state: tuple[float, int] | None = None
+        self._prev_obs: dict[int, tuple[float, np.ndarray]] = {}
+        self._cams: dict[int, str] = {}
+        self._cam_wall: dict[int, float] = {}
+
+    def close(self) -> None:
+        for ring in (self.state, *self.obs, *([self.records] if self.records else [])):
+            ring.close()
+
+    @property
+    def ended(self) -> bool:
+        """The engine closed its view ring (the run ended), or the run's process is gone."""
+        return self.state.closed or not psutil.pid_exists(int(self.meta["pid"]))
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the page shows now (the last known figures once the run ended)."""
+        out = dict(self.last)
+        got = self.state.peek(1)
+        if len(got):
+            st = got[0]
+            wall, step = float(st["wall_time_s"]), int(st["step"])
+            if self._prev_state is not None and wall > self._prev_state[0]:
+                rate = (step - self._prev_state[1]) / (wall - self._prev_state[0])
+                out["steps_per_s"] = rate if step != self._prev_state[1] or not self.ended \
+                    else out.get("steps_per_s", 0.0)
+            if self._prev_state is None or wall - self._prev_state[0] >= 0.5:
+                self._prev_state = (wall, step)
+            out |= {"step": step, "sim_time_s": float(st["sim_time_s"]),
+                    "late_steps": int(st["late_steps"]),
+                    "poses": np.round(st["poses"], 4).tolist()}
+        sensors = self._sensors()
+        if sensors:
+            out["sensors"] = sensors
+        out["cameras"] = self._cameras()
+        if self.records is not None:
+            out["spine"] = self._spine()
+        out["ended"] = self.ended
+        self.last = {k: v for k, v in out.items() if k != "cameras"}
+        return out
+
+    def _sensors(self) -> dict[str, dict[str, Any]]:
+        rates: dict[str, list[float]] = {s: [] for s in vr.SENSORS}
+        missed = dict.fromkeys(vr.SENSORS, 0)
+        for r, ring in enumerate(self.obs):
+            got = ring.peek(1)
+            if not len(got):
+                continue
+            slot = got[0]
+            wall, produced = float(slot["wall_time_s"]), slot["produced"].copy()
+            prev = self._prev_obs.get(r)
+            if prev is not None and wall > prev[0]:
+                for i, s in enumerate(vr.SENSORS):
+                    rates[s].append(float(produced[i] - prev[1][i]) / (wall - prev[0]))
+            if prev is None or wall - prev[0] >= 1.0:
+                self._prev_obs[r] = (wall, produced)
+            for i, s in enumerate(vr.SENSORS):
+                missed[s] += int(slot["missed"][i])
+        camera_on = self.meta["camera"] != [0, 0]
+        configured = self.meta["sensor_rates_hz"] if self.meta["mode"] == "realtime" else {}
+        return {s: {"achieved_hz": min(rates[s]) if rates[s] else None, "missed": missed[s],
+                    "configured_hz": configured.get(s)}
+                for s in vr.SENSORS if s != "camera" or camera_on}
+
+    def _cameras(self) -> dict[int, str]:
+        """Camera images (PNG data URLs) that changed since the last snapshot."""
+        if self.meta["camera"] == [0, 0]:
+            return {}
+        new = {}
+        for ring in self.obs:
+            got = ring.peek(1)
+            if not len(got) or "camera" not in (got.dtype.names or ()):
+                continue
+            slot = got[0]
+            wall = float(slot["wall_time_s"])
+            for j, robot in enumerate(slot["robots"].tolist()):
+                if self._cam_wall.get(robot) == wall:
+                    continue
+                self._cam_wall[robot] = wall
+                url = "data:image/png;base64," + base64.b64encode(
+                    encode_png(slot["camera"][j], 1)).decode()
+                self._cams[robot] = new[robot] = url
+        return new
+
+    def cameras(self) -> dict[int, str]:
+        """Every robot's newest camera image (for a page that just connected)."""
+        return dict(self._cams)
+
+    def _spine(self) -> dict[str, Any]:
+        assert self.records is not None
+        recs = self.records.peek(SPINE_RECORDS)
+        if not len(recs):
+            return {}
+        period_s = 1.0 / float(self.meta["spine_hz"])
+        err = np.abs(recs["period_s"][np.isfinite(recs["period_s"])] - period_s) * 1e6
+        age = (recs["t_send"] - recs["t_obs"]) * 1e6
+        age = age[np.isfinite(age)]
+
+        def hist(x: np.ndarray) -> dict[str, Any]:
+            if not len(x):
+                return {}
+            counts, edges = np.histogram(x, bins=HIST_BINS)
+            return {"counts": counts.tolist(), "edges": np.round(edges, 1).tolist(),
+                    "p50": float(np.percentile(x, 50)), "p99": float(np.percentile(x, 99))}
+
+        return {"cycles": int(recs["cycle"][-1]) + 1, "skipped": int(recs["skipped"][-1]),
+                "period_error_us": hist(err), "wheel_states_age_us": hist(age)}
+
+
+class ViewServer:
+    """The page, its websocket and the loop that pushes snapshots to every page."""
+
+    def __init__(self, pid: int | None, host: str, port: int, token: str | None,
+                 follow: bool, exit_with: int | None) -> None:
+        self.pid, self.host, self.port, self.token = pid, host, port, token
+        self.follow = follow  # attach to the next run when this one ended (dmxshm view)
+        self.exit_with = exit_with  # stop when this process is gone (dmxshm run --view)
+        self.reader: RunReader | None = None
+        self.sockets: set[Any] = set()
+        self.map_png: bytes | None = None
+        self.map_key: tuple[str, int] | None = None
+        self.updates = 0
+
+    # -- HTTP -------------------------------------------------------------
+    def app(self) -> Any:
+        web = require_aiohttp()
+
+        @web.middleware
+        async def check_token(request: Any, handler: Any) -> Any:
+            if self.token is not None and not hmac.compare_digest(
+                    request.query.get("token", ""), self.token):
+                return web.Response(status=403, text="dmxshm view: a valid token is needed "
+                                                      "(the URL printed at start has it)\n")
+            return await handler(request)
+
+        app = web.Application(middlewares=[check_token])
+        app.router.add_get("/", self.page)
+        app.router.add_get("/map.png", self.map)
+        app.router.add_get("/snapshot", self.snapshot_json)
+        app.router.add_get("/ws", self.websocket)
+        return app
+
+    async def page(self, request: Any) -> Any:
+        web = require_aiohttp()
+        html = resources.files("dmxshm.view").joinpath("page.html").read_text()
+        return web.Response(text=html, content_type="text/html")
+
+    async def map(self, request: Any) -> Any:
+        web = require_aiohttp()
+        if self.map_png is None:
+            return web.Response(status=404, text="no run yet\n")
+        return web.Response(body=self.map_png, content_type="image/png",
+                            headers={"Cache-Control": "no-store"})
+
+    async def snapshot_json(self, request: Any) -> Any:
+        web = require_aiohttp()
+        return web.json_response(self._hello())
+
+    async def websocket(self, request: Any) -> Any:
+        web = require_aiohttp()
+        ws = web.WebSocketResponse(heartbeat=10.0)
+        await ws.prepare(request)
+        self.sockets.add(ws)
+        try:
+            await ws.send_str(json.dumps(self._hello()))
+            async for _ in ws:  # the page sends nothing; this ends when it goes
+                pass
+        finally:
+            self.sockets.discard(ws)
+        return ws
+
+    def _hello(self) -> dict[str, Any]:
+        if self.reader is None:
+            return {"kind": "waiting"}
+        return {"kind": "snapshot", "meta": self.reader.meta, **self.reader.last,
+                "cameras": self.reader.cameras(), "updates": self.updates}
+
+    # -- the run ----------------------------------------------------------
+    def _attach(self) -> bool:
+        prefix = find_run(self.pid)
+        if prefix is None or (self.reader is not None and self.reader.prefix == prefix):
+            return False
+        try:
+            reader = RunReader(prefix)
+        except (ShmError, ViewError):
+            return False  # the run is starting or just went
+        if self.reader is not None:
+            self.reader.close()
+        self.reader = reader
+        key = (reader.meta["map"], int(reader.meta["seed"]))
+        if key != self.map_key:
+            self.map_png, self.map_key = _map_png(reader.meta["map"]), key
+        return True
+
+    async def pump(self) -> None:
+        """Push a snapshot to every page UPDATE_HZ times a second."""
+        while True:
+            if self.exit_with is not None and not psutil.pid_exists(self.exit_with):
+                return
+            looking = self.reader is None or (self.follow and self.reader.ended)
+            if looking and self._attach() and self.reader is not None:
+                await self._send({"kind": "run", "meta": self.reader.meta})
+            if self.reader is not None:
+                snap = self.reader.snapshot()
+                self.updates += 1
+                await self._send({"kind": "snapshot", **snap, "updates": self.updates})
+            await asyncio.sleep(1.0 / UPDATE_HZ)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if not self.sockets:
+            return
+        text = json.dumps(message)
+        for ws in list(self.sockets):
+            try:
+                await ws.send_str(text)
+            except (ConnectionError, RuntimeError):
+                self.sockets.discard(ws)
+
+    async def serve(self, on_ready: Any = None) -> None:
+        web = require_aiohttp()
+        runner = web.AppRunner(self.app(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        await site.start()
+        if on_ready is not None:
+            on_ready(self.url())
+        try:
+            await self.pump()
+        finally:
+            await runner.cleanup()
+            if self.reader is not None:
+                self.reader.close()
+
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+
+
+def _map_png(name: str) -> bytes:
+    from dmxshm.matrix.camera import top_view
+    from dmxshm.world.maps import load_map
+
+    return encode_png(top_view(load_map(name), 640))
+
+
+def check_host(host: str, allow_remote: bool, token: str | None) -> str | None:
+    """The token a server bound to ``host`` needs (None on loopback without one).
+
+    Raises:
+        ViewError: a host beyond loopback without ``allow_remote``.
+    """
+    if is_loopback(host):
+        return token
+    if not allow_remote:
+        raise ViewError(f"the view would be reachable from other machines on {host}; give "
+                        "--allow-remote to mean it (a token is then required in the URL)")
+    return token or secrets.token_urlsafe(16)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dmxshm.view.server``: what ``dmxshm run --view`` starts."""
+    ap = argparse.ArgumentParser(prog="dmxshm-view")
+    ap.add_argument("--pid", type=int)
+    ap.add_argument("--host", default=DEFAULT_HOST)
+    ap.add_argument("--port", type=int, default=DEFAULT_PORT)
+    ap.add_argument("--token")
+    ap.add_argument("--exit-with", type=int)
+    ap.add_argument("--follow", action="store_true")
+    args = ap.parse_args(argv)
+    server = ViewServer(args.pid, args.host, args.port, args.token, args.follow, args.exit_with)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve(lambda url: print(url, flush=True)))
+
+
+def wait_for_url(proc: Any, timeout_s: float = FIND_TIMEOUT_S) -> str:
+    """The URL a view process printed once it listens (it prints nothing else).
+
+    Raises:
+        ViewError: it ended first (its last error line says why), or it said
+            nothing within ``timeout_s``.
+    """
+    import select
+
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([proc.stdout], [], [], min(left, 0.5))
+        if ready:
+            line = proc.stdout.readline()
+            if line:
+                return line.decode().strip()
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace").strip().splitlines()
+            raise ViewError("the view did not start" + (f": {err[-1]}" if err else ""))
+    raise ViewError(f"the view did not start within {timeout_s:g} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
