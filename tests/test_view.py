@@ -1,0 +1,190 @@
+"""The live view: the page in a real browser (Debian's Chromium through Selenium),
+the token beyond loopback, and that the view never holds the run back."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("aiohttp", reason="the view extra (pip install 'dmxshm[view]')")
+
+from dmxshm.network import Network, NetworkConfig  # noqa: E402
+from dmxshm.shm.names import list_entries  # noqa: E402
+from dmxshm.view.server import ViewError, check_host, wait_for_url  # noqa: E402
+
+TIMEOUT_S = 180
+# CI sets this: there the browser test must run, not skip.
+REQUIRE_BROWSER = os.environ.get("DMXSHM_REQUIRE_BROWSER") == "1"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_view(pid: int, port: int, *extra: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "dmxshm.view.server", "--pid", str(pid),
+                             "--port", str(port), "--exit-with", str(os.getpid()), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return proc, wait_for_url(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def browser():  # noqa: ANN201
+    if not (CHROMIUM and CHROMEDRIVER):
+        if REQUIRE_BROWSER:
+            pytest.fail("DMXSHM_REQUIRE_BROWSER=1 but Debian's chromium and chromium-driver "
+                        "are not installed (apt-get install chromium chromium-driver)")
+        pytest.skip("needs Debian's chromium and chromium-driver")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,900"):
+        opts.add_argument(arg)
+    # The driver from the distribution, by its path: nothing is downloaded.
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+
+
+def until(check, timeout_s: float = 30.0):  # noqa: ANN001, ANN201
+    """Poll the page until ``check()`` is truthy (a browser has no signal to wait on)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "the page did not get there in time"
+        time.sleep(0.2)
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_the_page_shows_the_run_live_and_keeps_working_after_it(tmp_path) -> None:
+    driver = browser()
+    net = Network(NetworkConfig(mode="realtime", robots=2, duration_s=6.0, camera=(64, 48),
+                                agent="lane-follow", wait_timeout_s=5.0))
+    view = None
+    try:
+        net.start()
+        view, url = start_view(os.getpid(), free_port())
+        driver.get(url)
+        js = "return window.dmxView"
+        # Robots move on the map: the positions the page holds change.
+        first = until(lambda: driver.execute_script(js)["poses"])
+        assert len(first) == 2
+        summary_box: list = []
+        import threading
+
+        runner = threading.Thread(target=lambda: summary_box.append(net.run()))
+        runner.start()
+        until(lambda: driver.execute_script(js)["poses"] != first)
+        # A camera image updates (a PNG data URL, more than once).
+        until(lambda: min(driver.execute_script(js)["cameraUpdates"].values() or [0]) >= 3)
+        src = driver.find_element("id", "cam-0").get_attribute("src")
+        assert src.startswith("data:image/png;base64,")
+        # A second tab gets the same updates.
+        driver.switch_to.new_window("tab")
+        driver.get(url)
+        until(lambda: driver.execute_script(js)["updates"] > 3)
+        names = until(lambda: driver.execute_script(
+            "return [...document.querySelectorAll('#sensors tbody tr td:first-child')]"
+            ".map(td => td.textContent)"))
+        assert set(names) == {"camera", "imu", "encoders", "tof"}
+        if os.environ.get("DMXSHM_VIEW_SCREENSHOT"):  # docs/view.png
+            driver.save_screenshot(os.environ["DMXSHM_VIEW_SCREENSHOT"])
+        runner.join(TIMEOUT_S / 2)
+        assert summary_box and summary_box[0].steps == 180
+        # The run ended: the page says so and keeps its last picture.
+        until(lambda: driver.execute_script(js)["ended"])
+        assert "ended" in driver.find_element("id", "status").text
+        assert len(driver.execute_script(js)["poses"]) == 2
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
+                  and "favicon" not in e["message"]]
+        assert not errors
+    finally:
+        driver.quit()
+        if view is not None:
+            stop(view)
+        net.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_the_view_binds_no_ring_and_a_run_without_a_page_is_the_same() -> None:
+    # The view only peeks: every ring of the run keeps the reader and writer the
+    # run gave it, and a gym run with the view attached gives the same digest.
+    cfg = NetworkConfig(robots=2, steps=60, camera=(32, 24), wait_timeout_s=5.0)
+    plain = Network(cfg)
+    with plain:
+        alone = plain.run()
+    net = Network(cfg)
+    view = None
+    try:
+        net.start()
+        view, url = start_view(os.getpid(), free_port())
+        with urllib.request.urlopen(url + "snapshot", timeout=10) as r:
+            assert b'"robots": 2' in r.read()
+        seen = net.run()
+        from dmxshm.shm.ring import Ring
+
+        for name in (*net.plan.state_rings, *net.plan.cmd_rings, *net.plan.view_rings):
+            ring = Ring.attach(name)
+            try:
+                assert ring.peer("reader").pid in (0, *net.supervisor.pids().values(),
+                                                   os.getpid())
+            finally:
+                ring.close()
+    finally:
+        if view is not None:
+            stop(view)
+        net.close()
+    assert seen.trajectory_digest == alone.trajectory_digest
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_beyond_loopback_a_token_is_required() -> None:
+    with pytest.raises(ViewError, match="--allow-remote"):
+        check_host("0.0.0.0", allow_remote=False, token=None)
+    assert check_host("127.0.0.1", allow_remote=False, token=None) is None
+    token = check_host("0.0.0.0", allow_remote=True, token=None)
+    assert token and len(token) >= 16
+    port = free_port()
+    proc, url = start_view(os.getpid(), port, "--host", "0.0.0.0", "--token", token)
+    try:
+        assert url.endswith(f"?token={token}")
+        for path in ("", "snapshot", "map.png", "ws"):
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/{path}", timeout=10)
+            assert info.value.code == 403
+            info.value.close()
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/{path}?token=wrong", timeout=10)
+            assert info.value.code == 403
+            info.value.close()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}", timeout=10) as r:
+            assert r.status == 200 and b"dmxshm view" in r.read()
+    finally:
+        stop(proc)
