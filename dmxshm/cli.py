@@ -7,6 +7,7 @@ import glob
 import json as _json
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -298,10 +299,11 @@ def log_info(path: str, as_json: bool) -> None:
 @click.option("--camera", default=None, callback=lambda c, p, v: None if v is None
               else _parse_wh(c, p, v),
               help="The replay's camera size WxH (0x0: none, faster) [default: the recorded].")
+@click.option("--overwrite", is_flag=True, help="With --log: replace an existing log.")
 @click.option("--json", "json", type=click.Path(dir_okay=False),
               help="Write the replay's summary as JSON to this file.")
 def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
-           json: str | None) -> None:
+           overwrite: bool, json: str | None) -> None:
     """Replay a run recorded with 'dmxshm run --log', exactly.
 
     Re-runs the same map, seed and robots in gym mode, each robot given at
@@ -315,7 +317,7 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
 
     _check_outputs(json)
     if log_path:
-        _check_log(log_path, True)
+        _check_log(log_path, overwrite)
     rec = rp.load(path)
     with console.run_progress("replay", rec.steps, live_table=False) as (on_progress, _):
         summary = rp.run_recording(rec, path, log=log_path, camera=camera,
@@ -699,19 +701,23 @@ def _view_process(pid: int | None, host: str, port: int, allow_remote: bool,
     """A live view server in a process of its own; yields its URL, stops it at the end."""
     import subprocess
 
-    from dmxshm.view.server import check_host, require_aiohttp, wait_for_url
+    from dmxshm.view.server import TOKEN_ENV, check_host, require_aiohttp, wait_for_url
 
     require_aiohttp()
     token = check_host(host, allow_remote, None)
     args = [sys.executable, "-m", "dmxshm.view.server", "--host", host, "--port", str(port),
             "--exit-with", str(os.getpid())]
     args += ["--pid", str(pid)] if pid is not None else []
-    args += ["--token", token] if token else []
+    args += ["--allow-remote"] if allow_remote else []
     args += ["--follow"] if follow else []
+    env = {**os.environ, TOKEN_ENV: token} if token else None  # not on the command line
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, env=env)
     try:
-        yield wait_for_url(proc)
+        url = wait_for_url(proc)
+        # Its later messages go on to our stderr (a full pipe would block it).
+        threading.Thread(target=_relay, args=(proc.stderr,), daemon=True).start()
+        yield url
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -723,6 +729,12 @@ def _view_process(pid: int | None, host: str, port: int, allow_remote: bool,
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+def _relay(pipe: Any) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        for line in pipe:
+            sys.stderr.write(line.decode(errors="replace"))
 
 
 def _check_log(path: str, overwrite: bool) -> None:

@@ -50,6 +50,7 @@ from dmxshm.pngio import encode_png
 
 CONFIG_TOPIC = "/dmxshm/config"
 SUMMARY_TOPIC = "/dmxshm/summary"
+FLUSH_S = 0.25  # a part reaches its file at least this often (a killed process loses less)
 PNG_LEVEL = 1  # zlib level of logged camera frames: fast, about 2/3 of level 6's ratio
 SENSOR_TOPICS = ("camera", "imu", "encoders", "tof")
 LOG_FORMAT = 1  # the layout of the topics above; replay checks it
@@ -130,9 +131,15 @@ class LogPart:
         os.makedirs(parts_dir(path), exist_ok=True)
         self.path = os.path.join(parts_dir(path), f"{role}.mcap")
         self._ctx = fg.Context()
-        self._writer = fg.open_mcap(self.path, context=self._ctx, allow_overwrite=True)
+        # Unchunked and uncompressed: each message reaches the file as it is
+        # logged (a killed process's part keeps what it wrote), and no process
+        # of the run compresses in its loop; the merge compresses, once.
+        self._writer = fg.open_mcap(self.path, context=self._ctx, allow_overwrite=True,
+                                    writer_options=fg.mcap.MCAPWriteOptions(
+                                        use_chunks=False, compression=None))
         self._channels: dict[str, Any] = {}
         self.seconds = 0.0  # time spent logging (encoding included)
+        self._flush_at = time.monotonic() + FLUSH_S
 
     def _channel(self, topic: str, kind: str) -> Any:
         ch = self._channels.get(topic)
@@ -150,8 +157,8 @@ class LogPart:
         return ch
 
     def _stamp(self, sim_time_s: float) -> Any:
-        sec = int(sim_time_s)
-        return self._msg.Timestamp(sec, int(round((sim_time_s - sec) * 1e9)) % 1_000_000_000)
+        sec, nsec = divmod(round(sim_time_s * 1e9), 1_000_000_000)
+        return self._msg.Timestamp(int(sec), int(nsec))
 
     def record(self, topic: str, kind: str, payload: dict[str, Any],
                wall_ns: int | None = None) -> None:
@@ -159,6 +166,13 @@ class LogPart:
         t0 = time.perf_counter()
         self._channel(topic, kind).log(payload, log_time=wall_ns or time.time_ns())
         self.seconds += time.perf_counter() - t0
+        self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        now = time.monotonic()
+        if now >= self._flush_at:
+            self._writer.flush()
+            self._flush_at = now + FLUSH_S
 
     def pose(self, robot: int, state: np.void, step: int, sim_time_s: float,
              wall_ns: int) -> None:
@@ -173,6 +187,7 @@ class LogPart:
                                       orientation=m.Quaternion(x=qx, y=qy, z=qz, w=qw))),
             log_time=wall_ns)
         self.seconds += time.perf_counter() - t0
+        self._maybe_flush()
 
     def wheels(self, step: int, sim_time_s: float, wall_ns: int, applied: np.ndarray,
                expired: np.ndarray | None = None) -> None:
@@ -218,6 +233,7 @@ class LogPart:
                     base | {"sim_time_s": float(o["tof_time_s"]), "range_m": float(o["tof_m"])},
                     log_time=wall_ns)
         self.seconds += time.perf_counter() - t0
+        self._maybe_flush()
 
     def close(self) -> None:
         """Finish the part's file (its summary and index)."""
@@ -243,7 +259,8 @@ def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
     (None: the run did not finish, and the log says so by lacking it).
 
     Returns:
-        :func:`info` of the merged log.
+        :func:`info` of the merged log, without its configuration and summary
+        (the run's summary has them).
     """
     if summary is not None:
         part = LogPart(path, "supervisor-summary")
@@ -253,7 +270,7 @@ def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
     parts = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".mcap"))
     merge(parts, path)
     shutil.rmtree(folder, ignore_errors=True)
-    return info(path)
+    return {k: v for k, v in info(path).items() if k not in ("config", "summary")}
 
 
 def _records(path: str) -> Iterator[tuple[int, Any, Any]]:
@@ -287,7 +304,7 @@ def finish_unfinished(path: str) -> dict[str, Any] | None:
         return None
     try:
         return finish(path, None)
-    except DmxError as exc:
+    except Exception as exc:  # noqa: BLE001 - never hide the run's own error behind this
         print(f"dmxshm: warning: the log {path} could not be finished: {exc}", file=sys.stderr)
         return None
 

@@ -173,7 +173,7 @@ def run_recording(rec: Recording, path: str, log: str | None = None,
     """Run the replay of ``rec`` (loaded from ``path``); returns its summary."""
     from dmxshm.network import run
 
-    if log is not None and os.path.abspath(log) == os.path.abspath(path):
+    if log is not None and os.path.realpath(log) == os.path.realpath(path):
         raise LogError("the replay's --log would overwrite the log being replayed")
     with _commands_file(rec.commands):
         return run(replay_config(rec, log, camera), on_progress=on_progress)

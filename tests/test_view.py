@@ -33,11 +33,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_view(pid: int, port: int, *extra: str) -> tuple[subprocess.Popen, str]:
+def start_view(pid: int, port: int, *extra: str,
+               token: str | None = None) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "DMXSHM_VIEW_TOKEN": token} if token else None
     proc = subprocess.Popen([sys.executable, "-m", "dmxshm.view.server", "--pid", str(pid),
                              "--port", str(port), "--exit-with", str(os.getpid()), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return proc, wait_for_url(proc)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        return proc, wait_for_url(proc)
+    except BaseException:
+        stop(proc)
+        raise
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -172,7 +178,8 @@ def test_beyond_loopback_a_token_is_required() -> None:
     token = check_host("0.0.0.0", allow_remote=True, token=None)
     assert token and len(token) >= 16
     port = free_port()
-    proc, url = start_view(os.getpid(), port, "--host", "0.0.0.0", "--token", token)
+    proc, url = start_view(os.getpid(), port, "--host", "0.0.0.0", "--allow-remote",
+                           token=token)
     try:
         assert url.endswith(f"?token={token}")
         for path in ("", "snapshot", "map.png", "ws"):
@@ -186,5 +193,37 @@ def test_beyond_loopback_a_token_is_required() -> None:
             info.value.close()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}", timeout=10) as r:
             assert r.status == 200 and b"dmxshm view" in r.read()
+    finally:
+        stop(proc)
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_beyond_loopback_without_allow_remote_the_server_refuses_to_start() -> None:
+    with pytest.raises(ViewError, match="--allow-remote"):
+        start_view(os.getpid(), free_port(), "--host", "0.0.0.0")
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_on_loopback_other_sites_are_refused() -> None:
+    # No token on loopback: then only this server's own pages, or no page at all
+    # (a script, curl), may ask; another website's script (its Origin) and a
+    # rebound DNS name (its Host) are refused.
+    port = free_port()
+    proc, url = start_view(os.getpid(), port)
+    try:
+        def status(headers: dict[str, str], path: str = "snapshot") -> int:
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return r.status
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                return exc.code
+
+        assert status({}) == 200
+        assert status({"Origin": f"http://127.0.0.1:{port}"}) == 200
+        assert status({"Origin": "http://evil.example"}) == 403
+        assert status({"Origin": "http://evil.example"}, "ws") == 403
+        assert status({"Host": f"evil.example:{port}"}) == 403
     finally:
         stop(proc)

@@ -35,17 +35,18 @@ import psutil
 
 from dmxshm.errors import DmxError, ShmError
 from dmxshm.pngio import encode_png
-from dmxshm.shm.names import list_entries
+from dmxshm.shm.names import SHM_DIR, list_entries
 from dmxshm.shm.ring import Ring
 from dmxshm.view import rings as vr
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 UPDATE_HZ = 10.0
-TRAIL = 300  # positions per robot a new page gets
+SEND_TIMEOUT_S = 1.0
 SPINE_RECORDS = 2000  # the newest spine cycles in the histograms
 HIST_BINS = 30
 FIND_TIMEOUT_S = 30.0
+TOKEN_ENV = "DMXSHM_VIEW_TOKEN"
 
 
 class ViewError(DmxError):
@@ -78,7 +79,9 @@ def find_run(pid: int | None = None) -> str | None:
         if e.kind == "segment" and e.what == vr.META and (pid is None or e.pid == pid) \
                 and psutil.pid_exists(e.pid):
             with contextlib.suppress(OSError):
-                found.append((os.stat(e.path).st_mtime, e.name[:-len(vr.META)]))
+                st = os.stat(e.path)
+                if st.st_uid == os.getuid():  # this user's runs only
+                    found.append((st.st_mtime, e.name[:-len(vr.META)]))
     return max(found)[1] if found else None
 
 
@@ -95,9 +98,19 @@ class RunReader:
         if meta is None:
             raise ViewError(f"the run {prefix} has not written what the view needs yet")
         self.meta = meta
-        self.state = Ring.attach(prefix + vr.STATE)
-        self.obs = [Ring.attach(prefix + vr.obs_name(r))
-                    for r in range(len(meta["renderer_robots"]))]
+        self.meta_path = os.path.join(SHM_DIR, (prefix + vr.META).lstrip("/"))
+        opened: list[Ring] = []
+        try:
+            self.state = Ring.attach(prefix + vr.STATE)
+            opened.append(self.state)
+            self.obs = []
+            for r in range(len(meta["renderer_robots"])):
+                self.obs.append(Ring.attach(prefix + vr.obs_name(r)))
+                opened.append(self.obs[-1])
+        except BaseException:
+            for ring in opened:
+                ring.close()
+            raise
         self.records: Ring | None = None
         if meta.get("spine"):
             with contextlib.suppress(ShmError):
@@ -115,7 +128,8 @@ class RunReader:
     @property
     def ended(self) -> bool:
         """The engine closed its view ring (the run ended), or the run's process is gone."""
-        return self.state.closed or not psutil.pid_exists(int(self.meta["pid"]))
+        return (self.state.closed or not os.path.exists(self.meta_path)
+                or not psutil.pid_exists(int(self.meta["pid"])))
 
     def snapshot(self) -> dict[str, Any]:
         """What the page shows now (the last known figures once the run ended)."""
@@ -230,19 +244,44 @@ class ViewServer:
         web = require_aiohttp()
 
         @web.middleware
-        async def check_token(request: Any, handler: Any) -> Any:
-            if self.token is not None and not hmac.compare_digest(
-                    request.query.get("token", ""), self.token):
-                return web.Response(status=403, text="dmxshm view: a valid token is needed "
-                                                      "(the URL printed at start has it)\n")
+        async def check_access(request: Any, handler: Any) -> Any:
+            if self.token is not None:
+                if not hmac.compare_digest(request.query.get("token", "").encode(),
+                                           self.token.encode()):
+                    return web.Response(status=403, text="dmxshm view: a valid token is needed "
+                                                          "(the URL printed at start has it)\n")
+            elif not self.same_site(request.headers.get("Host", ""),
+                                    request.headers.get("Origin")):
+                # On loopback without a token: only this machine's own pages (no other
+                # website's script through a websocket, no DNS rebinding).
+                return web.Response(status=403, text="dmxshm view: refused (not from this "
+                                                      "machine's own page)\n")
             return await handler(request)
 
-        app = web.Application(middlewares=[check_token])
+        app = web.Application(middlewares=[check_access])
+        app.on_shutdown.append(self._close_sockets)
         app.router.add_get("/", self.page)
         app.router.add_get("/map.png", self.map)
         app.router.add_get("/snapshot", self.snapshot_json)
         app.router.add_get("/ws", self.websocket)
         return app
+
+    def same_site(self, host: str, origin: str | None) -> bool:
+        """A request to a loopback name for this server, from no page or a page of it."""
+        from urllib.parse import urlsplit
+
+        name = urlsplit(f"//{host}").hostname or ""
+        if not (is_loopback(name) or name == self.host):
+            return False
+        if origin is None:  # not from a page: curl, a script
+            return True
+        return urlsplit(origin).netloc == host
+
+    async def _close_sockets(self, app: Any) -> None:
+        from aiohttp import WSCloseCode
+
+        for ws in list(self.sockets):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"view stopped")
 
     async def page(self, request: Any) -> Any:
         web = require_aiohttp()
@@ -286,14 +325,19 @@ class ViewServer:
             return False
         try:
             reader = RunReader(prefix)
-        except (ShmError, ViewError):
+        except DmxError:
             return False  # the run is starting or just went
         if self.reader is not None:
             self.reader.close()
         self.reader = reader
         key = (reader.meta["map"], int(reader.meta["seed"]))
         if key != self.map_key:
-            self.map_png, self.map_key = _map_png(reader.meta["map"]), key
+            try:
+                self.map_png = _map_png(reader.meta["map"])
+            except DmxError as exc:  # a map file this process cannot read: no background
+                print(f"dmxshm view: no map picture: {exc}", file=sys.stderr)
+                self.map_png = None
+            self.map_key = key
         return True
 
     async def pump(self) -> None:
@@ -315,14 +359,16 @@ class ViewServer:
             return
         text = json.dumps(message)
         for ws in list(self.sockets):
-            try:
-                await ws.send_str(text)
-            except (ConnectionError, RuntimeError):
+            try:  # a page that does not keep up is dropped, not waited for
+                await asyncio.wait_for(ws.send_str(text), SEND_TIMEOUT_S)
+            except (ConnectionError, RuntimeError, asyncio.TimeoutError):
                 self.sockets.discard(ws)
+                with contextlib.suppress(Exception):
+                    await ws.close()
 
     async def serve(self, on_ready: Any = None) -> None:
         web = require_aiohttp()
-        runner = web.AppRunner(self.app(), access_log=None)
+        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         await site.start()
@@ -367,11 +413,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pid", type=int)
     ap.add_argument("--host", default=DEFAULT_HOST)
     ap.add_argument("--port", type=int, default=DEFAULT_PORT)
-    ap.add_argument("--token")
+    ap.add_argument("--allow-remote", action="store_true")
     ap.add_argument("--exit-with", type=int)
     ap.add_argument("--follow", action="store_true")
     args = ap.parse_args(argv)
-    server = ViewServer(args.pid, args.host, args.port, args.token, args.follow, args.exit_with)
+    # The token comes in the environment (another user can read a command line).
+    try:
+        token = check_host(args.host, args.allow_remote, os.environ.get(TOKEN_ENV) or None)
+    except ViewError as exc:
+        sys.exit(f"dmxshm view: {exc}")
+    server = ViewServer(args.pid, args.host, args.port, token, args.follow, args.exit_with)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve(lambda url: print(url, flush=True)))
 
