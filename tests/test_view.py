@@ -227,3 +227,20 @@ def test_on_loopback_other_sites_are_refused() -> None:
         assert status({"Host": f"evil.example:{port}"}) == 403
     finally:
         stop(proc)
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_run_with_view_prints_the_url_and_stops_its_view(tmp_path) -> None:
+    port = free_port()
+    out = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "30",
+                          "--camera", "16x12", "--view", "--view-port", str(port)],
+                         capture_output=True, text=True, timeout=TIMEOUT_S / 2, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"view: http://127.0.0.1:{port}/" in out.stderr
+    # The view went with the run: nothing listens on its port any more.
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+    refused = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "5",
+                              "--view", "--view-host", "0.0.0.0"],
+                             capture_output=True, text=True, timeout=TIMEOUT_S / 2, cwd=tmp_path)
+    assert refused.returncode != 0 and "--allow-remote" in refused.stderr
