@@ -368,3 +368,21 @@ def test_a_killed_spine_ends_the_run_with_its_name() -> None:
     finally:
         net.close()
     assert no_entries_of(os.getpid())
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_slow_camera_never_holds_the_other_sensors_back() -> None:
+    # 640x480 takes tens of ms a frame with the CPU renderer, far beyond the
+    # IMU's 10 ms: the camera renders in a process of its own, so the IMU,
+    # encoders and time of flight of the same robots keep their rates.
+    s = run(mode="realtime", robots=2, duration_s=3.0, camera=(640, 480), agent="idle")
+    rates = {name: v["achieved_hz"] for name, v in s.sensors.items()}
+    assert NetworkConfig(mode="realtime").processes().count(("camera", 0)) == 1
+    assert ("camera", 0) not in NetworkConfig().processes()  # gym: the renderer renders
+    camera, imu = s.sensor_ticks["camera"][0], s.sensor_ticks["imu"][0]
+    assert camera > 0 and imu >= 3 * camera, (camera, imu)
+    # Loose lines (a shared machine): held back by the camera, the IMU would run
+    # at the camera's rate, under 25 Hz here.
+    assert rates["imu"] >= 60 and rates["encoders"] >= 20 and rates["tof"] >= 10, rates
+    assert s.drops["states"] == 0 or s.drops["states"] < s.steps  # the renderer's ring only
+    assert "camera-0" in s.busy_us

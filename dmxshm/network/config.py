@@ -172,8 +172,16 @@ class NetworkConfig:
         the start barrier's parties and the summary all follow it.
         """
         return ([("engine", 0)] + [("renderer", r) for r in range(self.renderers)]
+                + [("camera", r) for r in range(self.renderers) if self.camera_processes]
                 + [("agent", a) for a in range(self.agents)]
                 + ([("spine", 0)] if self.spine_process else []))
+
+    @property
+    def camera_processes(self) -> bool:
+        """Each renderer has a camera process (:mod:`dmxshm.network.camera`): in
+        realtime mode with the camera on, so that a slow camera never holds the
+        renderer's other sensors back."""
+        return self.mode == "realtime" and self.camera_wh is not None
 
     @property
     def spine_process(self) -> bool:

@@ -200,7 +200,9 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
         result.start_hook = hook
         result.final_poses = poses_2d(world.state()).tolist()
         result.cmd_drops = sum(r.stats().drops for r in cmd_rings)
-        result.state_drops = sum(r.stats().drops for r in state_rings)
+        # The renderers' rings (a camera process takes only the newest state at its
+        # ticks: what it skips is by design, not a drop).
+        result.state_drops = sum(r.stats().drops for r in state_rings[:cfg.renderers])
         return result
     finally:
         if part is not None:

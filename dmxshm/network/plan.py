@@ -58,10 +58,11 @@ class Plan:
     renderer_robots: tuple[tuple[int, ...], ...]
     agent_robots: tuple[tuple[int, ...], ...]
     links: tuple[ObsLink, ...]
-    state_rings: tuple[str, ...] = ()
+    state_rings: tuple[str, ...] = ()  # one per renderer, then one per camera process
     cmd_rings: tuple[str, ...] = ()
     start_barrier: str = ""
     spine_rings: tuple[str, ...] = ()  # (commands to the engine, its replies)
+    camera_rings: tuple[str, ...] = ()  # camera-r -> renderer-r (realtime with a camera)
     view_rings: tuple[str, ...] = ()  # (view.meta, view.state, view.obs.0, ...): the live view
     start_hook: StartHook | None = None
 

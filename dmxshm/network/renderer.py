@@ -139,6 +139,9 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
     sensing = _Sensing(cfg, world)
     part = LogPart(cfg.log, role) if cfg.log else None
     view = ViewObs(plan, index, role)
+    # Realtime with a camera: the images come from this renderer's camera process.
+    camera_ring = (Ring.attach(plan.camera_rings[index], side="reader", role=role)
+                   if plan.camera_rings else None)
     try:
         plan.wait_for_start("renderer", index)
         started = time.monotonic()
@@ -147,7 +150,7 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
                 result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing, part, view)
             else:
                 result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing, part,
-                                        view)
+                                        view, camera_ring, plan.renderer_robots[index])
         except Terminated as exc:  # stopped: what it produced still reaches the summary
             exc.partial = RendererResult(
                 steps=min(sensing.produced.values()), render_s=sensing.render_s,
@@ -161,7 +164,7 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
         if part is not None:
             part.close()
         view.close()
-        for ring in (state_ring, *obs_rings):
+        for ring in (state_ring, *obs_rings, *([camera_ring] if camera_ring else [])):
             ring.close()
         world.close()
 
@@ -246,9 +249,15 @@ def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
 
 def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
                    obs_rings: list[Ring], sensing: _Sensing,
-                   part: LogPart | None = None, view: ViewObs | None = None) -> dict[str, Any]:
+                   part: LogPart | None = None, view: ViewObs | None = None,
+                   camera_ring: Ring | None = None,
+                   robots: tuple[int, ...] = ()) -> dict[str, Any]:
     recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
-    sensors = [s for s in SENSORS if s != "camera" or cfg.camera_wh]
+    # The sensors this loop times and makes itself; with a camera process the
+    # camera's images arrive ready, each new one sent at once.
+    sensors = [s for s in SENSORS if s != "camera" or (cfg.camera_wh and camera_ring is None)]
+    where = {r: j for j, r in enumerate(robots)}
+    camera_missed = 0
     period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
     obs = [np.zeros((), ring.dtype) for ring in obs_rings]  # newest value of every sensor
     for o in obs:
@@ -271,24 +280,36 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
             break
         now = time.monotonic()
         due = tuple(s for s in sensors if due_at[s] <= now)
-        if not due:
+        frame = camera_ring.try_read(newest=True) if camera_ring is not None else None
+        if not due and frame is None:
             time.sleep(max(min(due_at.values()) - now, 0.0))
             continue
         states = st["robots"]
-        world.set_state(states)
+        if due:
+            world.set_state(states)
         k = int(st["step"])
         for o, link, ring in zip(obs, links, obs_rings, strict=True):
             o["step"] = k
             sensing.fill(o["obs"], link.robots, states, k, float(st["sim_time_s"]), due)
+            if frame is not None:  # the camera process's newest images
+                for j, robot in enumerate(link.robots):
+                    o["obs"]["camera"][j] = frame["camera"][where[robot]]
+                    o["obs"]["camera_time_s"][j] = frame["sim_time_s"]
             ring.write(o)
-            if "camera" in due:
+            if "camera" in due or frame is not None:
                 recorder.maybe(sensing.produced["camera"], link.robots, o["obs"])
         recorder.flush()
+        if frame is not None:
+            due += ("camera",)
+            sensing.produced["camera"] += 1
+            camera_missed = int(frame["missed"])
         if part is not None:
             wall_ns = time.time_ns()
             for o, link in zip(obs, links, strict=True):
                 part.sensors(link.robots, o["obs"], due, wall_ns)
         for s in due:
+            if s not in due_at:  # the camera process's frame: counted above
+                continue
             sensing.produced[s] += 1
             # Next tick on the fixed grid; ticks already past are lost, not bunched.
             behind = math.floor((now - due_at[s]) / period[s])
@@ -297,8 +318,11 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
         if view is not None and view.start():  # the newest of every sensor, a few times a second
             for o, link in zip(obs, links, strict=True):
                 view.take(link.robots, o["obs"])
-            view.send(k, sensing.produced, missed)
+            view.send(k, sensing.produced, missed | ({"camera": camera_missed}
+                                                     if camera_ring is not None else {}))
         events += 1
     elapsed = time.monotonic() - t0
+    if camera_ring is not None:
+        missed["camera"] = camera_missed
     return {"steps": events, "frames": recorder.frames, "recorded": recorder.count,
             "elapsed_s": elapsed, "missed": missed}

@@ -50,6 +50,16 @@ class RendererResult:
 
 
 @dataclass
+class CameraResult:
+    """A realtime renderer's camera process: frames made, their render time, missed ticks."""
+
+    frames: int
+    render_s: float
+    missed: int
+    elapsed_s: float
+
+
+@dataclass
 class AgentResult:
     """An agent's figures: policy calls and the observations it lost."""
 

@@ -17,7 +17,7 @@ class Summary:
     """Figures of one run (all times in seconds, rates in Hz).
 
     ``timing`` holds per-step means: ``physics_s`` (engine stepping),
-    ``rendering_s`` (the slowest renderer's sensor work), ``agents_s`` (the
+    ``rendering_s`` (the slowest renderer's sensor work, or camera process's), ``agents_s`` (the
     slowest agent's policy calls), ``metrics_s`` (the engine's lane
     bookkeeping), ``framework_s`` (the rest of the step:
     handoffs, copies, waiting; gym mode only) and ``step_s`` (wall time).
@@ -95,11 +95,13 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
                                  if name.startswith("agent-") and name in results]
     if not renderers:
         raise DmxError("no renderer reported: the run has no observations to summarise")
+    cameras = {name: results[name] for name in cfg.roles()
+               if name.startswith("camera-") and name in results}
     steps = max(eng.steps, 1)
     timing = {
         "step_s": eng.wall_time_s / steps,
         "physics_s": eng.physics_s / steps,
-        "rendering_s": max(r.render_s for r in renderers) / steps,
+        "rendering_s": max(r.render_s for r in (*renderers, *cameras.values())) / steps,
         "agents_s": max((a.busy_s for a in agents), default=0.0) / steps,
         "metrics_s": eng.metrics_s / steps,
     }
@@ -153,6 +155,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
                  **{name: r.render_s / steps * 1e6 for name, r in results.items()
                     if name.startswith("renderer-")},
                  **{name: a.busy_s / steps * 1e6 for name, a in results.items()
-                    if name.startswith("agent-")}},
+                    if name.startswith("agent-")},
+                 **{name: c.render_s / steps * 1e6 for name, c in cameras.items()}},
         first_rejections=eng.first_rejections,
     )

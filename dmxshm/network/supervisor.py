@@ -26,6 +26,7 @@ from typing import Any
 from dmxshm import logs
 from dmxshm.errors import DmxError
 from dmxshm.network.agent import run_agent
+from dmxshm.network.camera import camera_slot_dtype, run_camera
 from dmxshm.network.config import NetworkConfig, role_name
 from dmxshm.network.engine import run_engine
 from dmxshm.network.plan import (
@@ -61,7 +62,7 @@ END_GRACE_S = 2.0
 
 MAINS: dict[str, Callable[..., object]] = {
     "engine": run_engine, "renderer": run_renderer, "agent": run_agent,
-    "spine": run_network_spine}
+    "spine": run_network_spine, "camera": run_camera}
 """The main function of each role."""
 
 SPINE_FRAME_SLOTS = 64
@@ -211,6 +212,14 @@ class Network:
         state_dt = state_slot_dtype(cfg.robots)
         rings = [Ring.create(reg, f"state.{r}", state_dt, nslots, disc)
                  for r in range(cfg.renderers)]
+        cameras = []
+        if cfg.camera_processes:  # a state ring to each camera process, its images back
+            assert cfg.camera_wh is not None
+            rings += [Ring.create(reg, f"state.camera.{r}", state_dt, nslots, disc)
+                      for r in range(cfg.renderers)]
+            cameras = [Ring.create(reg, f"camera.{r}",
+                                   camera_slot_dtype(len(robots), cfg.camera_wh), 3, disc)
+                       for r, robots in enumerate(plan.renderer_robots)]
         self._state_ring = rings[0]  # read for progress
         links = []
         for link in plan.links:
@@ -242,12 +251,13 @@ class Network:
         view_rings.write_meta(view[0], view_meta(cfg, plan))
         start = Barrier.create(reg, "start", plan.parties)
         start.close()
-        for ring in [*rings[1:], *cmd, *spine, *view]:
+        for ring in [*rings[1:], *cmd, *spine, *view, *cameras]:
             ring.close()
         return dataclasses.replace(
             plan, links=tuple(links), state_rings=tuple(r.name for r in rings),
             cmd_rings=tuple(r.name for r in cmd), spine_rings=tuple(r.name for r in spine),
             view_rings=tuple(r.name for r in view),
+            camera_rings=tuple(r.name for r in cameras),
             start_barrier=start.name, start_hook=self.start_hook)
 
     def _catch_sigterm(self) -> None:
