@@ -384,5 +384,4 @@ def test_a_slow_camera_never_holds_the_other_sensors_back() -> None:
     # Loose lines (a shared machine): held back by the camera, the IMU would run
     # at the camera's rate, under 25 Hz here.
     assert rates["imu"] >= 60 and rates["encoders"] >= 20 and rates["tof"] >= 10, rates
-    assert s.drops["states"] == 0 or s.drops["states"] < s.steps  # the renderer's ring only
     assert "camera-0" in s.busy_us

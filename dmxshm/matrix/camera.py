@@ -22,6 +22,7 @@ import numpy as np
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
+from dmxshm.matrix.renderers import flag, quiet_stdio
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.robot import CHASSIS_FRONT_X_M
 from dmxshm.world.world import World
@@ -72,6 +73,8 @@ class Camera:
         far_m: far clipping plane.
         tilt_deg: angle below the horizontal.
         mount_m: position in the robot frame.
+        renderer: ``"tiny"`` or ``"egl"`` (the world must have been built for
+            it: :class:`~dmxshm.world.world.World` ``renderer=``).
     """
 
     width: int = 160
@@ -81,6 +84,7 @@ class Camera:
     far_m: float = 12.0
     tilt_deg: float = CAMERA_TILT_DEG
     mount_m: tuple[float, float, float] = CAMERA_MOUNT_M
+    renderer: str = "tiny"
     _projection: tuple[float, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +95,7 @@ class Camera:
                               f"fov {self.fov_deg}, near {self.near_m}, far {self.far_m}")
         self._projection = pb.computeProjectionMatrixFOV(
             self.fov_deg, self.width / self.height, self.near_m, self.far_m)
+        self._flag = flag(self.renderer)
         tilt = math.radians(self.tilt_deg)
         self._forward = (math.cos(tilt), 0.0, -math.sin(tilt))
         self._up = (math.sin(tilt), 0.0, math.cos(tilt))
@@ -121,10 +126,14 @@ class Camera:
         Returns:
             ``out``, or a new array: RGB, uint8, rows top to bottom.
         """
-        _, _, rgba, _, _ = pb.getCameraImage(
-            self.width, self.height, self.view_matrix(state_row), self._projection,
-            lightDirection=LIGHT_DIRECTION, shadow=0, renderer=pb.ER_TINY_RENDERER,
-            flags=pb.ER_NO_SEGMENTATION_MASK, physicsClientId=client)
+        args = (self.width, self.height, self.view_matrix(state_row), self._projection)
+        kw = dict(lightDirection=LIGHT_DIRECTION, shadow=0, renderer=self._flag,
+                  flags=pb.ER_NO_SEGMENTATION_MASK, physicsClientId=client)
+        if self.renderer == "egl":  # the plugin prints its vendor on some renders
+            with quiet_stdio():
+                _, _, rgba, _, _ = pb.getCameraImage(*args, **kw)
+        else:
+            _, _, rgba, _, _ = pb.getCameraImage(*args, **kw)
         rgba = np.asarray(rgba, dtype=np.uint8).reshape(self.height, self.width, 4)
         if out is None:
             out = np.empty(self.shape, np.uint8)

@@ -41,12 +41,13 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
     cfg = plan.config
     role = f"camera-{index}"
     assert cfg.camera_wh is not None
-    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
+    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
+                  renderer=cfg.renderer_used)
     robots = plan.renderer_robots[index]
     state_ring = Ring.attach(plan.state_rings[cfg.renderers + index], side="reader", role=role,
                              spin_us=plan.spin_us)
     out = Ring.attach(plan.camera_rings[index], side="writer", role=role)
-    camera = Camera(*cfg.camera_wh)
+    camera = Camera(cfg.camera_wh[0], cfg.camera_wh[1], renderer=cfg.renderer_used)
     slot = np.zeros((), out.dtype)
     done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
     try:

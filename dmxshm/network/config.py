@@ -16,6 +16,8 @@ import numpy as np
 
 from dmxshm import settings
 from dmxshm.errors import DmxError
+from dmxshm.matrix.renderers import RENDERERS
+from dmxshm.matrix.renderers import resolve as resolve_renderer
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
 from dmxshm.network.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
@@ -82,6 +84,10 @@ class NetworkConfig:
         profile_interval_s: time between two samples.
         log: record the run to this MCAP file (:mod:`dmxshm.logs`; needs the
             ``log`` extra); None: do not.
+        renderer: the camera renderer, ``"tiny"`` (pybullet's CPU renderer),
+            ``"egl"`` (its EGL plugin; refused where it cannot load) or
+            ``"auto"`` (``egl`` where a GPU is present, else ``tiny``);
+            resolved when the configuration is made (:attr:`renderer_used`).
     """
 
     mode: str = "gym"
@@ -109,7 +115,9 @@ class NetworkConfig:
     profile: bool = False
     profile_interval_s: float = 0.5
     log: str | None = None
+    renderer: str = "tiny"
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
+    _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
 
     def __post_init__(self) -> None:
         try:
@@ -146,6 +154,9 @@ class NetworkConfig:
                "recording writes camera frames, and a 0x0 camera turns the camera off: give a "
                "camera size (e.g. --camera 160x120) or do not record")
         _check(self.spine_hz > 0, "spine frequency must be positive")
+        _check(self.renderer in RENDERERS,
+               f"renderer must be one of {', '.join(RENDERERS)}, not {self.renderer!r}")
+        object.__setattr__(self, "_renderer", resolve_renderer(self.renderer))
         _check(self.profile_interval_s > 0, "profile interval must be positive")
         _check(self.pin == "auto" or isinstance(self.pin, dict),
                f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
@@ -177,6 +188,11 @@ class NetworkConfig:
                 + ([("spine", 0)] if self.spine_process else []))
 
     @property
+    def renderer_used(self) -> str:
+        """``tiny`` or ``egl``: ``renderer`` with ``auto`` resolved."""
+        return self._renderer
+
+    @property
     def camera_processes(self) -> bool:
         """Each renderer has a camera process (:mod:`dmxshm.network.camera`): in
         realtime mode with the camera on, so that a slow camera never holds the
@@ -200,9 +216,12 @@ class NetworkConfig:
         Raises:
             AgentError: the agent does not load.
             MapError: the map does not load, or has no room for the robots.
+            RendererError: the EGL renderer was asked for and cannot load here.
         """
         resolve(self.agent_ref)
         load_map(self.map).start_poses(self.robots, np.random.default_rng(self.seed))
+        if self.renderer_used == "egl" and self.camera_wh is not None:
+            probe_egl()
 
     @property
     def agent_ref(self) -> str:
@@ -218,6 +237,20 @@ class NetworkConfig:
     def camera_wh(self) -> tuple[int, int] | None:
         """The camera size, or None when disabled."""
         return None if self.camera == (0, 0) else self.camera
+
+
+def probe_egl() -> None:
+    """Load the EGL renderer into a throwaway client: fails here, with the reason,
+    rather than in a renderer process."""
+    from dmxshm._pybullet import pb
+    from dmxshm.matrix.renderers import load_egl, quiet_stdio
+
+    client = pb.connect(pb.DIRECT)
+    try:
+        load_egl(client)
+    finally:
+        with quiet_stdio():
+            pb.disconnect(physicsClientId=client)
 
 
 def _ranges(cpus: list[int]) -> str:

@@ -46,7 +46,8 @@ class _Sensing:
 
     def __init__(self, cfg: Any, world: World) -> None:
         self.world = world
-        self.camera = Camera(*cfg.camera_wh) if cfg.camera_wh else None
+        wh = cfg.camera_wh
+        self.camera = Camera(wh[0], wh[1], renderer=cfg.renderer_used) if wh else None
         self.tof = TimeOfFlight()
         self.render_s = 0.0
         self.produced = dict.fromkeys(SENSORS, 0)
@@ -130,7 +131,10 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
     """Main loop of renderer ``index``; returns its part of the summary."""
     cfg = plan.config
     role = f"renderer-{index}"
-    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
+    # With a camera process (realtime), this renderer draws nothing: no EGL here.
+    renders = cfg.camera_wh is not None and not cfg.camera_processes
+    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
+                  renderer=cfg.renderer_used if renders else "tiny")
     state_ring = Ring.attach(plan.state_rings[index], side="reader", role=role,
                              spin_us=plan.spin_us)
     links = plan.links_of_renderer(index)

@@ -34,6 +34,7 @@ class Summary:
     ``busy_us`` is each process's own work per step, in microseconds (the
     engine's physics and lane bookkeeping, each renderer's sensing, each
     agent's policy calls); the rest of a step is that process's idle time.
+    ``renderer`` is the camera renderer used (``tiny`` or ``egl``).
     ``sensor_ticks`` counts each sensor's readings per renderer (each of its
     robots got one a tick). ``log`` is :func:`dmxshm.logs.info` of the run's MCAP log (``--log``).
     ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
@@ -62,6 +63,7 @@ class Summary:
     spine: dict[str, Any] = field(default_factory=dict)
     log: dict[str, Any] = field(default_factory=dict)
     sensor_ticks: dict[str, list[int]] = field(default_factory=dict)
+    renderer: str = "tiny"
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
@@ -150,6 +152,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         missed_sensor_ticks={name: sum(int(r.missed.get(name, 0)) for r in renderers)
                              for name in names},
         sensor_ticks={name: [int(r.produced[name]) for r in renderers] for name in names},
+        renderer=cfg.renderer_used,
         start_hook=eng.start_hook, received_commands=eng.received_commands,
         busy_us={"engine": (eng.physics_s + eng.metrics_s) / steps * 1e6,
                  **{name: r.render_s / steps * 1e6 for name, r in results.items()

@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
+from dmxshm.matrix.renderers import load_egl, quiet_stdio
 from dmxshm.world.maps import RoadMap, load_map
 from dmxshm.world.robot import (
     COM_IN_BASE_M,
@@ -83,6 +84,15 @@ class World:
             default the world connects its own DIRECT client.
         visuals: False leaves out the map's visual geometry (a world that is
             never rendered; same physics, cheaper steps).
+        mesh_files: build the map's meshes from OBJ files (what pybullet's
+            EGL renderer plugin needs; :func:`~dmxshm.world.scene.build_scene`).
+        renderer: ``"tiny"`` or ``"egl"``: the camera renderer this world is
+            drawn with (:mod:`dmxshm.matrix.renderers`). ``egl`` loads the
+            plugin into the world's own client before the scene is built,
+            and builds the meshes from files.
+
+    Raises:
+        RendererError: ``egl`` cannot be loaded here.
 
     Raises:
         WorldError: invalid ``num_robots``, ``dt_s`` or ``substeps``.
@@ -108,6 +118,8 @@ class World:
         substeps: int = DEFAULT_SUBSTEPS,
         client: int | None = None,
         visuals: bool = True,
+        mesh_files: bool = False,
+        renderer: str = "tiny",
     ) -> None:
         if not isinstance(num_robots, (int, np.integer)) or num_robots < 0:
             raise WorldError(f"num_robots must be an integer >= 0, not {num_robots!r}")
@@ -120,6 +132,8 @@ class World:
         self.dt_s = float(dt_s)
         self.substeps = int(substeps)
         self.visuals = visuals
+        self.renderer = renderer
+        self.mesh_files = mesh_files or renderer == "egl"
         self._own_client = client is None
         self.client = pb.connect(pb.DIRECT) if client is None else client
         if self.client < 0:
@@ -127,7 +141,14 @@ class World:
         # An owned client is disconnected by close(), or when the world is
         # garbage-collected or the interpreter exits, whichever comes first.
         self._disconnect = weakref.finalize(
-            self, _disconnect_quietly, self.client if self._own_client else None)
+            self, _disconnect_quietly, self.client if self._own_client else None,
+            renderer == "egl")
+        if renderer == "egl":
+            try:
+                load_egl(self.client)
+            except BaseException:
+                self.close()
+                raise
         self.robot_ids: list[int] = []
         self.step_count = 0
         self._state = np.zeros(self.num_robots, ROBOT_STATE_DTYPE)
@@ -154,7 +175,7 @@ class World:
         pb.setPhysicsEngineParameter(fixedTimeStep=self.dt_s / self.substeps, numSubSteps=0,
                                      numSolverIterations=SOLVER_ITERATIONS,
                                      deterministicOverlappingPairs=1, physicsClientId=c)
-        self.scene: Scene = build_scene(self.road_map, c, self.visuals)
+        self.scene: Scene = build_scene(self.road_map, c, self.visuals, self.mesh_files)
         self.robot_ids = []
         poses = self.road_map.start_poses(self.num_robots, np.random.default_rng(seed))
         return self.replace_robots(poses)
@@ -352,10 +373,14 @@ def _com_offset(x: float, y: float, z: float, w: float) -> tuple[float, float, f
             2 * (x * z - y * w) * cx + (1 - 2 * (x * x + y * y)) * cz)
 
 
-def _disconnect_quietly(client: int | None) -> None:
+def _disconnect_quietly(client: int | None, egl: bool = False) -> None:
     if client is None:
         return
     try:
-        pb.disconnect(physicsClientId=client)
+        if egl:  # the plugin says goodbye on stdout
+            with quiet_stdio():
+                pb.disconnect(physicsClientId=client)
+        else:
+            pb.disconnect(physicsClientId=client)
     except pb.error:  # already gone (pybullet tears clients down at exit itself)
         pass
