@@ -75,11 +75,18 @@ def clean(dry_run: bool, remove_all: bool) -> None:
     console.print_clean(found, sweep(remove_live=remove_all, dry_run=dry_run), dry_run)
 
 
+CAMERA_PRESETS = {"duckiebot": (640, 480)}
+"""Named camera sizes: a Duckiebot's camera delivers 640x480 (at 30 Hz)."""
+
+
 def _parse_wh(ctx: Any, param: Any, value: str) -> tuple[int, int]:
+    if value.lower() in CAMERA_PRESETS:
+        return CAMERA_PRESETS[value.lower()]
     try:
         w, h = (int(v) for v in value.lower().split("x"))
     except ValueError:
-        raise click.BadParameter(f"{value!r}: use WIDTHxHEIGHT, e.g. 160x120, or 0x0") from None
+        raise click.BadParameter(f"{value!r}: use WIDTHxHEIGHT, e.g. 160x120, 0x0, or a "
+                                 f"preset ({', '.join(CAMERA_PRESETS)})") from None
     return w, h
 
 
@@ -127,7 +134,13 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
 @click.option("--duration", "duration_s", type=float, default=10.0, show_default=True,
               help="Realtime mode: seconds to run.")
 @click.option("--camera", default="160x120", show_default=True, callback=_parse_wh,
-              help="Camera size WxH; 0x0 disables the camera.")
+              help="Camera size WxH, or 'duckiebot' (640x480, the real robot's); 0x0 "
+                   "disables the camera.")
+@click.option("--renderer", type=click.Choice(["tiny", "egl", "auto"]), default="tiny",
+              show_default=True,
+              help="Camera renderer: tiny (pybullet's CPU renderer, the same pixels "
+                   "everywhere), egl (its EGL plugin: a GPU, or Mesa's software OpenGL), or "
+                   "auto (egl where a GPU is present, else tiny).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of world and agents.")
 @click.option("--map", "map_name", default="loop", show_default=True,
               help="Bundled map name or path of a map file.")
@@ -184,7 +197,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
         profile: bool, profile_interval_s: float, rates: dict[str, float],
         log_path: str | None, view: bool, view_port: int, view_host: str,
-        allow_remote: bool) -> None:
+        allow_remote: bool, renderer: str) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -203,7 +216,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
-            profile_interval_s=profile_interval_s, log=log_path)
+            profile_interval_s=profile_interval_s, log=log_path, renderer=renderer)
         config.preflight()  # an agent that does not load, a bad map, too many robots
         if log_path:
             _check_log(log_path, overwrite)
@@ -530,6 +543,52 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
 
     console.write_outputs(ipc.as_dicts(rows), json_path, plot_path, lambda p: plot_ipc(rows, p))
     _check_targets(ipc.targets(rows), check)
+
+
+@bench.command("render")
+@click.option("--sizes", default="64x64,160x120,640x480", show_default=True,
+              help="Image sizes, WxH, comma-separated.")
+@click.option("--frames", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Timed renders per renderer and size.")
+@click.option("--renderer", "renderers", type=click.Choice(["tiny", "egl"]), multiple=True,
+              help="Renderers to compare [default: tiny and egl].")
+@click.option("--images", "images_dir", type=click.Path(file_okay=False),
+              help="Write each renderer's image of the same view per size as PNG here.")
+@click.option("--json", "json", type=click.Path(dir_okay=False, writable=True),
+              help="Write the figures as JSON to this file.")
+def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir: str | None,
+                 json: str | None) -> None:
+    """The camera renderers side by side: ms per frame and frames/s per process at each
+    size, on the same scene, and how their images differ.
+
+    tiny is pybullet's CPU renderer; egl its EGL plugin (on a GPU, or on Mesa's
+    software OpenGL where there is none). A renderer that cannot load here is
+    named with the reason and left out.
+    """
+    from dmxshm.bench import render
+
+    _check_outputs(json)
+    wh = tuple(_parse_wh(None, None, v.strip()) for v in sizes.split(",") if v.strip())
+    if not wh or any(w <= 0 or h <= 0 for w, h in wh):
+        raise click.BadParameter(f"{sizes!r}: give sizes as WxH,WxH (each positive)",
+                                 param_hint="--sizes")
+    chosen = renderers or ("tiny", "egl")
+    with click.progressbar(length=len(wh) * len(chosen), label="bench render",
+                           file=sys.stderr, item_show_func=lambda s: s) as bar:
+        result = render.run(wh, chosen, frames, progress=lambda label: bar.update(1, label))
+    console.print_render(result, render.speedups(result))
+    if images_dir:
+        from dmxshm.pngio import write_png
+
+        os.makedirs(images_dir, exist_ok=True)
+        for name, by_size in result["images"].items():
+            for size, img in by_size.items():
+                path = os.path.join(images_dir, f"render-{name}-{size}.png")
+                write_png(path, img)
+                click.echo(f"wrote {path}")
+    if json:
+        console.write_json({k: v for k, v in result.items() if k != "images"}
+                           | {"egl_over_tiny": render.speedups(result)}, json)
 
 
 @bench.command("network")

@@ -87,6 +87,8 @@ def print_summary(s: Any) -> None:
     click.echo(f"\n{s.mode} mode, {s.robots} robot(s): {s.steps} steps, "
                f"{s.sim_time_s:.2f} s simulated in {s.wall_time_s:.2f} s wall "
                f"({s.steps_per_s:.1f} steps/s)")
+    if "camera" in s.sensors:
+        click.echo(f"camera renderer: {s.renderer}")
     click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
     for name, rate in s.sensors.items():
         click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
@@ -351,6 +353,25 @@ class Progress:
     def close(self) -> None:
         """The last reading, on a line of its own."""
         self._write(time.monotonic(), end="\n")
+
+
+def print_render(result: dict[str, Any], speedups: dict[str, float]) -> None:
+    """``dmxshm bench render``'s tables."""
+    click.echo(f"{result['map']} map, {result['robots']} robots' views, one process per "
+               "renderer")
+    click.echo(f"{'renderer':<9} {'size':>9} {'ms/frame p50':>13} {'mean':>8} {'frames/s':>9}")
+    for r in result["rows"]:
+        click.echo(f"{r['renderer']:<9} {r['size']:>9} {r['ms_per_frame_p50']:>13.2f} "
+                   f"{r['ms_per_frame_mean']:>8.2f} {r['frames_per_s']:>9.1f}")
+    for name, why in result["unavailable"].items():
+        click.echo(f"{name}: not measured: {why}")
+    if speedups:
+        click.echo("egl / tiny frames/s: " + ", ".join(f"{k} {v:.2f}x"
+                                                        for k, v in speedups.items()))
+    for d in result["differences"]:
+        click.echo(f"images {d['size']}: mean absolute difference {d['mean_abs_difference']:.1f}"
+                   f" of 255; pixels differing {d['pixels_differing']:.1%}, by more than 32 "
+                   f"levels {d['pixels_differing_over_32']:.1%}")
 
 
 def print_log_info(d: dict[str, Any]) -> None:
