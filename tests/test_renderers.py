@@ -129,3 +129,24 @@ def test_bench_render_times_and_compares_the_renderers(tmp_path) -> None:
         assert {d["size"] for d in data["differences"]} == {"32x24", "640x480"}
         assert 0 < data["differences"][0]["mean_abs_difference"] < 255
         assert set(data["egl_over_tiny"]) == {"32x24", "640x480"}
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_make_vec_renders_with_the_renderer_asked_for() -> None:
+    import dmxshm
+
+    egl_or_skip()
+    got = {}
+    for renderer in ("egl", "egl", "tiny"):
+        envs = dmxshm.make_vec(2, num_workers=1, obs="camera", camera=(32, 24), seed=0,
+                               renderer=renderer)
+        try:
+            obs, _ = envs.reset(seed=0)
+            obs, *_ = envs.step(np.zeros((2, 2), np.float32))
+        finally:
+            envs.close()
+        assert obs.shape == (2, 24, 32, 3) and obs.std() > 0
+        if renderer in got:
+            assert np.array_equal(got[renderer], obs)  # the same images for the same seed
+        got[renderer] = obs
+    assert not np.array_equal(got["egl"], got["tiny"])

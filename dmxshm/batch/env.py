@@ -42,6 +42,7 @@ import numpy as np
 from gymnasium import spaces
 
 from dmxshm.matrix.camera import Camera, quat_matrix
+from dmxshm.matrix.renderers import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
@@ -57,10 +58,10 @@ STATE_LOW = -STATE_HIGH
 STATE_LOW[-1] = 0.0
 
 
-_SCENES: dict[tuple[int, str], World] = {}
+_SCENES: dict[tuple[int, str, str], World] = {}
 
 
-def scene_client(road_map: RoadMap) -> int:
+def scene_client(road_map: RoadMap, renderer: str = "tiny") -> int:
     """A pybullet client with the scene of ``road_map`` and no robot, one per process.
 
     Every camera of this process renders there: the robot never appears in
@@ -72,9 +73,9 @@ def scene_client(road_map: RoadMap) -> int:
     """
     # One per map content (not name: a map file may change between envs);
     # a forked child builds its own.
-    key = (os.getpid(), road_map.digest())
+    key = (os.getpid(), road_map.digest(), renderer)
     if key not in _SCENES:
-        _SCENES[key] = World(road_map, 0)
+        _SCENES[key] = World(road_map, 0, renderer=renderer)
     return _SCENES[key].client
 
 
@@ -90,6 +91,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         pose_noise_m: standard deviation of the start position noise.
         yaw_noise_rad: standard deviation of the start heading noise.
         dt_s: simulated time per step.
+        renderer: the camera renderer, ``"tiny"``, ``"egl"`` or ``"auto"``
+            (:mod:`dmxshm.matrix.renderers`).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
@@ -98,13 +101,15 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                  map: str = "loop", max_episode_steps: int = 1000,  # noqa: A002
                  offset_penalty: float = 2.0, pose_noise_m: float = 0.02,
                  yaw_noise_rad: float = 0.1, dt_s: float = 1.0 / 30.0,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, renderer: str = "tiny") -> None:
         if obs not in OBS_KINDS:
             raise ValueError(f"obs must be one of {OBS_KINDS}, not {obs!r}")
         self.obs_kind = obs
         # Physics only: cameras render in the shared scene client.
         self.world = World(map, 1, seed=0, dt_s=dt_s, visuals=False)
-        self.camera = Camera(*camera) if obs in ("camera", "both") or render_mode else None
+        self.renderer = resolve_renderer(renderer)
+        self.camera = (Camera(camera[0], camera[1], renderer=self.renderer)
+                       if obs in ("camera", "both") or render_mode else None)
         self.tof = TimeOfFlight()
         self.max_episode_steps = max_episode_steps
         self.offset_penalty = offset_penalty
@@ -150,7 +155,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                                       out=vector)
         if self.obs_kind != "state":
             assert self.camera is not None
-            out["camera"] = self.camera.render(scene_client(self.world.road_map), state[0])
+            out["camera"] = self.camera.render(
+                scene_client(self.world.road_map, self.renderer), state[0])
         obs = out if self.obs_kind == "both" else out[self.obs_kind]
         return obs, (offset, heading, lane.on_road), speed
 
@@ -196,8 +202,9 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":
             return None
-        camera = self.camera or Camera()
-        return camera.render(scene_client(self.world.road_map), self.world.state()[0])
+        camera = self.camera or Camera(renderer=self.renderer)
+        return camera.render(scene_client(self.world.road_map, self.renderer),
+                             self.world.state()[0])
 
     def close(self) -> None:
         self.world.close()
