@@ -146,8 +146,8 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
               help="Bundled map name or path of a map file.")
 @click.option("--pin", callback=_parse_pin, default="",
               help="Pin processes to CPUs: ROLE=CPU,... (roles: engine, renderer-N, agent-N, "
-                   "spine), or 'auto': the spine alone on the last CPU, the rest dealt "
-                   "round the others.")
+                   "camera-N in realtime with a camera, spine), or 'auto': the spine alone "
+                   "on the last CPU, the rest dealt round the others.")
 @click.option("--record", "record_dir", type=click.Path(file_okay=False),
               help="Write camera frames as PNG here, plus contact_sheet.png (a folder that "
                    "holds frames of an earlier run is refused unless --overwrite).")

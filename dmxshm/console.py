@@ -357,8 +357,8 @@ class Progress:
 
 def print_render(result: dict[str, Any], speedups: dict[str, float]) -> None:
     """``dmxshm bench render``'s tables."""
-    click.echo(f"{result['map']} map, {result['robots']} robots' views, one process per "
-               "renderer")
+    click.echo(f"{result['map']} map, {result['robots']} robots' views, one renderer after the "
+               "other in one process")
     click.echo(f"{'renderer':<9} {'size':>9} {'ms/frame p50':>13} {'mean':>8} {'frames/s':>9}")
     for r in result["rows"]:
         click.echo(f"{r['renderer']:<9} {r['size']:>9} {r['ms_per_frame_p50']:>13.2f} "

@@ -210,12 +210,7 @@ class LogPart:
             o = obs[j]
             step = int(o["step"])
             if "camera" in due and "camera" in names:
-                t = float(o["camera_time_s"])
-                self._channel(robot_topic(robot, "camera"), "camera").log(
-                    self._msg.CompressedImage(timestamp=self._stamp(t),
-                                              frame_id=f"robot{robot:02d}/camera",
-                                              data=encode_png(o["camera"], PNG_LEVEL),
-                                              format="png"), log_time=wall_ns)
+                self._image(robot, o["camera"], float(o["camera_time_s"]), wall_ns)
             base = {"step": step, "wall_time_s": wall_s}
             if "imu" in due:
                 imu = o["imu"].tolist()
@@ -232,6 +227,22 @@ class LogPart:
                 self._channel(robot_topic(robot, "tof"), "tof").log(
                     base | {"sim_time_s": float(o["tof_time_s"]), "range_m": float(o["tof_m"])},
                     log_time=wall_ns)
+        self.seconds += time.perf_counter() - t0
+        self._maybe_flush()
+
+    def _image(self, robot: int, image: np.ndarray, sim_time_s: float, wall_ns: int) -> None:
+        self._channel(robot_topic(robot, "camera"), "camera").log(
+            self._msg.CompressedImage(timestamp=self._stamp(sim_time_s),
+                                      frame_id=f"robot{robot:02d}/camera",
+                                      data=encode_png(image, PNG_LEVEL), format="png"),
+            log_time=wall_ns)
+
+    def images(self, robots: tuple[int, ...], images: np.ndarray, sim_time_s: float,
+               wall_ns: int) -> None:
+        """One camera frame of each of ``robots`` (a camera process's ``(n, H, W, 3)``)."""
+        t0 = time.perf_counter()
+        for j, robot in enumerate(robots):
+            self._image(robot, images[j], sim_time_s, wall_ns)
         self.seconds += time.perf_counter() - t0
         self._maybe_flush()
 

@@ -142,6 +142,7 @@ def replay_config(rec: Recording, log: str | None = None, camera: tuple[int, int
         camera=tuple(camera if camera is not None else c["camera"]),
         seed=int(c["seed"]), map=str(c["map"]), dt_s=float(c["dt_s"]),
         substeps=int(c["substeps"]), wait_timeout_s=float(c["wait_timeout_s"]), log=log,
+        renderer=str(c.get("renderer", "tiny")),
         **overrides)
 
 

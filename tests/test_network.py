@@ -385,3 +385,25 @@ def test_a_slow_camera_never_holds_the_other_sensors_back() -> None:
     # at the camera's rate, under 25 Hz here.
     assert rates["imu"] >= 60 and rates["encoders"] >= 20 and rates["tof"] >= 10, rates
     assert "camera-0" in s.busy_us
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_camera_processes_send_each_robot_its_own_images_as_they_come(tmp_path) -> None:
+    # Three robots over two renderers (two camera processes) and two agents,
+    # cheap sensors slower than the camera: every image still goes out as it is
+    # made, and each robot's recorded frames are its own view.
+    s = run(mode="realtime", robots=3, renderers=2, agents=2, duration_s=2.0,
+            camera=(48, 36), agent="idle", record_dir=str(tmp_path), record_every=1,
+            sensor_rates_hz={"camera": 30.0, "imu": 5.0, "encoders": 5.0, "tof": 5.0})
+    cam = s.sensors["camera"]
+    assert len(s.sensor_ticks["camera"]) == 2 and min(s.sensor_ticks["camera"]) > 10
+    assert cam["forwarded_hz"] >= 0.7 * cam["achieved_hz"] > 0, cam
+    assert s.sensors["imu"]["achieved_hz"] < 10  # the camera did not wait for the IMU
+    firsts = {}
+    for robot in range(3):
+        frames = sorted(tmp_path.glob(f"robot{robot:02d}_frame*.png"))
+        assert len(frames) >= 10
+        firsts[robot] = frames[-1].read_bytes()
+    assert len(set(firsts.values())) == 3  # three robots, three views
+    assert s.recorded_frames == sum(len(list(tmp_path.glob(f"robot{r:02d}_*.png")))
+                                    for r in range(3))

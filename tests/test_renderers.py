@@ -94,6 +94,8 @@ def test_gym_mode_gives_the_same_images_for_the_same_seed(renderer: str, tmp_pat
 
 def test_egl_that_cannot_load_is_refused_with_the_reason(monkeypatch) -> None:
     monkeypatch.setattr(renderers, "egl_plugin", lambda: None)
+    monkeypatch.setattr(renderers, "_probed", None)
+    monkeypatch.delenv(renderers.PROBE_ENV, raising=False)
     with pytest.raises(RendererError, match="--renderer tiny"):
         World("loop", 1, renderer="egl")
     cfg = NetworkConfig(renderer="egl", camera=(32, 24))
@@ -101,11 +103,15 @@ def test_egl_that_cannot_load_is_refused_with_the_reason(monkeypatch) -> None:
         cfg.preflight()
     r = CliRunner().invoke(cli, ["run", "--renderer", "egl", "--steps", "3"])
     assert r.exit_code == 2 and "--renderer tiny" in r.output
-    # auto: EGL only where a GPU is, and the plugin too; tiny otherwise.
+    # auto: EGL only where a GPU is, with the plugin, on a hardware renderer.
     monkeypatch.setattr(renderers, "gpu_present", lambda: True)
     assert renderers.resolve("auto") == "tiny"  # no plugin
     monkeypatch.setattr(renderers, "egl_plugin", lambda: "/some/egl.so")
+    monkeypatch.setattr(renderers, "probe", lambda: "NVIDIA H200/PCIe/SSE2")
     assert renderers.resolve("auto") == "egl"
+    monkeypatch.setattr(renderers, "probe", lambda: "llvmpipe (LLVM 15.0.6, 256 bits)")
+    assert renderers.resolve("auto") == "tiny"  # Mesa's software OpenGL: not a GPU
+    monkeypatch.setattr(renderers, "probe", lambda: "NVIDIA H200/PCIe/SSE2")
     monkeypatch.setattr(renderers, "gpu_present", lambda: False)
     assert renderers.resolve("auto") == "tiny"
     assert NetworkConfig(renderer="auto").renderer_used == "tiny"
@@ -150,3 +156,31 @@ def test_make_vec_renders_with_the_renderer_asked_for() -> None:
             assert np.array_equal(got[renderer], obs)  # the same images for the same seed
         got[renderer] = obs
     assert not np.array_equal(got["egl"], got["tiny"])
+
+
+def test_egl_that_fails_to_start_is_an_error_not_the_end_of_the_process(monkeypatch) -> None:
+    # pybullet's plugin exit()s where EGL cannot start: dmxshm tries it in a
+    # child process first, and says what the plugin said.
+    monkeypatch.setattr(renderers, "_probed", None)
+    monkeypatch.delenv(renderers.PROBE_ENV, raising=False)
+    monkeypatch.setenv("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent.json")
+    if renderers.egl_plugin() is None:
+        pytest.skip("this pybullet has no EGL plugin")
+    with pytest.raises(RendererError, match="cannot start here.*--renderer tiny"):
+        World("loop", 0, renderer="egl")
+    monkeypatch.setattr(renderers, "gpu_present", lambda: True)
+    assert renderers.resolve("auto") == "tiny"  # a GPU node, but EGL does not start
+    monkeypatch.setattr(renderers, "_probed", None)
+
+
+def test_one_egl_world_at_a_time_in_a_process() -> None:
+    egl_or_skip()
+    with World("loop", 1, renderer="egl"), \
+            pytest.raises(RendererError, match="one EGL world at a time"):
+        World("loop", 0, renderer="egl")
+    World("loop", 0, renderer="egl").close()  # once the first is closed, another may come
+
+
+def test_egl_refuses_a_camera_beyond_its_buffer() -> None:
+    with pytest.raises(Exception, match="larger than the EGL renderer"):
+        NetworkConfig(renderer="egl", camera=(1280, 720))

@@ -22,7 +22,7 @@ import numpy as np
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
-from dmxshm.matrix.renderers import flag, quiet_stdio
+from dmxshm.matrix.renderers import flag
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.robot import CHASSIS_FRONT_X_M
 from dmxshm.world.world import World
@@ -129,11 +129,7 @@ class Camera:
         args = (self.width, self.height, self.view_matrix(state_row), self._projection)
         kw = dict(lightDirection=LIGHT_DIRECTION, shadow=0, renderer=self._flag,
                   flags=pb.ER_NO_SEGMENTATION_MASK, physicsClientId=client)
-        if self.renderer == "egl":  # the plugin prints its vendor on some renders
-            with quiet_stdio():
-                _, _, rgba, _, _ = pb.getCameraImage(*args, **kw)
-        else:
-            _, _, rgba, _, _ = pb.getCameraImage(*args, **kw)
+        _, _, rgba, _, _ = pb.getCameraImage(*args, **kw)
         rgba = np.asarray(rgba, dtype=np.uint8).reshape(self.height, self.width, 4)
         if out is None:
             out = np.empty(self.shape, np.uint8)

@@ -2,35 +2,55 @@
 
 * ``tiny``: pybullet's CPU renderer (ER_TINY_RENDERER). No display, no GPU,
   the same pixels everywhere; its cost grows with the image (about 1 ms at
-  64x64, 4 ms at 160x120, 55 ms at 640x480 on one core).
+  64x64, 4 ms at 160x120, 52 ms at 640x480 on one core).
 * ``egl``: pybullet's EGL renderer plugin (OpenGL without a display). On a
   GPU it draws 640x480 in a few ms; without one it runs on Mesa's software
-  OpenGL (llvmpipe), about 2x faster than ``tiny`` at 640x480 and slower at
-  small sizes. The plugin draws only meshes it reads from files, so a world
-  for it builds its map from OBJ files (same geometry), and the plugin must
-  be loaded before the scene is built. Its images differ from ``tiny``'s
-  (background, lighting, shading): ``dmxshm bench render`` measures by how
-  much.
+  OpenGL (llvmpipe), faster than ``tiny`` at 640x480 and slower at small
+  sizes. The plugin draws only meshes it reads from files, so a world for
+  it builds its map from OBJ files (same geometry), and the plugin must be
+  loaded before the scene is built. It renders into a buffer of at most
+  :data:`EGL_MAX_WH`. Its images differ from ``tiny``'s (background,
+  lighting, shading): ``dmxshm bench render`` measures by how much.
 * ``auto``: ``egl`` where a GPU is present (an NVIDIA device or a DRI render
-  node), ``tiny`` elsewhere.
+  node) and EGL starts on a hardware renderer there, ``tiny`` elsewhere.
+
+Where EGL cannot start, pybullet's plugin ends the whole process
+(``exit(1)``); so EGL is first tried in a child process (:func:`probe`),
+once per process tree, and a failure becomes a :class:`RendererError` with
+what the plugin said.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
 import os
-import pkgutil
+import subprocess
+import sys
+import tempfile
+import threading
 from collections.abc import Iterator
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
 
 RENDERERS = ("tiny", "egl", "auto")
+EGL_MAX_WH = (1024, 768)
+"""The plugin's framebuffer; a larger camera would be drawn at this size and
+stretched, so it is refused."""
+PROBE_ENV = "DMXSHM_EGL_DEVICE"
+"""Set by a successful probe (the OpenGL renderer's name), for child processes."""
+PROBE_TIMEOUT_S = 60.0
+SOFTWARE_GL = ("llvmpipe", "softpipe", "swrast")
+
+_probed: str | None = None
+_live_egl: set[int] = set()  # clients of this process with the EGL plugin loaded
+_quiet_lock = threading.Lock()
 
 
 class RendererError(DmxError, RuntimeError):
-    """The EGL renderer cannot be loaded here; the message says why."""
+    """A renderer cannot be used here; the message says why."""
 
 
 def gpu_present() -> bool:
@@ -38,63 +58,155 @@ def gpu_present() -> bool:
     return bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/dri/renderD*"))
 
 
+def egl_plugin() -> str | None:
+    """The file of pybullet's EGL renderer plugin, or None when it is not built."""
+    spec = importlib.util.find_spec("eglRenderer")
+    return spec.origin if spec is not None else None
+
+
+_PROBE = """
+import pybullet as p
+c = p.connect(p.DIRECT)
+plugin = p.loadPlugin({path!r}, "_eglRendererPlugin", physicsClientId=c)
+print("DMXSHM-EGL-PLUGIN", plugin, flush=True)
+p.getCameraImage(8, 8, renderer=p.ER_BULLET_HARDWARE_OPENGL, physicsClientId=c)
+print("DMXSHM-EGL-OK", flush=True)
+"""
+
+
+def probe() -> str:
+    """Start EGL in a child process; the OpenGL renderer's name (e.g. ``llvmpipe
+    (LLVM 15.0.6, 256 bits)`` on Mesa) if it works. Cached for this process and
+    its children.
+
+    Raises:
+        RendererError: no plugin, or EGL does not start here (with what the
+            plugin said).
+    """
+    global _probed
+    if _probed is not None:
+        return _probed
+    if os.environ.get(PROBE_ENV):
+        _probed = os.environ[PROBE_ENV]
+        return _probed
+    path = egl_plugin()
+    if path is None:
+        raise RendererError("this pybullet has no EGL renderer plugin (eglRenderer); use "
+                            "--renderer tiny")
+    try:
+        out = subprocess.run([sys.executable, "-c", _PROBE.format(path=path)],
+                             capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise RendererError(f"EGL did not start within {PROBE_TIMEOUT_S:g} s; use "
+                            "--renderer tiny") from None
+    text = out.stdout + out.stderr
+    if out.returncode != 0 or "DMXSHM-EGL-OK" not in out.stdout:
+        said = [line for line in text.splitlines() if line.strip()
+                and not line.startswith(("DMXSHM-", "pybullet build time"))][-3:]
+        raise RendererError(
+            "pybullet's EGL renderer cannot start here" + (f" ({'; '.join(said)})" if said
+                                                            else "")
+            + ": EGL needs libEGL and a GPU driver or Mesa (Debian: libegl1 libegl-mesa0 "
+            "libgl1-mesa-dri); use --renderer tiny")
+    device = next((line.split("=", 1)[1].strip() for line in text.splitlines()
+                   if line.startswith("Renderer =")), "unknown")
+    _probed = device
+    os.environ[PROBE_ENV] = device
+    return device
+
+
+def software(device: str) -> bool:
+    """The OpenGL renderer is a CPU one (Mesa's llvmpipe...)."""
+    return any(name in device.lower() for name in SOFTWARE_GL)
+
+
 def resolve(name: str) -> str:
-    """``tiny`` or ``egl`` for ``name`` (``auto``: ``egl`` where a GPU is present).
+    """``tiny`` or ``egl`` for ``name``. ``auto``: ``egl`` where a GPU is present and
+    EGL starts on a hardware renderer, else ``tiny``.
 
     Raises:
         RendererError: an unknown name.
     """
     if name not in RENDERERS:
         raise RendererError(f"renderer must be one of {', '.join(RENDERERS)}, not {name!r}")
-    if name == "auto":
-        return "egl" if gpu_present() and egl_plugin() is not None else "tiny"
-    return name
-
-
-def egl_plugin() -> str | None:
-    """The file of pybullet's EGL renderer plugin, or None when it is not built."""
-    loader = pkgutil.get_loader("eglRenderer")
-    return loader.get_filename() if loader is not None else None  # type: ignore[attr-defined]
+    if name != "auto":
+        return name
+    if not gpu_present() or egl_plugin() is None:
+        return "tiny"
+    try:
+        return "tiny" if software(probe()) else "egl"
+    except RendererError:
+        return "tiny"
 
 
 @contextlib.contextmanager
 def quiet_stdio() -> Iterator[None]:
-    """Silence the C-level stdout and stderr (the EGL plugin prints its vendor and
-    version when it loads, and a line when it goes)."""
-    import sys
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, null):
-            os.close(fd)
+    """Silence the C-level stdout and stderr while pybullet's EGL plugin talks (its
+    vendor and version when it starts, a line when it goes). What it wrote goes
+    back to stderr if the block raises. One thread at a time."""
+    with _quiet_lock:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    stream.flush()
+        try:
+            saved = [os.dup(1), os.dup(2)]
+        except OSError:  # no stdout or stderr to silence
+            yield
+            return
+        try:
+            with tempfile.TemporaryFile() as sink:
+                os.dup2(sink.fileno(), 1)
+                os.dup2(sink.fileno(), 2)
+                try:
+                    yield
+                except BaseException:
+                    os.dup2(saved[1], 2)
+                    sink.seek(0)
+                    with contextlib.suppress(OSError):
+                        os.write(2, sink.read())
+                    raise
+                finally:
+                    os.dup2(saved[0], 1)
+                    os.dup2(saved[1], 2)
+        finally:
+            for fd in saved:
+                os.close(fd)
 
 
 def load_egl(client: int) -> None:
     """Load the EGL renderer plugin into ``client`` (before its scene is built).
 
     Raises:
-        RendererError: the plugin is not built, or EGL cannot start here (no
-            libEGL, no GPU driver and no Mesa).
+        RendererError: EGL does not start here (:func:`probe`), or another
+            world of this process already renders with EGL (the plugin makes
+            its OpenGL context current once, so a second one would draw into
+            the first one's images).
     """
     path = egl_plugin()
     if path is None:
         raise RendererError("this pybullet has no EGL renderer plugin (eglRenderer); use "
                             "--renderer tiny")
+    probe()
+    if _live_egl:
+        raise RendererError("a process can hold one EGL world at a time (pybullet's plugin "
+                            "keeps one OpenGL context current); close the other first, or "
+                            "render this one with --renderer tiny")
     with quiet_stdio():
         plugin = pb.loadPlugin(path, "_eglRendererPlugin", physicsClientId=client)
+        if plugin >= 0:  # the plugin also talks on its first renders
+            for _ in range(2):
+                pb.getCameraImage(8, 8, renderer=pb.ER_BULLET_HARDWARE_OPENGL,
+                                  physicsClientId=client)
     if plugin < 0:
-        raise RendererError("pybullet's EGL renderer did not load: EGL needs libEGL and a GPU "
-                            "driver or Mesa (Debian: libegl1 libegl-mesa0 libgl1-mesa-dri); "
-                            "use --renderer tiny")
+        raise RendererError("pybullet's EGL renderer plugin did not load; use --renderer tiny")
+    _live_egl.add(client)
+
+
+def unload_egl(client: int) -> None:
+    """Forget ``client`` as this process's EGL world (it is being disconnected)."""
+    _live_egl.discard(client)
 
 
 def flag(renderer: str) -> int:

@@ -21,12 +21,17 @@ import time
 import numpy as np
 
 from dmxshm.errors import RingClosedError
+from dmxshm.logs import LogPart
 from dmxshm.matrix.camera import Camera
 from dmxshm.network.plan import Plan
+from dmxshm.network.renderer import Recorder
 from dmxshm.network.results import CameraResult
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 from dmxshm.world.world import World
+
+END_CHECK_S = 0.05
+"""The longest the camera sleeps without looking whether the run ended."""
 
 
 def camera_slot_dtype(robots: int, camera_wh: tuple[int, int]) -> np.dtype:
@@ -50,6 +55,13 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
     camera = Camera(cfg.camera_wh[0], cfg.camera_wh[1], renderer=cfg.renderer_used)
     slot = np.zeros((), out.dtype)
     done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
+    # Its frames are logged and recorded here, not in the renderer's loop: a PNG
+    # of 640x480 takes tens of ms, which would hold the renderer's sensors back.
+    part = LogPart(cfg.log, role) if cfg.log else None
+    recorder = Recorder(cfg, robots, "frame")
+    record = np.zeros(len(robots), [("camera", "u1", slot["camera"].shape[1:]),
+                                   ("step", "<u8"), ("camera_time_s", "<f8")])
+    t0 = time.monotonic()
     try:
         plan.wait_for_start("camera", index)
         try:
@@ -66,9 +78,9 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
                 break
             now = time.monotonic()
             if now < due_at:
-                # Wake for the tick, or for the end of the run (the engine's last
-                # state closes the ring): at most a period's sleep either way.
-                time.sleep(min(due_at - now, period))
+                # Wake for the tick, and at least every END_CHECK_S for the end of
+                # the run (the engine's last state closes the ring).
+                time.sleep(min(due_at - now, END_CHECK_S))
                 continue
             states = st["robots"]
             t_render = time.perf_counter()
@@ -83,13 +95,25 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
             slot["step"], slot["sim_time_s"] = st["step"], st["sim_time_s"]
             slot["frame"], slot["missed"] = done.frames, done.missed
             out.write(slot)
+            sim_time_s = float(st["sim_time_s"])
+            if part is not None:
+                part.images(robots, slot["camera"], sim_time_s, time.time_ns())
+            if recorder.dir and done.frames % recorder.every == 0:
+                record["camera"], record["step"] = slot["camera"], st["step"]
+                record["camera_time_s"] = sim_time_s
+                recorder.maybe(done.frames, robots, record)
+                recorder.flush()
         done.elapsed_s = time.monotonic() - t0
         out.close_writer()
+        done.kept, done.recorded = recorder.frames, recorder.count
         return done
     except Terminated as exc:  # stopped: what it made still reaches the summary
+        done.elapsed_s = time.monotonic() - t0
         exc.partial = done
         raise
     finally:
+        if part is not None:
+            part.close()
         state_ring.close()
         out.close()
         world.close()

@@ -16,7 +16,7 @@ import numpy as np
 
 from dmxshm import settings
 from dmxshm.errors import DmxError
-from dmxshm.matrix.renderers import RENDERERS
+from dmxshm.matrix.renderers import EGL_MAX_WH, RENDERERS
 from dmxshm.matrix.renderers import resolve as resolve_renderer
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
 from dmxshm.network.policies import AgentError, agent_spec, resolve
@@ -157,6 +157,11 @@ class NetworkConfig:
         _check(self.renderer in RENDERERS,
                f"renderer must be one of {', '.join(RENDERERS)}, not {self.renderer!r}")
         object.__setattr__(self, "_renderer", resolve_renderer(self.renderer))
+        _check(self._renderer != "egl" or self.camera_wh is None
+               or (w <= EGL_MAX_WH[0] and h <= EGL_MAX_WH[1]),
+               f"camera {w}x{h} is larger than the EGL renderer's {EGL_MAX_WH[0]}x"
+               f"{EGL_MAX_WH[1]} buffer (it would be drawn smaller and stretched); use a "
+               "smaller camera or --renderer tiny")
         _check(self.profile_interval_s > 0, "profile interval must be positive")
         _check(self.pin == "auto" or isinstance(self.pin, dict),
                f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
@@ -221,7 +226,7 @@ class NetworkConfig:
         resolve(self.agent_ref)
         load_map(self.map).start_poses(self.robots, np.random.default_rng(self.seed))
         if self.renderer_used == "egl" and self.camera_wh is not None:
-            probe_egl()
+            probe_egl()  # in a child process: where EGL fails, the plugin ends its process
 
     @property
     def agent_ref(self) -> str:
@@ -240,17 +245,11 @@ class NetworkConfig:
 
 
 def probe_egl() -> None:
-    """Load the EGL renderer into a throwaway client: fails here, with the reason,
+    """Start EGL once in a child process (cached): fails here, with the reason,
     rather than in a renderer process."""
-    from dmxshm._pybullet import pb
-    from dmxshm.matrix.renderers import load_egl, quiet_stdio
+    from dmxshm.matrix.renderers import probe
 
-    client = pb.connect(pb.DIRECT)
-    try:
-        load_egl(client)
-    finally:
-        with quiet_stdio():
-            pb.disconnect(physicsClientId=client)
+    probe()
 
 
 def _ranges(cpus: list[int]) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm.errors import RingClosedError
+from dmxshm.errors import RingClosedError, RingTimeoutError
 from dmxshm.logs import LogPart
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
@@ -173,7 +173,7 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
         world.close()
 
 
-class _Recorder:
+class Recorder:
     """Writes camera frames as PNG and keeps a few for the contact sheet."""
 
     def __init__(self, cfg: Any, robots: tuple[int, ...], unit: str) -> None:
@@ -213,7 +213,7 @@ class _Recorder:
 def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
               obs_rings: list[Ring], sensing: _Sensing,
               part: LogPart | None = None, view: ViewObs | None = None) -> dict[str, Any]:
-    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "step")
+    recorder = Recorder(cfg, tuple(r for link in links for r in link.robots), "step")
     logged: list[tuple[tuple[int, ...], np.ndarray]] = []
     steps = 0
     while True:
@@ -256,7 +256,7 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
                    part: LogPart | None = None, view: ViewObs | None = None,
                    camera_ring: Ring | None = None,
                    robots: tuple[int, ...] = ()) -> dict[str, Any]:
-    recorder = _Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
+    recorder = Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
     # The sensors this loop times and makes itself; with a camera process the
     # camera's images arrive ready, each new one sent at once.
     sensors = [s for s in SENSORS if s != "camera" or (cfg.camera_wh and camera_ring is None)]
@@ -286,8 +286,17 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
         due = tuple(s for s in sensors if due_at[s] <= now)
         frame = camera_ring.try_read(newest=True) if camera_ring is not None else None
         if not due and frame is None:
-            time.sleep(max(min(due_at.values()) - now, 0.0))
-            continue
+            wait_s = max(min(due_at.values()) - now, 0.0)
+            if camera_ring is not None and not camera_ring.closed:
+                # Wake for the next sensor tick or a new image, whichever comes first:
+                # each image goes out as soon as it is made.
+                try:
+                    frame = camera_ring.read(wait_s, newest=True)
+                except (RingTimeoutError, RingClosedError):
+                    continue
+            else:
+                time.sleep(wait_s)
+                continue
         states = st["robots"]
         if due:
             world.set_state(states)
@@ -300,11 +309,10 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
                     o["obs"]["camera"][j] = frame["camera"][where[robot]]
                     o["obs"]["camera_time_s"][j] = frame["sim_time_s"]
             ring.write(o)
-            if "camera" in due or frame is not None:
+            if "camera" in due:  # (a camera process records its own frames)
                 recorder.maybe(sensing.produced["camera"], link.robots, o["obs"])
         recorder.flush()
-        if frame is not None:
-            due += ("camera",)
+        if frame is not None:  # forwarded; the camera process logs and counts its frames
             sensing.produced["camera"] += 1
             camera_missed = int(frame["missed"])
         if part is not None:
@@ -312,8 +320,6 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
             for o, link in zip(obs, links, strict=True):
                 part.sensors(link.robots, o["obs"], due, wall_ns)
         for s in due:
-            if s not in due_at:  # the camera process's frame: counted above
-                continue
             sensing.produced[s] += 1
             # Next tick on the fixed grid; ticks already past are lost, not bunched.
             behind = math.floor((now - due_at[s]) / period[s])

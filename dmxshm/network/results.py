@@ -57,6 +57,8 @@ class CameraResult:
     render_s: float
     missed: int
     elapsed_s: float
+    kept: dict[int, list[tuple[np.ndarray, int, float]]] = field(default_factory=dict)
+    recorded: int = 0  # frames written as PNG (--record)
 
 
 @dataclass

@@ -118,21 +118,36 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         if cfg.mode == "gym":  # once a step: a step of dt_s, or of 1 / spine_hz with a spine
             configured = cfg.spine_hz if cfg.spine else 1.0 / cfg.dt_s
             achieved = min(r.produced[name] for r in renderers) / max(eng.sim_time_s, 1e-9)
+        elif name == "camera" and cameras:  # the camera processes' own frames
+            configured = cfg.sensor_rates_hz[name]
+            achieved = min(c.frames / max(c.elapsed_s, 1e-9) for c in cameras.values())
+            sensors[name] = {"configured_hz": configured, "achieved_hz": achieved,
+                             # what reached the agents (a frame overwritten first is not)
+                             "forwarded_hz": min(r.produced[name] / max(r.elapsed_s, 1e-9)
+                                                 for r in renderers)}
+            continue
         else:
             configured = cfg.sensor_rates_hz[name]
             achieved = min(r.produced[name] / max(r.elapsed_s, 1e-9) for r in renderers)
         sensors[name] = {"configured_hz": configured, "achieved_hz": achieved}
+    ticks = {name: [int(r.produced[name]) for r in renderers] for name in names}
+    missed = {name: sum(int(r.missed.get(name, 0)) for r in renderers) for name in names}
+    if cameras:  # made (and logged) by the camera processes, in renderer order
+        ticks["camera"] = [c.frames for c in cameras.values()]
+        missed["camera"] = sum(c.missed for c in cameras.values())
     drops = {
         "commands": eng.cmd_drops,
         "observations": int(sum(a.obs_drops for a in agents)),
         "states": eng.state_drops,
     }
     sheet = None
-    recorded = sum(r.recorded for r in renderers)
+    recorded = sum(r.recorded for r in renderers) + sum(c.recorded for c in cameras.values())
     if cfg.record_dir and recorded:
         frames: dict[int, Any] = {}
         for r in renderers:
-            frames.update(r.frames)
+            frames.update({k: v for k, v in r.frames.items() if v})
+        for c in cameras.values():
+            frames.update({k: v for k, v in c.kept.items() if v})
         sheet = os.path.join(cfg.record_dir, "contact_sheet.png")
         robots = [k for k in sorted(frames) if frames[k]]
         write_png(sheet, contact_sheet(
@@ -149,9 +164,8 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         lane=eng.lane, recorded_frames=recorded, contact_sheet=sheet,
         spine=asdict(spine) if spine is not None else {},
         late_steps=eng.late_steps, max_lag_s=float(eng.max_lag_s),
-        missed_sensor_ticks={name: sum(int(r.missed.get(name, 0)) for r in renderers)
-                             for name in names},
-        sensor_ticks={name: [int(r.produced[name]) for r in renderers] for name in names},
+        missed_sensor_ticks=missed,
+        sensor_ticks=ticks,
         renderer=cfg.renderer_used,
         start_hook=eng.start_hook, received_commands=eng.received_commands,
         busy_us={"engine": (eng.physics_s + eng.metrics_s) / steps * 1e6,

@@ -14,9 +14,11 @@ red stop lines across each incoming right lane at intersections.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 
@@ -92,8 +94,26 @@ class Scene:
 
 
 def mesh_dir() -> str:
-    """Where meshes written as OBJ files go (one folder per user, in the temp folder)."""
-    return os.path.join(tempfile.gettempdir(), f"dmxshm-meshes-{os.getuid()}")
+    """Where meshes written as OBJ files go: this user's cache folder
+    (``$XDG_CACHE_HOME/dmxshm/meshes``, by default ``~/.cache/dmxshm/meshes``),
+    made private; a private temporary folder of this process if that one
+    cannot be used (not ours, not a folder, not writable)."""
+    global _private_dir
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "dmxshm", "meshes")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and os.access(folder, os.W_OK):
+            return folder
+    except OSError:
+        pass
+    if _private_dir is None:
+        _private_dir = tempfile.mkdtemp(prefix="dmxshm-meshes-")
+    return _private_dir
+
+
+_private_dir: str | None = None
 
 
 def build_scene(road_map: RoadMap, client: int, visuals: bool = True,
@@ -252,7 +272,7 @@ def _mesh_body(quads: list[Quad], z: float, rgba: tuple[float, ...], client: int
 
 def _obj_file(vertices: list[list[float]], indices: list[int]) -> str:
     """The mesh as a Wavefront OBJ file, named by its content (written once)."""
-    lines = [f"v {x!r} {y!r} {z!r}" for x, y, z in vertices]
+    lines = [f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in vertices]
     lines.append("vn 0 0 1")
     lines += [f"f {a + 1}//1 {b + 1}//1 {c + 1}//1"
               for a, b, c in zip(indices[::3], indices[1::3], indices[2::3], strict=True)]
@@ -261,8 +281,13 @@ def _obj_file(vertices: list[list[float]], indices: list[int]) -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, hashlib.sha256(text.encode()).hexdigest()[:24] + ".obj")
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)  # atomic: processes building the same scene at once agree
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)  # atomic: processes building the same scene at once agree
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     return path

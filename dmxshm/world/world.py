@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
-from dmxshm.matrix.renderers import load_egl, quiet_stdio
+from dmxshm.matrix.renderers import load_egl, quiet_stdio, unload_egl
 from dmxshm.world.maps import RoadMap, load_map
 from dmxshm.world.robot import (
     COM_IN_BASE_M,
@@ -92,9 +92,8 @@ class World:
             and builds the meshes from files.
 
     Raises:
-        RendererError: ``egl`` cannot be loaded here.
-
-    Raises:
+        RendererError: ``egl`` cannot be loaded here, or this process already
+            holds an EGL world.
         WorldError: invalid ``num_robots``, ``dt_s`` or ``substeps``.
         MapError: the map cannot be loaded or has no room for the robots.
 
@@ -378,6 +377,7 @@ def _disconnect_quietly(client: int | None, egl: bool = False) -> None:
         return
     try:
         if egl:  # the plugin says goodbye on stdout
+            unload_egl(client)
             with quiet_stdio():
                 pb.disconnect(physicsClientId=client)
         else:
