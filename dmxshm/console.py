@@ -88,7 +88,8 @@ def print_summary(s: Any) -> None:
                f"{s.sim_time_s:.2f} s simulated in {s.wall_time_s:.2f} s wall "
                f"({s.steps_per_s:.1f} steps/s)")
     if "camera" in s.sensors:
-        click.echo(f"camera renderer: {s.renderer}")
+        click.echo(f"camera renderer: {s.renderer}"
+                   + (f" ({s.renderer_device})" if s.renderer_device else ""))
     click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
     for name, rate in s.sensors.items():
         click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
@@ -363,6 +364,8 @@ def print_render(result: dict[str, Any], speedups: dict[str, float]) -> None:
     for r in result["rows"]:
         click.echo(f"{r['renderer']:<9} {r['size']:>9} {r['ms_per_frame_p50']:>13.2f} "
                    f"{r['ms_per_frame_mean']:>8.2f} {r['frames_per_s']:>9.1f}")
+    if result.get("egl_device"):
+        click.echo(f"egl draws with: {result['egl_device']}")
     for name, why in result["unavailable"].items():
         click.echo(f"{name}: not measured: {why}")
     if speedups:

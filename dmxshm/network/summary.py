@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dmxshm.errors import DmxError
+from dmxshm.matrix.renderers import PROBE_ENV
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
@@ -34,7 +35,8 @@ class Summary:
     ``busy_us`` is each process's own work per step, in microseconds (the
     engine's physics and lane bookkeeping, each renderer's sensing, each
     agent's policy calls); the rest of a step is that process's idle time.
-    ``renderer`` is the camera renderer used (``tiny`` or ``egl``).
+    ``renderer`` is the camera renderer used (``tiny`` or ``egl``), and
+    ``renderer_device`` EGL's OpenGL renderer (``llvmpipe ...`` on Mesa).
     ``sensor_ticks`` counts each sensor's readings per renderer (each of its
     robots got one a tick). ``log`` is :func:`dmxshm.logs.info` of the run's MCAP log (``--log``).
     ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
@@ -64,6 +66,7 @@ class Summary:
     log: dict[str, Any] = field(default_factory=dict)
     sensor_ticks: dict[str, list[int]] = field(default_factory=dict)
     renderer: str = "tiny"
+    renderer_device: str | None = None
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
@@ -167,6 +170,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         missed_sensor_ticks=missed,
         sensor_ticks=ticks,
         renderer=cfg.renderer_used,
+        renderer_device=os.environ.get(PROBE_ENV) if cfg.renderer_used == "egl" else None,
         start_hook=eng.start_hook, received_commands=eng.received_commands,
         busy_us={"engine": (eng.physics_s + eng.metrics_s) / steps * 1e6,
                  **{name: r.render_s / steps * 1e6 for name, r in results.items()
