@@ -19,9 +19,9 @@ import dmxshm
 from dmxshm import errors
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.obs import obs_dtype
-from dmxshm.matrix.renderers import resolve as resolve_renderer
 from dmxshm.network.config import NetworkConfig
 from dmxshm.world.maps import load_map, parse_map
+from dmxshm.world.renderers import resolve as resolve_renderer
 from dmxshm.world.world import World
 
 SKIPPED_MODULES = {
@@ -62,7 +62,7 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.world.maps.MapError": lambda: parse_map({"tiles": [["straight"]]}),
     "dmxshm.world.maps.MapNotFoundError": lambda: load_map("no-such-map"),
     "dmxshm.world.world.WorldError": lambda: World("loop", num_robots=-1),
-    "dmxshm.matrix.renderers.RendererError": lambda: resolve_renderer("vulkan"),
+    "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),
 }
 """A public call that raises each leaf defined outside dmxshm.errors that
 declares a built-in base, so its built-in meaning is checked where callers see it."""

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from dmxshm.cli import cli
-from dmxshm.matrix import renderers
 from dmxshm.matrix.camera import Camera
-from dmxshm.matrix.renderers import RendererError
 from dmxshm.network import Network, NetworkConfig
+from dmxshm.world import renderers
+from dmxshm.world.renderers import RendererError
 from dmxshm.world.world import World
 
 RUN_TIMEOUT_S = 120

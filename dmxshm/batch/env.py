@@ -42,9 +42,9 @@ import numpy as np
 from gymnasium import spaces
 
 from dmxshm.matrix.camera import Camera, quat_matrix
-from dmxshm.matrix.renderers import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.world.maps import RoadMap
+from dmxshm.world.renderers import resolve as resolve_renderer
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.world import GRAVITY_M_S2, World
 
@@ -92,7 +92,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         yaw_noise_rad: standard deviation of the start heading noise.
         dt_s: simulated time per step.
         renderer: the camera renderer, ``"tiny"``, ``"egl"`` or ``"auto"``
-            (:mod:`dmxshm.matrix.renderers`).
+            (:mod:`dmxshm.world.renderers`).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}

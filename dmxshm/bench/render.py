@@ -21,7 +21,7 @@ import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import Camera
-from dmxshm.matrix.renderers import PROBE_ENV
+from dmxshm.world.renderers import PROBE_ENV
 from dmxshm.world.world import World
 
 DEFAULT_SIZES = ((64, 64), (160, 120), (640, 480))

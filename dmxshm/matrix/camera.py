@@ -22,8 +22,8 @@ import numpy as np
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
-from dmxshm.matrix.renderers import flag
 from dmxshm.world.maps import RoadMap
+from dmxshm.world.renderers import flag
 from dmxshm.world.robot import CHASSIS_FRONT_X_M
 from dmxshm.world.world import World
 

@@ -16,12 +16,12 @@ import numpy as np
 
 from dmxshm import settings
 from dmxshm.errors import DmxError
-from dmxshm.matrix.renderers import EGL_MAX_WH, RENDERERS
-from dmxshm.matrix.renderers import resolve as resolve_renderer
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
 from dmxshm.network.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world.maps import load_map
+from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS
+from dmxshm.world.renderers import resolve as resolve_renderer
 
 MODES = ("gym", "realtime")
 MAX_CAMERA_PIXELS = 1920 * 1080
@@ -247,7 +247,7 @@ class NetworkConfig:
 def probe_egl() -> None:
     """Start EGL once in a child process (cached): fails here, with the reason,
     rather than in a renderer process."""
-    from dmxshm.matrix.renderers import probe
+    from dmxshm.world.renderers import probe
 
     probe()
 

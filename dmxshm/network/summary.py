@@ -7,10 +7,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dmxshm.errors import DmxError
-from dmxshm.matrix.renderers import PROBE_ENV
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
+from dmxshm.world.renderers import PROBE_ENV
 
 
 @dataclass

@@ -30,8 +30,8 @@ from numpy.typing import ArrayLike
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
-from dmxshm.matrix.renderers import load_egl, quiet_stdio, unload_egl
 from dmxshm.world.maps import RoadMap, load_map
+from dmxshm.world.renderers import load_egl, quiet_stdio, unload_egl
 from dmxshm.world.robot import (
     COM_IN_BASE_M,
     MAX_WHEEL_SPEED_RAD_S,
@@ -87,7 +87,7 @@ class World:
         mesh_files: build the map's meshes from OBJ files (what pybullet's
             EGL renderer plugin needs; :func:`~dmxshm.world.scene.build_scene`).
         renderer: ``"tiny"`` or ``"egl"``: the camera renderer this world is
-            drawn with (:mod:`dmxshm.matrix.renderers`). ``egl`` loads the
+            drawn with (:mod:`dmxshm.world.renderers`). ``egl`` loads the
             plugin into the world's own client before the scene is built,
             and builds the meshes from files.
 
