@@ -316,3 +316,13 @@ def shm_sizes(names: list[str], shm_dir: str = "/dev/shm") -> dict[str, int]:
             except OSError:
                 continue
     return out
+
+
+def steal_s() -> float | None:
+    """CPU time, summed over this machine's CPUs, that its hypervisor gave to
+    others since boot (``steal`` in /proc/stat); None where the OS does not say.
+
+    The difference across a run tells a spine whose cycles overran whether the
+    virtual machine itself was descheduled then.
+    """
+    return getattr(psutil.cpu_times(), "steal", None)

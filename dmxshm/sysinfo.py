@@ -41,16 +41,6 @@ def realtime_scheduling() -> tuple[bool, str]:
     return True, "SCHED_FIFO permitted"
 
 
-def steal_s() -> float | None:
-    """CPU time, summed over this machine's CPUs, that its hypervisor gave to
-    others since boot (``steal`` in /proc/stat); None where the OS does not say.
-
-    The difference across a run tells a spine whose cycles overran whether the
-    virtual machine itself was descheduled then.
-    """
-    return getattr(psutil.cpu_times(), "steal", None)
-
-
 def cpu_pinning() -> tuple[bool, str]:
     """Whether this process may set its CPU affinity."""
     proc = psutil.Process()

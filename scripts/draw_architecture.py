@@ -121,10 +121,25 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("batch", "profiling"): "listed in the profiling box",
     ("cli", "dmxshm"): "the version number",
     ("dmxshm", "batch"): "dmxshm.make_vec, imported when called",
+    ("bench", "matrix"): "bench render's cameras",
+    ("bench", "world"): "bench render's worlds",
+    ("bench", "proc"): "the floor's children",
+    ("cli", "matrix"): "maps --render's top view",
+    ("cli", "logs"): "run --log, log info, replay, view (logs.py, replay.py, view/)",
+    ("network", "logs"): "each process's part of an MCAP log; the view's rings",
+    ("logs", "world"): "PNG encoding (pngio)",
+    ("logs", "matrix"): "the view's map picture",
+    ("logs", "shm"): "the view peeks at overwrite rings",
+    ("logs", "network"): "replay runs a gym network",
+    ("spine", "network"): "the agent policies, shared",
+    ("sb3", "batch"): "SB3's VecEnv over a batch (sb3.py, rllib.py)",
+    ("sb3", "proc"): "rllib.py: the CPUs an EnvRunner may use",
 }
 FLOOR_NAMES = {"settings", "errors"}
 # Small top-level modules drawn inside another box.
-INSIDE = {"console": "cli", "sysinfo": "cli", "pngio": "world", "_pybullet": "world"}
+INSIDE = {"console": "cli", "sysinfo": "cli", "pngio": "world", "_pybullet": "world",
+          # Not drawn as boxes; their imports are listed in NOT_DRAWN.
+          "replay": "logs", "view": "logs", "rllib": "sb3"}
 
 
 def _group(module: str) -> str:

@@ -41,7 +41,7 @@ from dmxshm.network.renderer import run_renderer
 from dmxshm.network.summary import Summary, summarize
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Supervisor
-from dmxshm.profiling import Profiler, shm_sizes
+from dmxshm.profiling import Profiler, shm_sizes, steal_s
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
@@ -49,7 +49,6 @@ from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype, total_cycles
 from dmxshm.spine.records import RECORD_DTYPE
-from dmxshm.sysinfo import steal_s
 from dmxshm.view import rings as view_rings
 from dmxshm.world.maps import load_map
 

@@ -19,7 +19,7 @@ import numpy as np
 from dmxshm.proc.cpus import usable_cpus
 from dmxshm.proc.outcome import Cause, describe_signal
 from dmxshm.proc.supervisor import Supervisor
-from dmxshm.profiling import Profiler, shm_sizes
+from dmxshm.profiling import Profiler, shm_sizes, steal_s
 from dmxshm.settings import START_TIMEOUT_S
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
@@ -44,7 +44,6 @@ from dmxshm.spine.records import (
 )
 from dmxshm.spine.report import no_nan, percentile, report
 from dmxshm.spine.state_machine import State
-from dmxshm.sysinfo import steal_s
 
 __all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError", "SpineShutDown",
            "SpineStopped", "report", "run"]
