@@ -147,21 +147,21 @@ class RunReader:
             out |= {"step": step, "sim_time_s": float(st["sim_time_s"]),
                     "late_steps": int(st["late_steps"]),
                     "poses": np.round(st["poses"], 4).tolist()}
-        sensors = self._sensors()
+        newest = [ring.peek(1) for ring in self.obs]  # one copy of each, for both below
+        sensors = self._sensors(newest)
         if sensors:
             out["sensors"] = sensors
-        out["cameras"] = self._cameras()
+        out["cameras"] = self._cameras(newest)
         if self.records is not None:
             out["spine"] = self._spine()
         out["ended"] = self.ended
         self.last = {k: v for k, v in out.items() if k != "cameras"}
         return out
 
-    def _sensors(self) -> dict[str, dict[str, Any]]:
+    def _sensors(self, newest: list[np.ndarray]) -> dict[str, dict[str, Any]]:
         rates: dict[str, list[float]] = {s: [] for s in vr.SENSORS}
         missed = dict.fromkeys(vr.SENSORS, 0)
-        for r, ring in enumerate(self.obs):
-            got = ring.peek(1)
+        for r, got in enumerate(newest):
             if not len(got):
                 continue
             slot = got[0]
@@ -180,13 +180,12 @@ class RunReader:
                     "configured_hz": configured.get(s)}
                 for s in vr.SENSORS if s != "camera" or camera_on}
 
-    def _cameras(self) -> dict[int, str]:
+    def _cameras(self, newest: list[np.ndarray]) -> dict[int, str]:
         """Camera images (PNG data URLs) that changed since the last snapshot."""
         if self.meta["camera"] == [0, 0]:
             return {}
         new = {}
-        for ring in self.obs:
-            got = ring.peek(1)
+        for got in newest:
             if not len(got) or "camera" not in (got.dtype.names or ()):
                 continue
             slot = got[0]
