@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import json as _json
 import os
@@ -335,7 +336,10 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
     with console.run_progress("replay", rec.steps, live_table=False) as (on_progress, _):
         summary = rp.run_recording(rec, path, log=log_path, camera=camera,
                                    on_progress=on_progress)
-    console.print_summary(summary)
+    if hasattr(summary, "sensors"):
+        console.print_summary(summary)
+    else:  # a realtime spine run: its physics, replayed in this process
+        click.echo(f"\nreplay of the {summary.mode}: {summary.steps} physics steps")
     recorded = rec.summary["trajectory_digest"]
     same = summary.trajectory_digest == recorded
     click.echo(f"recorded run ({rec.config['mode']} mode, {rec.steps} steps, "
@@ -343,8 +347,8 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
     click.echo(f"replay: {summary.steps} steps in {summary.wall_time_s:.1f} s; digest "
                f"{'EQUAL' if same else 'DIFFERENT'}")
     if json:
-        console.write_json({**summary.to_dict(), "recorded_digest": recorded,
-                            "digest_equal": same}, json)
+        data = summary.to_dict() if hasattr(summary, "to_dict") else dataclasses.asdict(summary)
+        console.write_json({**data, "recorded_digest": recorded, "digest_equal": same}, json)
     if not same:
         sys.exit(EXIT_ERROR)
 

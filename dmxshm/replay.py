@@ -9,10 +9,14 @@ answers each step with the command recorded for that step, and compares the
 trajectory digest with the recorded run's: equal means the replay went
 through the same states, bit for bit.
 
+A realtime run through the spine (``--spine``) is replayed physics only, in
+this process: its physics steps are the spine's CAN cycles, each logged
+with its command (:func:`replay_spine_physics`). A gym run through the
+spine replays through the simulation spine, as any gym run.
+
 A log is refused, with the reason, when it lacks what replay needs: no
 configuration or summary (not a dmxshm log, or a run that did not finish),
-a run through the spine (its physics steps are the spine's CAN cycles, not
-logged one by one with their states), or a missing step of some robot.
+or a missing step of some robot.
 """
 
 from __future__ import annotations
@@ -74,9 +78,6 @@ def load(path: str) -> Recording:
     if config.get("log_format") != LOG_FORMAT:
         raise ReplayError(f"{path} is a log of format {config.get('log_format')}; this dmxshm "
                           f"replays format {LOG_FORMAT}")
-    if config.get("spine"):
-        raise ReplayError(f"{path} is a run through the spine: its physics steps are the "
-                          "spine's CAN cycles, which replay does not re-run yet")
     if summary is None:
         raise ReplayError(f"{path} has no {SUMMARY_TOPIC}: the run did not finish (it failed "
                           "or was stopped), so the log may lack the commands of its last steps")
@@ -142,8 +143,8 @@ def replay_config(rec: Recording, log: str | None = None, camera: tuple[int, int
         camera=tuple(camera if camera is not None else c["camera"]),
         seed=int(c["seed"]), map=str(c["map"]), dt_s=float(c["dt_s"]),
         substeps=int(c["substeps"]), wait_timeout_s=float(c["wait_timeout_s"]), log=log,
-        renderer=str(c.get("renderer", "tiny")),
-        **overrides)
+        renderer=str(c.get("renderer", "tiny")), spine=bool(c.get("spine")),
+        spine_hz=float(c.get("spine_hz", 1000.0)), **overrides)
 
 
 def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = None,
@@ -176,5 +177,62 @@ def run_recording(rec: Recording, path: str, log: str | None = None,
 
     if log is not None and os.path.realpath(log) == os.path.realpath(path):
         raise LogError("the replay's --log would overwrite the log being replayed")
+    if rec.config.get("spine") and rec.config.get("mode") == "realtime":
+        if log is not None:
+            raise ReplayError("a realtime spine run replays its physics only (no sensors, "
+                              "no processes): --log is not available for it")
+        return replay_spine_physics(rec, on_progress)
     with _commands_file(rec.commands):
         return run(replay_config(rec, log, camera), on_progress=on_progress)
+
+
+@dataclass
+class PhysicsReplay:
+    """What a physics-only replay gives (a realtime spine run's)."""
+
+    mode: str
+    steps: int
+    wall_time_s: float
+    trajectory_digest: str
+    final_poses: list[list[float]]
+
+
+def replay_spine_physics(rec: Recording,
+                         on_progress: Callable[[int], None] | None = None) -> PhysicsReplay:
+    """Replay a realtime run through the spine: its physics, step for step.
+
+    The engine of such a run stepped physics once per CAN cycle of the spine
+    (``1 / spine_hz``), each with the frame's command, and published (and
+    hashed) the state every ``dt_s`` of simulated time. This does the same in
+    this process with the logged commands, and hashes the same states.
+    """
+    import hashlib
+    import time
+
+    from dmxshm.world.state import poses_2d
+    from dmxshm.world.world import World
+
+    c = rec.config
+    t0 = time.perf_counter()
+    digest = hashlib.sha256()
+    dt_s = float(c["dt_s"])
+    with World(str(c["map"]), int(c["robots"]), seed=int(c["seed"]),
+               dt_s=1.0 / float(c["spine_hz"]), substeps=1) as world:
+        published = 0
+
+        def publish(states: np.ndarray) -> None:
+            nonlocal published
+            digest.update(poses_2d(states).tobytes())
+            published += 1
+
+        publish(world.state())
+        for k in range(rec.steps):  # as the engine's spine loop (network/engine.py)
+            world.apply_wheel_speeds(rec.commands[k])
+            world.step()
+            if world.sim_time_s >= published * dt_s - 1e-9:
+                publish(world.state())
+            if on_progress is not None and k % 1000 == 0:
+                on_progress(k)
+        final = poses_2d(world.state()).tolist()
+    return PhysicsReplay("physics of the spine's CAN cycles", rec.steps,
+                         time.perf_counter() - t0, digest.hexdigest(), final)
