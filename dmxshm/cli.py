@@ -764,7 +764,13 @@ def _view_process(pid: int | None, host: str, port: int, allow_remote: bool,
     """A live view server in a process of its own; yields its URL, stops it at the end."""
     import subprocess
 
-    from dmxshm.view.server import TOKEN_ENV, check_host, require_aiohttp, wait_for_url
+    from dmxshm.view.server import (
+        TOKEN_ENV,
+        check_host,
+        require_aiohttp,
+        stop_process,
+        wait_for_url,
+    )
 
     require_aiohttp()
     token = check_host(host, allow_remote, None)
@@ -782,16 +788,7 @@ def _view_process(pid: int | None, host: str, port: int, allow_remote: bool,
         threading.Thread(target=_relay, args=(proc.stderr,), daemon=True).start()
         yield url
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        stop_process(proc)
 
 
 def _relay(pipe: Any) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 
 from dmxshm.network import Network, NetworkConfig
-from dmxshm.view.server import wait_for_url
+from dmxshm.view.server import stop_process, wait_for_url
 
 
 def free_port() -> int:
@@ -115,11 +115,7 @@ def viewed(cfg: NetworkConfig, tabs: int, driver: Any) -> dict[str, Any]:
                 "page_updates": updates}
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(10)
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
+            stop_process(proc, grace_s=10.0)
         net.close()
 
 

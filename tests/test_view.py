@@ -18,7 +18,12 @@ pytest.importorskip("aiohttp", reason="the view extra (pip install 'dmxshm[view]
 
 from dmxshm.network import Network, NetworkConfig  # noqa: E402
 from dmxshm.shm.names import list_entries  # noqa: E402
-from dmxshm.view.server import ViewError, check_host, wait_for_url  # noqa: E402
+from dmxshm.view.server import (  # noqa: E402
+    ViewError,
+    check_host,
+    stop_process,
+    wait_for_url,
+)
 
 TIMEOUT_S = 180
 # CI sets this: there the browser test must run, not skip.
@@ -47,15 +52,7 @@ def start_view(pid: int, port: int, *extra: str,
 
 
 def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
+    stop_process(proc, grace_s=10.0)
 
 
 def browser():  # noqa: ANN201

@@ -15,7 +15,6 @@ sensors keep their own rates. Gym mode renders every sensor in the renderer
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -24,7 +23,7 @@ from dmxshm.errors import RingClosedError
 from dmxshm.logs import LogPart
 from dmxshm.matrix.camera import Camera
 from dmxshm.network.plan import Plan
-from dmxshm.network.renderer import Recorder
+from dmxshm.network.renderer import Recorder, next_tick
 from dmxshm.network.results import CameraResult
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
@@ -88,9 +87,8 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
             for j, robot in enumerate(robots):
                 camera.render(world.client, states[robot], out=slot["camera"][j])
             done.render_s += time.perf_counter() - t_render
-            behind = math.floor((now - due_at) / period)
+            due_at, behind = next_tick(due_at, now, period)
             done.missed += behind
-            due_at += (behind + 1) * period
             done.frames += 1
             slot["step"], slot["sim_time_s"] = st["step"], st["sim_time_s"]
             slot["frame"], slot["missed"] = done.frames, done.missed

@@ -84,6 +84,18 @@ class _Sensing:
         self.render_s += time.perf_counter() - t0
 
 
+def next_tick(due_at: float, now: float, period: float) -> tuple[float, int]:
+    """The next tick of a sensor on its fixed grid after one due at ``due_at`` fired
+    at ``now``, and how many ticks it missed (past ones are lost, not bunched).
+
+    Example:
+        >>> next_tick(1.0, 1.25, 0.1)
+        (1.3, 2)
+    """
+    behind = math.floor((now - due_at) / period)
+    return due_at + (behind + 1) * period, behind
+
+
 class ViewObs:
     """A renderer's side of the live view: its robots' newest images and its sensor
     counts, a few times a second, in an overwrite ring nobody waits on."""
@@ -321,10 +333,8 @@ def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink
                 part.sensors(link.robots, o["obs"], due, wall_ns)
         for s in due:
             sensing.produced[s] += 1
-            # Next tick on the fixed grid; ticks already past are lost, not bunched.
-            behind = math.floor((now - due_at[s]) / period[s])
+            due_at[s], behind = next_tick(due_at[s], now, period[s])
             missed[s] += behind
-            due_at[s] += (behind + 1) * period[s]
         if view is not None and view.start():  # the newest of every sensor, a few times a second
             for o, link in zip(obs, links, strict=True):
                 view.take(link.robots, o["obs"])

@@ -448,5 +448,21 @@ def wait_for_url(proc: Any, timeout_s: float = FIND_TIMEOUT_S) -> str:
     raise ViewError(f"the view did not start within {timeout_s:g} s")
 
 
+def stop_process(proc: Any, grace_s: float = 5.0) -> None:
+    """Stop a view process (SIGTERM, then SIGKILL after ``grace_s``) and close its pipes."""
+    import subprocess
+
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])
