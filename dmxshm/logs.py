@@ -34,6 +34,7 @@ library and Foxglove's SDK for its message schemas).
 from __future__ import annotations
 
 import heapq
+import importlib
 import json
 import os
 import shutil
@@ -77,22 +78,20 @@ def parts_dir(path: str) -> str:
     return f"{path}.parts"
 
 
-def _require_writer() -> Any:
+def _require(module: str, doing: str) -> Any:
+    """``module`` imported, or a LogError naming the extra (``doing``: for what)."""
     try:
-        import foxglove
+        return importlib.import_module(module)
     except ImportError:
-        raise LogError("recording to MCAP needs the log extra: pip install 'dmxshm[log]'") \
-            from None
-    return foxglove
+        raise LogError(f"{doing} needs the log extra: pip install 'dmxshm[log]'") from None
+
+
+def _require_writer() -> Any:
+    return _require("foxglove", "recording to MCAP")
 
 
 def _require_reader() -> Any:
-    try:
-        from mcap import reader
-    except ImportError:
-        raise LogError("reading MCAP logs needs the log extra: pip install 'dmxshm[log]'") \
-            from None
-    return reader
+    return _require("mcap.reader", "reading MCAP logs")
 
 
 def check_writable(path: str) -> None:
@@ -279,9 +278,10 @@ def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
         part.close()
     folder = parts_dir(path)
     parts = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".mcap"))
-    merge(parts, path)
+    counts = merge(parts, path)
     shutil.rmtree(folder, ignore_errors=True)
-    return {k: v for k, v in info(path).items() if k not in ("config", "summary")}
+    return {k: v for k, v in _log_info(path, counts, None, None).as_dict().items()
+            if k not in ("config", "summary")}
 
 
 def _records(path: str) -> Iterator[tuple[int, Any, Any]]:
@@ -320,8 +320,13 @@ def finish_unfinished(path: str) -> dict[str, Any] | None:
         return None
 
 
-def merge(parts: list[str], out: str) -> None:
-    """One MCAP file of the messages of ``parts``, in log-time order (zstd chunks)."""
+def merge(parts: list[str], out: str) -> dict[str, list[Any]]:
+    """One MCAP file of the messages of ``parts``, in log-time order (zstd chunks).
+
+    Returns:
+        per topic, what :func:`info` counts (so the merged file need not be read
+        again for it).
+    """
     _require_reader()
     from mcap.writer import CompressionType, Writer
 
@@ -332,6 +337,7 @@ def merge(parts: list[str], out: str) -> None:
             w.start(profile="", library="dmxshm")
             schema_ids: dict[tuple[str, str, bytes], int] = {}
             channel_ids: dict[str, int] = {}
+            counts: dict[str, list[Any]] = {}
             # Each part is in written order, which is its log-time order (one
             # process, one clock); heapq.merge interleaves them lazily.
             ordered = heapq.merge(*(_records(p) for p in parts), key=lambda item: item[0])
@@ -348,8 +354,10 @@ def merge(parts: list[str], out: str) -> None:
                     cid = channel_ids[channel.topic] = w.register_channel(
                         channel.topic, channel.message_encoding, sid, dict(channel.metadata))
                 w.add_message(cid, msg.log_time, msg.data, msg.publish_time, msg.sequence)
+                _count(counts, channel.topic, schema, msg.log_time)
             w.finish()
         os.replace(tmp, out)
+        return counts
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -428,19 +436,28 @@ def info(path: str) -> dict[str, Any]:
     counts: dict[str, list[Any]] = {}
     config = summary = None
     for topic, schema, msg in messages(path):
-        t = msg.log_time / 1e9
-        row = counts.get(topic)
-        if row is None:
-            counts[topic] = [schema.name if schema else "", 1, t, t]
-        else:
-            row[1] += 1
-            row[3] = t
+        _count(counts, topic, schema, msg.log_time)
         if topic == CONFIG_TOPIC:
             config = json.loads(msg.data)
         elif topic == SUMMARY_TOPIC:
             summary = json.loads(msg.data)
+    return _log_info(path, counts, config, summary).as_dict()
+
+
+def _count(counts: dict[str, list[Any]], topic: str, schema: Any, log_time_ns: int) -> None:
+    """Tally one message: ``[schema name, count, first s, last s]`` per topic."""
+    t = log_time_ns / 1e9
+    row = counts.get(topic)
+    if row is None:
+        counts[topic] = [schema.name if schema else "", 1, t, t]
+    else:
+        row[1] += 1
+        row[2], row[3] = min(row[2], t), max(row[3], t)
+
+
+def _log_info(path: str, counts: dict[str, list[Any]], config: dict[str, Any] | None,
+              summary: dict[str, Any] | None) -> LogInfo:
     topics = [TopicInfo(topic, *row) for topic, row in sorted(counts.items())]
     first = min((t.first_s for t in topics), default=0.0)
     last = max((t.last_s for t in topics), default=0.0)
-    return LogInfo(path, os.path.getsize(path), last - first, topics, config,
-                   summary).as_dict()
+    return LogInfo(path, os.path.getsize(path), last - first, topics, config, summary)
