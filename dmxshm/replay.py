@@ -209,6 +209,7 @@ def replay_spine_physics(rec: Recording,
     import hashlib
     import time
 
+    from dmxshm.network.engine import state_due
     from dmxshm.world.state import poses_2d
     from dmxshm.world.world import World
 
@@ -229,7 +230,7 @@ def replay_spine_physics(rec: Recording,
         for k in range(rec.steps):  # as the engine's spine loop (network/engine.py)
             world.apply_wheel_speeds(rec.commands[k])
             world.step()
-            if world.sim_time_s >= published * dt_s - 1e-9:
+            if state_due(world.sim_time_s, published, dt_s):
                 publish(world.state())
             if on_progress is not None and k % 1000 == 0:
                 on_progress(k)

@@ -339,6 +339,12 @@ def _reply_to_spine(ring: Ring, step: int, states: np.ndarray, frame: int,
         slot["wheel_rate_rad_s"] = states["wheel_rate_rad_s"]
 
 
+def state_due(sim_time_s: float, published: int, dt_s: float) -> bool:
+    """Whether a spine-driven engine, having published ``published`` states,
+    publishes (and hashes) the state now: one every ``dt_s`` of simulated time."""
+    return sim_time_s >= published * dt_s - 1e-9
+
+
 def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring,
                 rejections: Rejections, spine_reply: Ring,
                 part: LogPart | None = None, view: ViewState | None = None) -> EngineResult:
@@ -395,7 +401,7 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
             states = world.state()
             _reply_to_spine(spine_reply, done, states, int(frame["step"]), t_taken)
             done += 1
-            if world.sim_time_s >= published * cfg.dt_s - 1e-9:  # every dt_s of sim time
+            if state_due(world.sim_time_s, published, cfg.dt_s):
                 publish(states)
     except Terminated as exc:  # stopped: what was done so far still reaches the summary
         exc.partial = result(clock() - t_start)
