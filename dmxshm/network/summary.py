@@ -12,6 +12,10 @@ from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
 from dmxshm.world.renderers import PROBE_ENV
 
+SCHEMA_VERSION = 1
+"""Version of the ``--json`` schema (docs/json.md): keys may be added without a
+change; a key renamed or removed, or a type changed, bumps it (listed in CHANGELOG)."""
+
 
 @dataclass
 class Summary:
@@ -80,8 +84,8 @@ class Summary:
     first_rejections: dict[int, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
+        """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
+        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
 
 
 def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
