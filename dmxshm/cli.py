@@ -171,6 +171,12 @@ def _parse_rates(ctx: Any, param: Any, value: str | None) -> dict[str, float]:
                    "step, each observation two cycles old (deterministic).")
 @click.option("--spine-frequency", "spine_hz", type=float, default=1000.0, show_default=True,
               help="Frequency of the --spine, Hz.")
+@click.option("--spine-reply-at", "spine_reply_at_s", type=click.FloatRange(min=0.0),
+              default=None,
+              help="Realtime --spine: the instant after a frame's send, in seconds, at which "
+                   "the engine's reply counts as the observation (T_o). The report predicts "
+                   "t_send - t_obs from the frequency and this alone, beside the measured "
+                   "[default: 0.0002, NetworkConfig.spine_reply_at_s].")
 @click.option("--command-timeout", "command_timeout_s", type=float, default=0.5,
               show_default=True, help="Realtime: a wheel command older than this stops its robot.")
 @click.option("--profile", is_flag=True,
@@ -196,6 +202,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
         pin: dict[str, int], record_dir: str | None, json: str | None,
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
+        spine_reply_at_s: float | None,
         profile: bool, profile_interval_s: float, rates: dict[str, float],
         log_path: str | None, view: bool, view_port: int, view_host: str,
         allow_remote: bool, renderer: str) -> None:
@@ -216,6 +223,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
             pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
+            **({} if spine_reply_at_s is None else {"spine_reply_at_s": spine_reply_at_s}),
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
             profile_interval_s=profile_interval_s, log=log_path, renderer=renderer)
         config.preflight()  # an agent that does not load, a bad map, too many robots
@@ -223,7 +231,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             _check_log(log_path, overwrite)
     if record_dir:  # last: --overwrite removes old frames only for a run that will start
         _prepare_record_dir(record_dir, overwrite)
-    failed: network.CommandsRejectedError | None = None
+    failed: network.RobotsIdleError | None = None
     stopped: BaseException | None = None
     with contextlib.ExitStack() as stack:
         if view:
@@ -234,7 +242,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
                                   live_table=profile) as (on_progress, on_profile):
             try:
                 summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
-            except network.CommandsRejectedError as exc:  # the figures still tell what happened
+            except network.RobotsIdleError as exc:  # the figures still tell what happened
                 failed, summary = exc, exc.summary
             except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: what was done
                 stopped = exc
@@ -720,7 +728,10 @@ _MODE_ONLY = {"steps": ("gym", "--steps", "a realtime run lasts --duration secon
               "duration_s": ("realtime", "--duration", "a gym run lasts --steps steps"),
               "rates": ("realtime", "--rates", "in gym mode every sensor produces once a step"),
               "command_timeout_s": ("realtime", "--command-timeout",
-                                    "in gym mode every step waits for every command")}
+                                    "in gym mode every step waits for every command"),
+              "spine_reply_at_s": ("realtime", "--spine-reply-at",
+                                   "a gym spine is the engine's lockstep pipeline, with no "
+                                   "frames to reply to")}
 
 
 def _refuse_other_modes_options(mode: str) -> None:

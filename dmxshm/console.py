@@ -95,19 +95,27 @@ def print_summary(s: Any) -> None:
         click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
     if s.mode == "realtime":
         missed = sum(s.missed_sensor_ticks.values())
-        click.echo(f"late engine steps: {s.late_steps} (worst lag {s.max_lag_s * 1e3:.1f} ms); "
-                   f"missed sensor ticks: {missed}")
+        late = ("" if s.late_steps is None  # a spine keeps the schedule: not measured here
+                else f"late engine steps: {s.late_steps} (worst lag "
+                     f"{(s.max_lag_s or 0.0) * 1e3:.1f} ms); ")
+        click.echo(f"{late}missed sensor ticks: {missed}")
     drops = ", ".join(f"{k} {v}" for k, v in s.drops.items())
-    click.echo(f"drops: {drops}; rejected commands {sum(s.rejected_commands)}, "
-               f"expired commands {sum(s.expired_commands)}")
+    expired = ("" if s.expired_commands is None
+               else f", expired commands {sum(s.expired_commands)}")
+    click.echo(f"drops: {drops}; rejected commands {sum(s.rejected_commands)}{expired}")
     t = s.timing
-    parts = [("physics", t["physics_s"]), ("rendering", t["rendering_s"]),
-             ("agents", t["agents_s"])]
-    if "framework_s" in t:
-        parts.append(("framework", t["framework_s"]))
-    click.echo("time per step: " + ", ".join(
-        f"{k} {v * 1e3:.3f} ms ({v / t['step_s']:.0%})" for k, v in parts)
-        + f"; step {t['step_s'] * 1e3:.3f} ms")
+    if s.mode == "gym":  # the step's parts run one after another: shares of a step
+        parts = [("physics", t["physics_s"]), ("rendering", t["rendering_s"]),
+                 ("agents", t["agents_s"]), ("framework", t["framework_s"])]
+        click.echo("time per step: " + ", ".join(
+            f"{k} {v * 1e3:.3f} ms ({v / t['step_s']:.0%})" for k, v in parts)
+            + f"; step {t['step_s'] * 1e3:.3f} ms")
+    elif s.busy_fraction:  # processes overlap: each one's own work over the run's wall time
+        click.echo("busy share of wall time (each process's own work): " + ", ".join(
+            f"{name} {share:.0%}" for name, share in s.busy_fraction.items()))
+    for name in s.unfinished:
+        click.echo(f"UNFINISHED: {name} was still in its policy after the run's end and "
+                   "was stopped; its robots' commands expired")
     if s.spine:
         sp = s.spine
         click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
@@ -129,6 +137,14 @@ def print_summary(s: Any) -> None:
                        f"step {pp(t['engine_step_us'])}; reply to spine "
                        f"{pp(d['engine_to_spine'])}; wheel states at send "
                        f"{pp(t['send_minus_obs_us'])} old")
+            if "predicted" in t:
+                law, beyond = t["predicted"], t["minus_predicted_us"]["send_minus_obs_us"]
+                click.echo(f"spine law ({law['schedule']}, T_o {law['reply_at_us']:g} us from "
+                           f"the configuration): send - obs {law['send_minus_obs_us']:.1f} us; "
+                           f"measured minus law {pp(beyond)} us")
+            if t.get("stopped_by"):
+                click.echo(f"spine stopped by {t['stopped_by']}: "
+                           f"{t['states'].get('SHUTDOWN', 0)} SHUTDOWN cycles sent stops")
     print_robots(s)
     click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
     if s.log:
@@ -150,7 +166,7 @@ def print_robots(s: Any) -> None:
     for r in range(s.robots):
         click.echo(f"{r:>5} {lane['distance_m'][r]:>11.2f} {lane['max_abs_offset_m'][r]:>15.3f} "
                    f"{lane['off_road_steps'][r]:>15} {s.rejected_commands[r]:>9} "
-                   f"{s.expired_commands[r]:>8}")
+                   f"{'-' if s.expired_commands is None else s.expired_commands[r]:>8}")
 
 
 def realtime_refused(r: dict[str, Any]) -> str | None:

@@ -79,3 +79,14 @@ class NanEveryThird:
             wheels[-1] = np.nan
         self.calls += 1
         return wheels
+
+
+class NeverAnswers:
+    """Hangs in its first call (a policy that sleeps): its robots never get a command."""
+
+    def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
+        self.n = len(robot_ids)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        threading.Event().wait()  # hang until the supervisor stops us
+        return np.zeros((self.n, 2))

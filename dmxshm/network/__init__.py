@@ -15,7 +15,15 @@
 
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ, ConfigError, NetworkConfig
 from dmxshm.network.summary import Summary
-from dmxshm.network.supervisor import CommandsRejectedError, Network, NetworkError, run
+from dmxshm.network.supervisor import (
+    CommandsRejectedError,
+    Network,
+    NetworkError,
+    NoCommandsError,
+    RobotsIdleError,
+    run,
+)
 
 __all__ = ["DEFAULT_SENSOR_RATES_HZ", "CommandsRejectedError", "ConfigError", "Network",
-           "NetworkConfig", "NetworkError", "Summary", "run"]
+           "NetworkConfig", "NetworkError", "NoCommandsError", "RobotsIdleError", "Summary",
+           "run"]

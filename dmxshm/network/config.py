@@ -28,6 +28,9 @@ MAX_CAMERA_PIXELS = 1920 * 1080
 MAX_ROBOTS = 64
 DEFAULT_SENSOR_RATES_HZ = DEFAULT_RATES_HZ
 """Each sensor's realtime rate unless set (defined once, in :mod:`dmxshm.matrix.sensors`)."""
+DEFAULT_SPINE_REPLY_AT_S = 200e-6
+"""T_o of a realtime spine unless set: the engine's reply to a frame 200 us after its
+send (a ring handoff each way and one physics step of a few robots; docs/spine.md)."""
 
 
 def role_name(role: str, index: int) -> str:
@@ -59,7 +62,8 @@ class NetworkConfig:
         map: bundled map name or path of a map file.
         dt_s: simulated time per engine step.
         substeps: physics substeps per step.
-        sensor_rates_hz: realtime mode: rate of each sensor.
+        sensor_rates_hz: realtime mode: rate of each sensor; a sensor not named
+            keeps its default (:data:`DEFAULT_SENSOR_RATES_HZ`).
         command_timeout_s: realtime mode: a wheel command older than this
             is dropped and the robot stops.
         wait_timeout_s: the longest any process waits for another.
@@ -73,6 +77,11 @@ class NetworkConfig:
             one physics step of ``1 / spine_hz`` a step, the observation two
             cycles old (:class:`~dmxshm.spine.simulation.SimulationSpine`).
         spine_hz: the spine's frequency.
+        spine_reply_at_s: realtime spine: the instant after a frame's send at
+            which the engine's reply counts as the observation (T_o of the
+            latency law, :func:`dmxshm.spine.network_spine.predicted_send_minus_obs_s`);
+            a configuration, never measured: the report sets the measured
+            latency beside the law's prediction from it.
         spin_us: how long a ring wait polls before it sleeps. None: the
             environment variable ``DMXSHM_SPIN_US`` if set, else the ring's
             default when every process has a core of its own, and
@@ -112,6 +121,7 @@ class NetworkConfig:
     spin_us: float | None = None
     spine: bool = False
     spine_hz: float = 1000.0
+    spine_reply_at_s: float = DEFAULT_SPINE_REPLY_AT_S
     profile: bool = False
     profile_interval_s: float = 0.5
     log: str | None = None
@@ -143,10 +153,16 @@ class NetworkConfig:
                "ER_TINY_RENDERER would take seconds a frame")
         _check(self.dt_s > 0, f"dt must be positive, not {self.dt_s}")
         _check(self.substeps >= 1, f"substeps must be at least 1, not {self.substeps}")
+        _check(isinstance(self.sensor_rates_hz, dict),
+               f"sensor_rates_hz must be a dict SENSOR -> Hz, not {self.sensor_rates_hz!r}")
         for name, hz in self.sensor_rates_hz.items():
             _check(name in DEFAULT_SENSOR_RATES_HZ,
                    f"unknown sensor {name!r}; sensors are {sorted(DEFAULT_SENSOR_RATES_HZ)}")
-            _check(hz > 0, f"sensor rate of {name} must be positive, not {hz}")
+            _check(isinstance(hz, (int, float)) and math.isfinite(hz) and hz > 0,
+                   f"sensor rate of {name} must be a positive number of Hz, not {hz!r}")
+        # A sensor not named keeps its default: every process reads every sensor's rate.
+        object.__setattr__(self, "sensor_rates_hz",
+                           {**DEFAULT_SENSOR_RATES_HZ, **self.sensor_rates_hz})
         _check(self.command_timeout_s > 0, "command timeout must be positive")
         _check(self.wait_timeout_s > 0, "wait timeout must be positive")
         _check(self.record_every >= 1, "record_every must be at least 1")
@@ -154,6 +170,8 @@ class NetworkConfig:
                "recording writes camera frames, and a 0x0 camera turns the camera off: give a "
                "camera size (e.g. --camera 160x120) or do not record")
         _check(self.spine_hz > 0, "spine frequency must be positive")
+        _check(math.isfinite(self.spine_reply_at_s) and self.spine_reply_at_s >= 0,
+               f"spine reply instant must be 0 s or more, not {self.spine_reply_at_s}")
         _check(self.renderer in RENDERERS,
                f"renderer must be one of {', '.join(RENDERERS)}, not {self.renderer!r}")
         object.__setattr__(self, "_renderer", resolve_renderer(self.renderer))

@@ -183,27 +183,39 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     view = ViewState(plan)
     try:
         hook = plan.wait_for_start("engine", 0)
-        if cfg.mode == "gym":
-            result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections, part,
-                               view)
-        elif spine_reply is not None:
-            result = _spine_loop(cfg, world, state_rings, cmd_rings[0], rejections, spine_reply,
-                                 part, view)
-        else:
-            result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
-                                    part, view)
-        view.show(result.steps, world.sim_time_s, world.state(), result.late_steps, force=True)
+
+        def finish(result: EngineResult) -> EngineResult:
+            """What every end reports, a stop's partial result too: the final poses and
+            the rings' drops."""
+            result.start_hook = hook
+            result.final_poses = poses_2d(world.state()).tolist()
+            result.cmd_drops = sum(r.stats().drops for r in cmd_rings)
+            # The renderers' rings (a camera process takes only the newest state at its
+            # ticks: what it skips is by design, not a drop).
+            result.state_drops = sum(r.stats().drops for r in state_rings[:cfg.renderers])
+            return result
+
+        try:
+            if cfg.mode == "gym":
+                result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
+                                   part, view)
+            elif spine_reply is not None:
+                result = _spine_loop(cfg, world, state_rings, cmd_rings[0], rejections,
+                                     spine_reply, part, view)
+            else:
+                result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows,
+                                        rejections, part, view)
+        except Terminated as exc:  # stopped: its partial result counts what a finished one does
+            if isinstance(exc.partial, EngineResult):
+                finish(exc.partial)
+            raise
+        view.show(result.steps, world.sim_time_s, world.state(), result.late_steps or 0,
+                  force=True)
         for ring in state_rings:
             ring.close_writer()
         if spine_reply is not None:
             spine_reply.close_writer()
-        result.start_hook = hook
-        result.final_poses = poses_2d(world.state()).tolist()
-        result.cmd_drops = sum(r.stats().drops for r in cmd_rings)
-        # The renderers' rings (a camera process takes only the newest state at its
-        # ticks: what it skips is by design, not a drop).
-        result.state_drops = sum(r.stats().drops for r in state_rings[:cfg.renderers])
-        return result
+        return finish(result)
     finally:
         if part is not None:
             part.close()
@@ -252,7 +264,7 @@ def _log_step(part: LogPart | None, step: int, sim_time_s: float, states: np.nda
 
 
 def _result(world: World, steps: int, wall_s: float, physics_s: float, lanes: LaneLog,
-            digest: Any, rejections: Rejections, expired: list[int],
+            digest: Any, rejections: Rejections, expired: list[int] | None,
             **extra: Any) -> EngineResult:
     """The engine's part of the summary, from any of its loops."""
     return EngineResult(
@@ -293,8 +305,10 @@ def _gym_loop(cfg: Any, world: World, state_rings: list[Ring], cmd_rings: list[R
     done = 0
 
     def result(wall_s: float) -> EngineResult:
-        return _result(world, done, wall_s, physics_s, lanes, digest, rejections,
-                       [0] * cfg.robots)
+        # Gym mode waits for every command and has no schedule: no command expires and
+        # no step is late by construction, so neither is counted.
+        return _result(world, done, wall_s, physics_s, lanes, digest, rejections, None,
+                       late_steps=None, max_lag_s=None)
 
     try:
         for k in range(cfg.steps):
@@ -366,8 +380,10 @@ def _spine_loop(cfg: Any, world: World, state_rings: list[Ring], spine_cmd: Ring
     done = published = 0
 
     def result(wall_s: float) -> EngineResult:
-        return _result(world, done, wall_s, physics_s, lanes, digest, rejections,
-                       [0] * cfg.robots)
+        # The spine expires the agents' commands (its own report counts them) and
+        # keeps the schedule: the engine measures neither.
+        return _result(world, done, wall_s, physics_s, lanes, digest, rejections, None,
+                       late_steps=None, max_lag_s=None)
 
     def publish(states: np.ndarray) -> None:
         nonlocal published

@@ -13,6 +13,11 @@ import numpy as np
 class EngineResult:
     """The engine's figures (times in seconds).
 
+    ``expired_commands``, ``late_steps`` and ``max_lag_s`` are None where the
+    engine does not measure them: in gym mode no command expires and no step is
+    late by construction; with a realtime spine the spine expires commands and
+    keeps the schedule (its report has them).
+
     ``start_hook`` is what the plan's start hook returned in the engine (see
     :class:`~dmxshm.network.plan.StartHook`; ``dmxshm bench network``'s floor).
     """
@@ -24,12 +29,12 @@ class EngineResult:
     metrics_s: float
     trajectory_digest: str
     rejected_commands: list[int]
-    expired_commands: list[int]
+    expired_commands: list[int] | None
     lane: dict[str, list[float]]
     received_commands: list[int] = field(default_factory=list)
     first_rejections: dict[int, str] = field(default_factory=dict)
-    late_steps: int = 0
-    max_lag_s: float = 0.0
+    late_steps: int | None = 0
+    max_lag_s: float | None = 0.0
     final_poses: list[list[float]] = field(default_factory=list)
     cmd_drops: int = 0
     state_drops: int = 0

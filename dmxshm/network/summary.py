@@ -39,6 +39,13 @@ class Summary:
     ``busy_us`` is each process's own work per step, in microseconds (the
     engine's physics and lane bookkeeping, each renderer's sensing, each
     agent's policy calls); the rest of a step is that process's idle time.
+    ``busy_fraction`` is the same work as a share of the run's wall time, per
+    process (in realtime, where processes overlap, the figure to read: a
+    renderer at 0.9 is busy 90% of the run).
+    ``expired_commands``, ``late_steps`` and ``max_lag_s`` are None where
+    nothing measures them: gym mode has no command timeout and no schedule;
+    with a realtime spine the spine expires the agents' commands (its count is
+    ``expired_commands``) and no engine step has a deadline.
     ``renderer`` is the camera renderer used (``tiny`` or ``egl``), and
     ``renderer_device`` EGL's OpenGL renderer (``llvmpipe ...`` on Mesa).
     ``sensor_ticks`` counts each sensor's readings per renderer (each of its
@@ -60,11 +67,11 @@ class Summary:
     sensors: dict[str, dict[str, float]]
     drops: dict[str, int]
     rejected_commands: list[int]
-    expired_commands: list[int]
+    expired_commands: list[int] | None
     timing: dict[str, float]
     lane: dict[str, list[float]] = field(default_factory=dict)
-    late_steps: int = 0
-    max_lag_s: float = 0.0
+    late_steps: int | None = 0
+    max_lag_s: float | None = 0.0
     missed_sensor_ticks: dict[str, int] = field(default_factory=dict)
     spine: dict[str, Any] = field(default_factory=dict)
     log: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +89,7 @@ class Summary:
     busy_us: dict[str, float] = field(default_factory=dict)
     received_commands: list[int] = field(default_factory=list)
     first_rejections: dict[int, str] = field(default_factory=dict)
+    busy_fraction: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -124,7 +132,10 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
     for name in names:
         if cfg.mode == "gym":  # once a step: a step of dt_s, or of 1 / spine_hz with a spine
             configured = cfg.spine_hz if cfg.spine else 1.0 / cfg.dt_s
-            achieved = min(r.produced[name] for r in renderers) / max(eng.sim_time_s, 1e-9)
+            # The readings of the steps physics did: a run stopped between a state's
+            # readings and its step has one more reading than steps.
+            achieved = (min(min(r.produced[name] for r in renderers), eng.steps)
+                        / max(eng.sim_time_s, 1e-9))
         elif name == "camera" and cameras:  # the camera processes' own frames
             configured = cfg.sensor_rates_hz[name]
             achieved = min(c.frames / max(c.elapsed_s, 1e-9) for c in cameras.values())
@@ -161,26 +172,29 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
             [[f for f, _, _ in frames[k]] for k in robots],
             labels=[[f"r{k} s{step} t{t:.1f}" for _, step, t in frames[k]] for k in robots]))
     spine = results.get("spine")
+    busy_s = {"engine": eng.physics_s + eng.metrics_s,
+              **{name: r.render_s for name, r in results.items()
+                 if name.startswith("renderer-")},
+              **{name: a.busy_s for name, a in results.items() if name.startswith("agent-")},
+              **{name: c.render_s for name, c in cameras.items()}}
     return Summary(
         mode=cfg.mode, robots=cfg.robots, seed=cfg.seed, map=cfg.map, steps=eng.steps,
         sim_time_s=float(eng.sim_time_s), wall_time_s=float(eng.wall_time_s),
         steps_per_s=eng.steps / max(eng.wall_time_s, 1e-9),
         final_poses=eng.final_poses, trajectory_digest=eng.trajectory_digest,
         sensors=sensors, drops=drops, rejected_commands=eng.rejected_commands,
-        expired_commands=eng.expired_commands, timing=timing,
+        expired_commands=spine.expired_commands if spine is not None else eng.expired_commands,
+        timing=timing,
         lane=eng.lane, recorded_frames=recorded, contact_sheet=sheet,
         spine=asdict(spine) if spine is not None else {},
-        late_steps=eng.late_steps, max_lag_s=float(eng.max_lag_s),
+        late_steps=eng.late_steps,
+        max_lag_s=float(eng.max_lag_s) if eng.max_lag_s is not None else None,
         missed_sensor_ticks=missed,
         sensor_ticks=ticks,
         renderer=cfg.renderer_used,
         renderer_device=os.environ.get(PROBE_ENV) if cfg.renderer_used == "egl" else None,
         start_hook=eng.start_hook, received_commands=eng.received_commands,
-        busy_us={"engine": (eng.physics_s + eng.metrics_s) / steps * 1e6,
-                 **{name: r.render_s / steps * 1e6 for name, r in results.items()
-                    if name.startswith("renderer-")},
-                 **{name: a.busy_s / steps * 1e6 for name, a in results.items()
-                    if name.startswith("agent-")},
-                 **{name: c.render_s / steps * 1e6 for name, c in cameras.items()}},
+        busy_us={name: b / steps * 1e6 for name, b in busy_s.items()},
+        busy_fraction={name: b / max(eng.wall_time_s, 1e-9) for name, b in busy_s.items()},
         first_rejections=eng.first_rejections,
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -47,7 +48,12 @@ from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.network_spine import run_network_spine, spine_reply_dtype, total_cycles
+from dmxshm.spine.network_spine import (
+    request_stop,
+    run_network_spine,
+    spine_reply_dtype,
+    total_cycles,
+)
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.view import rings as view_rings
 from dmxshm.world.maps import load_map
@@ -58,6 +64,10 @@ WATCH_INTERVAL_S = 0.05
 REPORT_GRACE_S = 0.3
 # Once the engine has finished, how long the others get to finish too.
 END_GRACE_S = 2.0
+
+# A stopped network spine first sends its SHUTDOWN stops (a few cycles) and the
+# engine takes them: this long before it is killed.
+SPINE_STOP_GRACE_S = 5.0
 
 MAINS: dict[str, Callable[..., object]] = {
     "engine": run_engine, "renderer": run_renderer, "agent": run_agent,
@@ -119,18 +129,46 @@ class NetworkError(DmxError):
                    role=name, pid=pid, cause=o.describe(), outcome=o)
 
 
-class CommandsRejectedError(DmxError):
-    """Every command a robot received was rejected: the run did nothing for it.
+class RobotsIdleError(DmxError):
+    """The run ended, but some robot of a built-in agent was never driven: it did
+    nothing for them. The figures are still there.
 
     Attributes:
         robots: the robots concerned.
-        summary: the run's summary (the figures are still there).
+        summary: the run's summary.
     """
 
     def __init__(self, message: str, *, robots: list[int], summary: Summary) -> None:
         super().__init__(message)
         self.robots = robots
         self.summary = summary
+
+
+class NoCommandsError(RobotsIdleError):
+    """Realtime: some robot never received a command from its agent (a policy that
+    hangs, or answers too slowly for the run's duration)."""
+
+    @classmethod
+    def check(cls, summary: Summary, owners: dict[int, str]) -> None:
+        """Raise if some robot received no command at all."""
+        # With a spine, the engine's commands are the spine's frames: what the agents
+        # sent is what the spine took from them.
+        counts = summary.spine.get("received_commands") if summary.spine else None
+        idle = [r for r, n in enumerate(counts if counts is not None
+                                        else summary.received_commands) if n == 0]
+        if not idle:
+            return
+        agents = sorted({owners.get(r, "?") for r in idle})
+        hung = [a for a in agents if a in summary.unfinished]
+        why = (f"{', '.join(hung)} never finished (stuck in its policy?) and was stopped"
+               if hung else f"{', '.join(agents)} sent none in {summary.wall_time_s:.1f} s")
+        raise cls(f"robot(s) {', '.join(map(str, idle))} never received a command: {why}. "
+                  "A realtime policy must answer within the run; time one call of it, or "
+                  "run longer (--duration).", robots=idle, summary=summary)
+
+
+class CommandsRejectedError(RobotsIdleError):
+    """Every command a robot received was rejected: the run did nothing for it."""
 
     @classmethod
     def check(cls, summary: Summary, owners: dict[int, str]) -> None:
@@ -194,7 +232,10 @@ class Network:
                 self.start_hook.prepare(plan, reg)
             for role, index in cfg.processes():
                 name = role_name(role, index)
-                self.supervisor.start(name, MAINS[role], plan, index, cpu=cfg.pins.get(name))
+                # The spine's handlers only record a stop: it goes to SHUTDOWN and sends
+                # its stops (spine/state_machine.py), as a robot's spine must.
+                self.supervisor.start(name, MAINS[role], plan, index, cpu=cfg.pins.get(name),
+                                      on_stop=request_stop if role == "spine" else None)
             if cfg.profile:
                 self.profiler = Profiler(
                     {"supervisor": os.getpid(), **self.supervisor.pids()},
@@ -271,6 +312,7 @@ class Network:
             signals.uninstall()
             self._restore_sigterm = False
         try:
+            self._stop_spine()
             self.supervisor.close()
             if self._state_ring is not None:
                 self._state_ring.close()
@@ -318,6 +360,10 @@ class Network:
                    if c.report is not None and c.report.ok}
         summary = summarize(self.plan, results)
         summary.unfinished = list(self.unfinished)
+        for name in self.unfinished:  # said now, and again in the summary's own lines
+            print(f"dmxshm: warning: {name} did not finish: it was still in its policy "
+                  f"{END_GRACE_S:g} s after the run's end and was stopped; its robots' "
+                  "commands expired.", file=sys.stderr, flush=True)
         if summary.spine and steal_at_start is not None:
             # Was the machine itself off the CPU while the spine overran?
             summary.spine["host_steal_s"] = steal_s() - steal_at_start  # type: ignore[operator]
@@ -330,8 +376,11 @@ class Network:
             summary.profile = report
         if self.config.log:  # the processes' parts of the log, merged, with the summary
             summary.log = logs.finish(self.config.log, summary.to_dict())
-        CommandsRejectedError.check(summary, {r: f"agent-{a}" for a, rows in
-                                              enumerate(self.plan.agent_robots) for r in rows})
+        owners = {r: f"agent-{a}" for a, rows in enumerate(self.plan.agent_robots)
+                  for r in rows}
+        CommandsRejectedError.check(summary, owners)
+        if self.config.mode == "realtime":  # gym mode's barrier waits for every command
+            NoCommandsError.check(summary, owners)
         return summary
 
     def _watch(self, on_progress: Callable[[int], None] | None,
@@ -364,6 +413,7 @@ class Network:
         """After Ctrl-C or SIGTERM: stop the children (they unwind and report what they
         did so far) and summarise that, marked interrupted; None if nothing came."""
         assert self.plan is not None
+        self._stop_spine()
         self.supervisor.stop()
         results = {c.name: c.report.result for c in self.supervisor.children
                    if c.report is not None and c.report.result is not None}
@@ -375,6 +425,13 @@ class Network:
             return None
         summary.interrupted = True
         return summary
+
+    def _stop_spine(self) -> None:
+        """The spine first: SIGTERM makes it send its SHUTDOWN stops, which needs the
+        engine still there to take them (the engine then ends with its frames)."""
+        spine = [c for c in self.supervisor.children if c.name == "spine"]
+        if spine:
+            self.supervisor.stop(spine, SPINE_STOP_GRACE_S)
 
     def _stragglers(self, engine_done_at: float) -> bool:
         """After the engine's end, stop processes that do not finish; True if done.

@@ -14,11 +14,23 @@ SEND_STOPS for at least :data:`STOP_CYCLES` cycles and until an agent's
 first command, one RESET cycle (stops; the commands before it are
 forgotten), ``duration_s`` of ACT cycles (IDLE, stops, while no robot has a
 fresh command), then SHUTDOWN stops for :data:`STOP_CYCLES` cycles; then it
-closes its frames, and the engine's physics ends with them.
+closes its frames, and the engine's physics ends with them. SIGINT or SIGTERM
+(Ctrl-C, a stopped run) only records the request (:func:`request_stop`): the
+next cycle goes to SHUTDOWN and the stops are sent, as at a normal end.
+
+Its latency law (the network spine's one schedule is Vulp's ``after-action``:
+each cycle plans, takes the engine's newest reply, then sends its frame): the
+engine replies to a frame T_o after its send (``spine_reply_at_s``), so the
+newest reply held at a send is that of the frame ``floor(T_o / T) + 1``
+cycles back, and ``t_send - t_obs = (floor(T_o / T) + 1) T - T_o``
+(:func:`predicted_send_minus_obs_s`). The report sets the measured
+``t_send - t_obs`` beside that prediction, which uses the configuration only.
 """
 
 from __future__ import annotations
 
+import math
+import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +45,37 @@ from dmxshm.spine.state_machine import State
 
 STOP_CYCLES = 5
 """Stop commands sent before acting and before ending (as ``dmxshm spine``)."""
+
+SCHEDULE = "after-action"
+"""The network spine's schedule: plan, then start the CAN cycle (send the frame)."""
+
+_stop_requested: int | None = None  # the signal that asked for a stop
+
+
+def request_stop(signum: int, frame: object) -> None:
+    """The spine process's SIGINT and SIGTERM handler: only record; the loop moves to
+    SHUTDOWN and sends its stops."""
+    global _stop_requested
+    if _stop_requested is None:  # the first one says why (Ctrl-C, then its SIGTERM)
+        _stop_requested = signum
+
+
+def predicted_send_minus_obs_s(period_s: float, reply_at_s: float) -> float:
+    """The law's t_send - t_obs of the network spine, from the configuration only.
+
+    Args:
+        period_s: the spine's period T.
+        reply_at_s: T_o, the instant after a frame's send at which the engine's
+            reply counts as the observation.
+
+    Example:
+        >>> predicted_send_minus_obs_s(1e-3, 2e-4)  # the reply to the previous frame
+        0.0008
+        >>> predicted_send_minus_obs_s(1e-3, 1.5e-3)  # a reply later than a period
+        0.0005
+    """
+    cycles_back = math.floor(reply_at_s / period_s) + 1
+    return round(cycles_back * period_s - reply_at_s, 12)
 
 
 def spine_reply_dtype(robots: int) -> np.dtype:
@@ -60,6 +103,7 @@ class NetworkSpineResult:
     last_engine_step: int
     agent_command_drops: int
     timing: dict[str, Any] = field(default_factory=dict)  # network_timing() of its records
+    received_commands: list[int] = field(default_factory=list)  # per robot, from its agent
 
 
 def acting_cycles(cfg: Any) -> int:
@@ -74,7 +118,8 @@ def total_cycles(cfg: Any) -> int:
             + STOP_CYCLES)
 
 
-def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
+def network_timing(recs: np.ndarray, frequency_hz: float,
+                   reply_at_s: float | None = None) -> dict[str, Any]:
     """The timing report of a network spine from its records (:data:`RECORD_DTYPE`),
     in microseconds: as ``dmxshm spine``'s, with the engine as the CAN bus.
 
@@ -84,6 +129,10 @@ def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
     ``send_minus_obs_us``: the age of the wheel states behind a frame when it
     is sent (the engine's reply held then); ``send_minus_act_us``: the age of
     the newest agent command when it is sent; ``states``: cycles per state.
+    With ``reply_at_s`` (T_o): ``predicted``, the law's ``send_minus_obs_us``
+    from T and T_o alone (:func:`predicted_send_minus_obs_s`), and
+    ``minus_predicted_us``, the measured ``t_send - t_obs`` minus it, cycle by
+    cycle (p50, p99).
     """
     def stats(x: np.ndarray) -> dict[str, float]:
         x = x[np.isfinite(x)] * 1e6
@@ -97,6 +146,14 @@ def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
     sent_by_cycle[recs["cycle"]] = recs["t_send"]
     got = recs[(recs["obs_cycle"] >= 0) & np.isfinite(recs["can_start"])]
     frame_sent = sent_by_cycle[np.minimum(got["obs_cycle"], len(sent_by_cycle) - 1)]
+    law: dict[str, Any] = {}
+    if reply_at_s is not None:
+        law_s = predicted_send_minus_obs_s(period, reply_at_s)
+        measured = stats(recs["t_send"] - recs["t_obs"] - law_s)
+        law = {"predicted": {"schedule": SCHEDULE, "reply_at_us": reply_at_s * 1e6,
+                             "send_minus_obs_us": law_s * 1e6},
+               "minus_predicted_us": {"send_minus_obs_us": {"p50": measured["p50"],
+                                                            "p99": measured["p99"]}}}
     return {
         "records": int(len(recs)),
         "states": {state.name: int((recs["state"] == state).sum()) for state in State
@@ -110,6 +167,7 @@ def network_timing(recs: np.ndarray, frequency_hz: float) -> dict[str, Any]:
         "engine_step_us": stats(got["can_end"] - got["can_start"]),
         "send_minus_obs_us": stats(recs["t_send"] - recs["t_obs"]),
         "send_minus_act_us": stats(recs["t_send"] - recs["t_act"]),
+        **law,
     }
 
 
@@ -128,6 +186,7 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     received = np.full(cfg.robots, -np.inf)
     live = np.zeros(cfg.robots, bool)
     expired = np.zeros(cfg.robots, np.int64)
+    taken = np.zeros(cfg.robots, np.int64)  # commands of each robot taken from its agent
     slot = np.zeros((), out.dtype)
     latest_step = -1
     total = total_cycles(cfg)
@@ -154,6 +213,7 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
                 if cmd is not None:
                     wheels[r] = cmd["wheels_rad_s"]
                     received[r] = now
+                    taken[r] += 1
                     t_act = float(cmd["wall_time_s"])  # CLOCK_MONOTONIC, as perf_counter
             fresh = now - received <= cfg.command_timeout_s
             expired += live & ~fresh
@@ -167,8 +227,11 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
             # The state machine: stops until the agents started it (their first
             # command), at least STOP_CYCLES; one RESET cycle that forgets the
             # commands before it; ACT (or IDLE while no robot has a fresh
-            # command) for duration_s; SHUTDOWN stops for STOP_CYCLES.
-            if state is State.SEND_STOPS and cycles >= STOP_CYCLES and (
+            # command) for duration_s; SHUTDOWN stops for STOP_CYCLES, and at
+            # once when a stop was asked for (a signal).
+            if _stop_requested is not None and state is not State.SHUTDOWN:
+                state = State.SHUTDOWN
+            elif state is State.SEND_STOPS and cycles >= STOP_CYCLES and (
                     np.isfinite(received).any() or cycles >= start_limit):
                 state = State.RESET
                 received[:] = -np.inf
@@ -215,14 +278,18 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
                 latest_step = int(reply["step"])
             else:
                 time.sleep(0.001)
-        timing = network_timing(recs[:cycles], cfg.spine_hz)  # the periods too
+        timing = network_timing(recs[:cycles], cfg.spine_hz,  # the periods too
+                                cfg.spine_reply_at_s)
+        if _stop_requested is not None:
+            timing["stopped_by"] = signal.Signals(_stop_requested).name
         return NetworkSpineResult(
             cpu=cpu, scheduling=scheduling, cycles=cycles, stop_cycles=stops,
             skipped_cycles=clock.skipped, frequency_hz=cfg.spine_hz,
             period_error_us_p99=timing["period_error_us_p99"],
             period_us=dict(timing["period_us"]),
             expired_commands=expired.tolist(), last_engine_step=latest_step,
-            agent_command_drops=int(sum(r.stats().drops for r in agents)), timing=timing)
+            agent_command_drops=int(sum(r.stats().drops for r in agents)), timing=timing,
+            received_commands=taken.tolist())
     finally:
         for ring in (*agents, out, replies, records):
             ring.close()
