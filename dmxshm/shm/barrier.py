@@ -97,6 +97,7 @@ class Barrier:
     def attach(cls, name: str, party: int | None = None, role: str | None = None) -> Barrier:
         """Open a barrier created elsewhere, and :meth:`join` it if ``party`` is given."""
         seg = Segment.attach(name)
+        sems: dict[str, posix_ipc.Semaphore] = {}
         try:
             head = memoryview(seg.buf)[:16].cast("Q") if seg.size_bytes >= 64 else None
             ok = head is not None and head[_W_MAGIC] == MAGIC and head[_W_VERSION] == VERSION
@@ -104,7 +105,6 @@ class Barrier:
                 head.release()
             if not ok:
                 raise LayoutError(f"{name} is not a dmxshm barrier (or another version)")
-            sems = {}
             for kind, _ in _SEMS:
                 try:
                     sems[kind] = posix_ipc.Semaphore(f"{name}.{kind}", 0)
@@ -115,6 +115,9 @@ class Barrier:
                     ) from exc
             barrier = cls(seg, sems)
         except BaseException:
+            # posix_ipc never closes a semaphore it collects: close what was opened.
+            for sem in sems.values():
+                sem.close()
             seg.close()
             raise
         if party is not None:

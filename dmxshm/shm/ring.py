@@ -252,6 +252,7 @@ class Ring:
             LayoutError: the segment is not a dmxshm ring.
         """
         seg = Segment.attach(name)
+        sems: dict[str, posix_ipc.Semaphore] = {}
         try:
             if seg.size_bytes < SEQ_OFFSET:
                 raise LayoutError(f"{name} is not a dmxshm ring (only {seg.size_bytes} bytes)")
@@ -261,7 +262,6 @@ class Ring:
             if magic != MAGIC or version != VERSION:
                 raise LayoutError(f"{name} is not a dmxshm ring (or another version)")
             disc = Discipline.OVERWRITE if disc_code == 1 else Discipline.BLOCKING
-            sems = {}
             for kind, _ in _sem_plan(disc, 1):
                 try:
                     sems[kind] = posix_ipc.Semaphore(f"{name}.{kind}", 0)
@@ -272,6 +272,9 @@ class Ring:
                     ) from exc
             ring = cls(seg, sems)
         except BaseException:
+            # posix_ipc never closes a semaphore it collects (sem_close unmaps it for
+            # every thread of the process), so what was opened must be closed here.
+            _close_all(sems)
             seg.close()
             raise
         if side is not None:
@@ -709,8 +712,7 @@ class Ring:
         self.slots = None
         for mv in (self._ctl, self._seqs):
             mv.release()
-        for sem in self._sems.values():
-            sem.close()
+        _close_all(self._sems)
         self._sems = {}
         self.segment.close()
 
@@ -723,6 +725,12 @@ class Ring:
     def __repr__(self) -> str:
         return (f"Ring({self.name!r}, {self.discipline.value}, nslots={self.nslots}, "
                 f"dtype={self.dtype})")
+
+
+def _close_all(sems: dict[str, posix_ipc.Semaphore]) -> None:
+    """Close every handle in ``sems`` (an attacher closes, it never unlinks)."""
+    for sem in sems.values():
+        sem.close()
 
 
 def _sem_plan(disc: Discipline, nslots: int) -> list[tuple[str, int]]:
