@@ -133,6 +133,22 @@ def _resolve_spin_s(spin_us: float | None) -> float:
     return spin_us * 1e-6 if posix_ipc.SEMAPHORE_VALUE_SUPPORTED else 0.0
 
 
+def _worker_count(num_workers: int | None) -> int:
+    """``num_workers``, or one per usable CPU for None.
+
+    Raises:
+        ValueError: anything else than None or an integer >= 1 (0 never means "auto").
+    """
+    if num_workers is None:
+        return len(usable_cpus())
+    if isinstance(num_workers, (bool, np.bool_)) or not isinstance(num_workers,
+                                                                     (int, np.integer)) \
+            or num_workers < 1:
+        raise ValueError(f"num_workers must be None (one worker per usable CPU, here "
+                         f"{len(usable_cpus())}) or an integer >= 1, not {num_workers!r}")
+    return int(num_workers)
+
+
 class WorkerError(DmxError):
     """A batch worker died or raised; names the worker, its pid and the cause."""
 
@@ -158,7 +174,7 @@ class DmxVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
-        workers = min(num_workers or len(usable_cpus()), num_envs)
+        workers = min(_worker_count(num_workers), num_envs)
         if batch_size is None:
             batch_size = num_envs
         if not 1 <= batch_size <= num_envs:
@@ -710,8 +726,12 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
              batch_size: int | None = None, **env_kwargs: Any) -> DmxVectorEnv:
     """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring).
 
-    ``batch_size`` (default ``num_envs``) is how many envs :meth:`DmxVectorEnv.recv`
-    returns in the asynchronous API.
+    ``num_workers``: worker processes, an integer >= 1 (at most ``num_envs`` are
+    used), or None for one per usable CPU. ``batch_size`` (default ``num_envs``) is
+    how many envs :meth:`DmxVectorEnv.recv` returns in the asynchronous API.
+
+    Raises:
+        ValueError: ``num_workers`` is 0 or negative, or not an integer.
     """
     return DmxVectorEnv(num_envs, num_workers, obs=obs, camera=camera, seed=seed, copy=copy,
                         batch_size=batch_size, **env_kwargs)
