@@ -168,6 +168,7 @@ class DmxVectorEnv(VectorEnv):
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  **env_kwargs: Any) -> None:
         from dmxshm.batch.env import DuckieLaneEnv
+        from dmxshm.world.renderers import egl_device
 
         mode = parse_autoreset_mode(autoreset_mode)
         self.autoreset_mode = mode
@@ -233,7 +234,8 @@ class DmxVectorEnv(VectorEnv):
             for w, block in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
                     f"batch-{w}", run_worker, w, names, int(block[0]), int(block[-1]) + 1,
-                    num_envs, workers, kwargs, os.getpid(), self._spin_s, mode.value))
+                    num_envs, workers, kwargs, os.getpid(), self._spin_s, mode.value,
+                    egl_device()))
             self._profiler: Profiler | None = None
             if profile:
                 self._start_profiler(profile_interval_s)

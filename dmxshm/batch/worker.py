@@ -235,16 +235,19 @@ class Shard:
 
 def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
                env_kwargs: dict[str, Any], parent_pid: int, spin_s: float,
-               mode: str = NEXT_STEP) -> None:
+               mode: str = NEXT_STEP, egl_device: str | None = None) -> None:
     """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``.
 
     The parent's command for this worker is one word, ``sequence << 8 |
     command``: a whole-shard command runs once per sequence number (a wake-up
     left over from asynchronous sends never runs it twice); ``PENDING`` scans
-    the envs the parent sent.
+    the envs the parent sent. ``egl_device``: the parent's EGL probe result
+    (:func:`dmxshm.world.renderers.egl_device`), so the worker does not probe again.
     """
     from dmxshm.batch.env import DuckieLaneEnv
+    from dmxshm.world.renderers import adopt_probe
 
+    adopt_probe(egl_device)
     envs: list[DuckieLaneEnv] = []
     try:
         envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]

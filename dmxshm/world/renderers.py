@@ -16,8 +16,10 @@
 
 Where EGL cannot start, pybullet's plugin ends the whole process
 (``exit(1)``); so EGL is first tried in a child process (:func:`probe`),
-once per process tree, and a failure becomes a :class:`RendererError` with
-what the plugin said.
+once per process, and a failure becomes a :class:`RendererError` with what
+the plugin said. The result is a value of this module (:func:`egl_device`);
+a process that starts others passes it to them in their arguments, and
+each takes it with :func:`adopt_probe` instead of probing again.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ EGL_MAX_WH = (1024, 768)
 """The plugin's framebuffer; a larger camera would be drawn at this size and
 stretched, so it is refused."""
 PROBE_ENV = "DMXSHM_EGL_DEVICE"
-"""Set by a successful probe (the OpenGL renderer's name), for child processes."""
+"""No longer set nor read (the probe's result is :func:`egl_device`); kept until
+its last importers call :func:`egl_device` instead, then to be removed."""
 PROBE_TIMEOUT_S = 60.0
 SOFTWARE_GL = ("llvmpipe", "softpipe", "swrast")
 
@@ -74,10 +77,35 @@ print("DMXSHM-EGL-OK", flush=True)
 """
 
 
+def egl_device() -> str | None:
+    """The OpenGL renderer EGL started on in this process's :func:`probe` (e.g.
+    ``llvmpipe (LLVM 15.0.6, 256 bits)``), or the one :func:`adopt_probe` was
+    given; None when EGL was not probed here, or failed."""
+    return _probed
+
+
+def adopt_probe(device: str | None) -> None:
+    """Take ``device`` as this process's probe result: its parent probed EGL and
+    passed :func:`egl_device` in this process's arguments, so :func:`probe` need
+    not start EGL again here. None (the parent did not probe): nothing changes,
+    this process probes if it needs EGL.
+
+    Raises:
+        ValueError: an empty name (a probe that worked always names its renderer).
+    """
+    global _probed
+    if device is None:
+        return
+    if not device:
+        raise ValueError("adopt_probe() takes the renderer's name that egl_device() gave, "
+                         f"not {device!r}")
+    _probed = device
+
+
 def probe() -> str:
     """Start EGL in a child process; the OpenGL renderer's name (e.g. ``llvmpipe
-    (LLVM 15.0.6, 256 bits)`` on Mesa) if it works. Cached for this process and
-    its children.
+    (LLVM 15.0.6, 256 bits)`` on Mesa) if it works. Cached for this process
+    (:func:`egl_device`).
 
     Raises:
         RendererError: no plugin, or EGL does not start here (with what the
@@ -85,9 +113,6 @@ def probe() -> str:
     """
     global _probed
     if _probed is not None:
-        return _probed
-    if os.environ.get(PROBE_ENV):
-        _probed = os.environ[PROBE_ENV]
         return _probed
     path = egl_plugin()
     if path is None:
@@ -112,7 +137,6 @@ def probe() -> str:
     device = next((line.split("=", 1)[1].strip() for line in text.splitlines()
                    if line.startswith("Renderer =")), "unknown")
     _probed = device
-    os.environ[PROBE_ENV] = device
     return device
 
 
