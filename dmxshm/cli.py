@@ -16,20 +16,40 @@ import click
 from click.core import ParameterSource
 
 from dmxshm import __version__, console
-from dmxshm.errors import DmxError
+from dmxshm.errors import DmxError, RefusedError
 from dmxshm.shm import signals
 
 # Named exit codes.
 EXIT_OK = 0
 EXIT_ERROR = 1  # a run failed (a DmxError): the message says what went wrong and what to do
-EXIT_USAGE = 2  # what was asked cannot run: a bad option, an impossible configuration
+EXIT_USAGE = 2  # what was asked cannot run, nothing started: a bad option, an impossible
+#                configuration, a missing extra, a path that cannot be used (a RefusedError)
 EXIT_TARGET_MISSED = 3  # a benchmark run with --check missed a figure
 EXIT_INTERRUPTED = 130
 MAP_PICTURE_ROBOTS = 8  # robots drawn on each map by `dmxshm maps --render`
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"],
-                               "auto_envvar_prefix": "DMXSHM"})
+class _Command(click.Command):
+    """A command on which a :class:`~dmxshm.errors.RefusedError` is a usage error (exit
+    code 2, after the command's usage line), wherever it was raised: the one place
+    where a refusal becomes its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RefusedError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+
+
+class _Group(click.Group):
+    """A group whose commands and subgroups are :class:`_Command` s."""
+
+    command_class = _Command
+    group_class = type  # subgroups are _Groups too
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"],
+                                           "auto_envvar_prefix": "DMXSHM"})
 @click.version_option(__version__, prog_name="dmxshm")
 def cli() -> None:
     """dmxshm: a Duckiematrix-style robot simulator network over POSIX shared memory.
@@ -229,6 +249,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         config.preflight()  # an agent that does not load, a bad map, too many robots
         if log_path:
             _check_log(log_path, overwrite)
+        if view:
+            _check_view(view_host, allow_remote)
     if record_dir:  # last: --overwrite removes old frames only for a run that will start
         _prepare_record_dir(record_dir, overwrite)
     failed: network.RobotsIdleError | None = None
@@ -312,6 +334,7 @@ def log_info(path: str, as_json: bool) -> None:
         click.echo(_json.dumps(data, indent=2))
     else:
         console.print_log_info(data)
+    warn_cut_parts(data)
 
 
 @cli.command()
@@ -338,14 +361,17 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
     from dmxshm import replay as rp
 
     _check_outputs(json)
-    if log_path:
-        _check_log(log_path, overwrite)
-    rec = rp.load(path)
+    with _usage_errors():  # a log that cannot be replayed: refused before anything starts
+        if log_path:
+            _check_log(log_path, overwrite)
+        rec = rp.load(path)
+        rp.check(rec, path, log=log_path, camera=camera)
     with console.run_progress("replay", rec.steps, live_table=False) as (on_progress, _):
         summary = rp.run_recording(rec, path, log=log_path, camera=camera,
                                    on_progress=on_progress)
     if hasattr(summary, "sensors"):
         console.print_summary(summary)
+        warn_cut_parts(summary.log)
     else:  # a realtime spine run: its physics, replayed in this process
         click.echo(f"\nreplay of the {summary.mode}: {summary.steps} physics steps")
     recorded = rec.summary["trajectory_digest"]
@@ -375,6 +401,8 @@ def maps_cmd(as_json: bool, render_dir: str | None) -> None:
     """
     from dmxshm.world.maps import map_infos
 
+    if render_dir:
+        _check_folder(render_dir, "--render")
     infos = map_infos()
     if as_json:
         click.echo(_json.dumps(infos, indent=2))
@@ -580,6 +608,8 @@ def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir
     from dmxshm.bench import render
 
     _check_outputs(json)
+    if images_dir:
+        _check_folder(images_dir, "--images")
     wh = tuple(_parse_wh(None, None, v.strip()) for v in sizes.split(",") if v.strip())
     if not wh or any(w <= 0 or h <= 0 for w, h in wh):
         raise click.BadParameter(f"{sizes!r}: give sizes as WxH,WxH (each positive)",
@@ -752,12 +782,15 @@ def _refuse_other_modes_options(mode: str) -> None:
 
 @contextlib.contextmanager
 def _usage_errors() -> Iterator[None]:
-    """Turn a DmxError about what was asked (an impossible configuration, an agent that
-    cannot load, a map without room) into a usage error: exit code 2, as click's own."""
+    """Checks of what was asked, before anything starts: a DmxError raised in the block
+    (an impossible configuration, an agent that cannot load, a map without room, a
+    missing extra) is a refusal, which :class:`_Command` turns into exit code 2."""
     try:
         yield
+    except RefusedError:
+        raise
     except DmxError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise RefusedError(str(exc)) from None
 
 
 def _check_targets(targets: list[tuple[str, float, bool]], check: bool) -> None:
@@ -814,7 +847,36 @@ def _check_log(path: str, overwrite: bool) -> None:
 
     check_writable(path)
     if os.path.exists(path) and not overwrite:
-        raise DmxError(f"{path} exists; give --overwrite to replace it, or another path")
+        raise RefusedError(f"{path} exists; give --overwrite to replace it, or another path")
+
+
+def _check_view(host: str, allow_remote: bool) -> None:
+    """A view that can start: the extra installed, a host beyond loopback meant."""
+    from dmxshm.view.server import check_host, require_aiohttp
+
+    require_aiohttp()
+    check_host(host, allow_remote, None)
+
+
+def warn_cut_parts(log_info: dict[str, Any] | None) -> None:
+    """Warn (on stderr) of each part of a log that was cut short when it was merged
+    (``log_info``: :func:`dmxshm.logs.info`, or a summary's ``log``; None: no log)."""
+    from dmxshm.logs import cut_warnings
+
+    if log_info:
+        for line in cut_warnings(log_info["path"], log_info["cut_parts"]):
+            click.echo(line, err=True)
+
+
+def _check_folder(path: str, option: str) -> None:
+    """A folder that can be written (made if missing), before the work that fills it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot use {path}: {exc.strerror}",
+                                 param_hint=option) from None
+    if not os.access(path, os.W_OK):
+        raise click.BadParameter(f"cannot write in {path}", param_hint=option)
 
 
 def _check_outputs(json_path: str | None = None, plot: str | None = None) -> None:
@@ -829,7 +891,8 @@ def _check_outputs(json_path: str | None = None, plot: str | None = None) -> Non
     if plot:
         from dmxshm.bench.plot import require_matplotlib
 
-        require_matplotlib()
+        with _usage_errors():  # a missing extra is a refusal
+            require_matplotlib()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -70,3 +70,10 @@ class BrokenBarrierError(DmxError):
 
 class RingClosedError(DmxError, EOFError):
     """The writer closed the ring and every written slot has been read."""
+
+
+class RefusedError(DmxError):
+    """What was asked cannot run, and nothing was started: an optional extra is
+    missing, a path cannot be used, a resource is held by a live run. The
+    ``dmxshm`` command exits 2 (``EXIT_USAGE``) on it, as on a bad option; the
+    message says what to change."""

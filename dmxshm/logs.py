@@ -27,6 +27,14 @@ topic                   schema               written
 ``/robotNN/tof``        JSON                 every time-of-flight reading
 ======================  ===================  ================================
 
+The parts folder (``run.mcap.parts``) holds an owner file naming the run
+that writes it (its pid and start time): a second run given the same log
+path is refused while that run lives, and a folder whose run is gone is
+cleared. A part cut short (its process killed before it closed the file)
+is merged up to its last whole record, and the cut is reported
+(``cut_parts`` in :func:`info` and :func:`finish`, kept in the merged file
+as the metadata record :data:`CUT_METADATA`); any other damage is an error.
+
 Writing needs the ``log`` extra (``pip install 'dmxshm[log]'``: the ``mcap``
 library and Foxglove's SDK for its message schemas).
 """
@@ -37,16 +45,20 @@ import heapq
 import importlib
 import json
 import os
+import secrets
 import shutil
+import struct
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import psutil
 
-from dmxshm.errors import DmxError
+from dmxshm.errors import DmxError, RefusedError
 from dmxshm.pngio import encode_png
 
 CONFIG_TOPIC = "/dmxshm/config"
@@ -55,6 +67,9 @@ FLUSH_S = 0.25  # a part reaches its file at least this often (a killed process 
 PNG_LEVEL = 1  # zlib level of logged camera frames: fast, about 2/3 of level 6's ratio
 SENSOR_TOPICS = ("camera", "imu", "encoders", "tof")
 LOG_FORMAT = 1  # the layout of the topics above; replay checks it
+OWNER_FILE = "owner.json"  # in a parts folder: the run writing it (pid, start time)
+CUT_METADATA = "dmxshm.cut_parts"  # in a merged log: the parts that were cut short
+_SAME_START_S = 1.0  # a pid whose process started this close to the owner's is the owner
 
 _SCHEMAS: dict[str, dict[str, Any]] = {
     "wheels": {"left_rad_s": "number", "right_rad_s": "number", "expired": "boolean"},
@@ -66,6 +81,23 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
 
 class LogError(DmxError):
     """A log cannot be written or read: the extra is missing, or the file is bad."""
+
+
+class LogRefusedError(LogError, RefusedError):
+    """A log refused before anything started: the extra is missing, the folder does
+    not exist, there is no log at the path."""
+
+
+class LogInUseError(LogRefusedError):
+    """The log's parts folder belongs to a run that is still going.
+
+    Attributes:
+        pid: that run's process (its supervisor).
+    """
+
+    def __init__(self, message: str, *, pid: int) -> None:
+        super().__init__(message)
+        self.pid = pid
 
 
 def robot_topic(robot: int, what: str) -> str:
@@ -83,7 +115,8 @@ def _require(module: str, doing: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise LogError(f"{doing} needs the log extra: pip install 'dmxshm[log]'") from None
+        raise LogRefusedError(f"{doing} needs the log extra: pip install 'dmxshm[log]'") \
+            from None
 
 
 def _require_writer() -> Any:
@@ -98,13 +131,106 @@ def check_writable(path: str) -> None:
     """Fail now, not at the end of a run, when the log cannot be written.
 
     Raises:
-        LogError: the extra is missing, or the folder does not exist.
+        LogRefusedError: the extra is missing, or the folder does not exist.
+        LogInUseError: a run that is still going writes a log to ``path``.
     """
     _require_writer()
     _require_reader()
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise LogError(f"cannot write the log {path}: the folder {folder} does not exist")
+        raise LogRefusedError(f"cannot write the log {path}: the folder {folder} does not "
+                              "exist; create it, or give another path")
+    _refuse_if_in_use(path)
+
+
+def _owner_record(path: str) -> tuple[int, float, str] | None:
+    """``(pid, start time, claim)`` of the owner file of the parts of ``path``, or None
+    (no folder, or one left by a run that never wrote its owner file)."""
+    try:
+        with open(os.path.join(parts_dir(path), OWNER_FILE)) as f:
+            data = json.load(f)
+        return int(data["pid"]), float(data["started_s"]), str(data["claim"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def owner(path: str) -> int | None:
+    """The pid of the live run whose parts of a log to ``path`` are being written, or
+    None: no parts folder, or one whose run is gone (no owner file, or its process
+    ended; a pid taken since by another process does not count, its start time
+    differs)."""
+    record = _owner_record(path)
+    if record is None:
+        return None
+    pid, started_s, _ = record
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        alive = abs(proc.create_time() - started_s) < _SAME_START_S
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.AccessDenied:  # another user's process: assume it is the owner
+        return pid
+    return pid if alive else None
+
+
+def _refuse_if_in_use(path: str) -> None:
+    pid = owner(path)
+    if pid is not None:
+        who = f"pid {pid}, this process" if pid == os.getpid() else f"pid {pid}"
+        raise LogInUseError(
+            f"the log {path} is being written by a run still going ({who}): its parts are "
+            f"in {parts_dir(path)}. Wait for that run to end, or give another --log path",
+            pid=pid)
+
+
+def _claim_parts(path: str) -> str:
+    """Make the parts folder of ``path`` this process's: created whole with its owner
+    file (a rename, so another run never sees it without one); a folder left by a run
+    that is gone is removed first. Returns the claim (a token in the owner file).
+
+    Raises:
+        LogInUseError: a run that is still going owns it.
+    """
+    folder = parts_dir(path)
+    base = os.path.dirname(os.path.abspath(folder))
+    claim = secrets.token_hex(8)
+    new = tempfile.mkdtemp(prefix=f"{os.path.basename(folder)}.new-", dir=base)
+    try:
+        with open(os.path.join(new, OWNER_FILE), "w") as f:
+            json.dump({"pid": os.getpid(), "started_s": psutil.Process().create_time(),
+                       "claim": claim}, f)
+        for _ in range(3):  # another run may claim a stale folder between two tries
+            try:
+                os.rename(new, folder)
+                return claim
+            except OSError:
+                if not os.path.lexists(folder):
+                    raise
+            if os.path.islink(folder) or not os.path.isdir(folder):
+                raise LogRefusedError(f"{folder} is in the way of the log's parts folder (it "
+                                      "is not a folder); move it, or give another --log path")
+            _refuse_if_in_use(path)
+            stale = tempfile.mkdtemp(prefix=f"{os.path.basename(folder)}.stale-", dir=base)
+            try:
+                os.rename(folder, os.path.join(stale, "parts"))
+            except FileNotFoundError:
+                pass  # another run removed it first
+            shutil.rmtree(stale, ignore_errors=True)
+        _refuse_if_in_use(path)
+        raise LogRefusedError(f"cannot claim the parts folder {folder}: another run keeps "
+                              "creating it; give another --log path")
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+
+
+def _owned_here(path: str, claim: str | None) -> bool:
+    """The parts folder of ``path`` was claimed by this process (:func:`start`), with
+    ``claim`` (None: any claim of this process)."""
+    record = _owner_record(path)
+    return (record is not None and record[0] == os.getpid() and owner(path) == os.getpid()
+            and claim in (None, record[2]))
 
 
 def _json_schema(kind: str) -> dict[str, Any]:
@@ -250,18 +376,27 @@ class LogPart:
         self._writer.close()
 
 
-def start(path: str, config: dict[str, Any]) -> None:
-    """Before a run: check that its log can be written, clear parts left by an
-    earlier run, and write the configuration (the supervisor's first part).
+def start(path: str, config: dict[str, Any]) -> str:
+    """Before a run: check that its log can be written, make its parts folder this
+    process's (clearing one left by a run that is gone), and write the
+    configuration (the supervisor's first part).
+
+    Returns:
+        the claim on the parts folder: give it to :func:`finish_unfinished`, so
+        that only the run that made the parts merges them (two runs of one
+        process on one path are told apart by it, not by their pid).
 
     Raises:
-        LogError: the extra is missing, or the folder does not exist.
+        LogRefusedError: the extra is missing, or the folder does not exist.
+        LogInUseError: a run that is still going writes a log to ``path``
+            (its parts are never touched).
     """
     check_writable(path)
-    shutil.rmtree(parts_dir(path), ignore_errors=True)
+    claim = _claim_parts(path)
     part = LogPart(path, "supervisor-config")
     part.record(CONFIG_TOPIC, "config", {"log_format": LOG_FORMAT, **config})
     part.close()
+    return claim
 
 
 def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
@@ -270,62 +405,107 @@ def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
 
     Returns:
         :func:`info` of the merged log, without its configuration and summary
-        (the run's summary has them).
+        (the run's summary has them); ``cut_parts`` lists the parts cut short.
+
+    Raises:
+        LogInUseError: another run that is still going owns the parts folder.
+        LogError: a part is damaged otherwise than cut short.
     """
+    if owner(path) not in (None, os.getpid()):  # never merge another run's parts
+        _refuse_if_in_use(path)
     if summary is not None:
         part = LogPart(path, "supervisor-summary")
         part.record(SUMMARY_TOPIC, "summary", summary)
         part.close()
     folder = parts_dir(path)
     parts = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".mcap"))
-    counts = merge(parts, path)
+    counts, cuts = merge(parts, path)
     shutil.rmtree(folder, ignore_errors=True)
-    return {k: v for k, v in _log_info(path, counts, None, None).as_dict().items()
+    return {k: v for k, v in _log_info(path, counts, None, None, cuts).as_dict().items()
             if k not in ("config", "summary")}
 
 
-def _records(path: str) -> Iterator[tuple[int, Any, Any]]:
+def _records(path: str, cuts: list[dict[str, Any]]) -> Iterator[tuple[int, Any, Any]]:
     """``(log_time, (channel, schema), message)`` of a part, in written order.
 
-    A part cut short (its process killed before it closed the file) gives
-    the messages before the cut.
+    A part cut short (its process killed before it closed the file: no footer,
+    maybe half a record at the end) gives the messages of its whole records,
+    and ``{"part": role, "at_byte": n, "lost_bytes": k}`` is appended to ``cuts``
+    (``n``: where its last whole record ends; ``k``: the bytes after it).
+    A cut shows as the reader running out of bytes (mcap's ``EndOfFile``, or
+    ``struct.error`` on a field cut in two) at the end of the file.
+
+    Raises:
+        LogError: the part is damaged before its end (a bad magic, a record
+            longer than the limit, a message of an unknown channel).
     """
+    from mcap.exceptions import EndOfFile, McapError
     from mcap.records import Channel, Message, Schema
     from mcap.stream_reader import StreamReader
 
     schemas: dict[int, Any] = {}
     channels: dict[int, Any] = {}
+    size = os.path.getsize(path)
     with open(path, "rb") as f:
+        whole = 0  # the end of the last whole record read
         try:
             for rec in StreamReader(f).records:
+                whole = f.tell()
                 if isinstance(rec, Schema):
                     schemas[rec.id] = rec
                 elif isinstance(rec, Channel):
                     channels[rec.id] = (rec, schemas.get(rec.schema_id))
                 elif isinstance(rec, Message):
-                    yield rec.log_time, channels[rec.channel_id], rec
-        except Exception:  # noqa: BLE001 - a cut-short part: keep what came before the cut
-            return
+                    channel = channels.get(rec.channel_id)
+                    if channel is None:
+                        raise LogError(f"the log part {path} is corrupted: a message at byte "
+                                       f"{whole} is on channel {rec.channel_id}, never "
+                                       "declared")
+                    yield rec.log_time, channel, rec
+        except (EndOfFile, struct.error, McapError, UnicodeDecodeError) as exc:
+            if isinstance(exc, (EndOfFile, struct.error)) and f.tell() >= size:
+                cuts.append({"part": os.path.basename(path).removesuffix(".mcap"),
+                             "at_byte": whole, "lost_bytes": size - whole})
+                return
+            raise LogError(f"the log part {path} is corrupted after byte {whole} (of "
+                           f"{size}): {type(exc).__name__}: {exc}") from exc
 
 
-def finish_unfinished(path: str) -> dict[str, Any] | None:
+def finish_unfinished(path: str, claim: str | None = None) -> dict[str, Any] | None:
     """After a run that failed or was stopped: merge what its parts hold (no
-    summary: replay refuses such a log). None when there was nothing left."""
-    if not os.path.isdir(parts_dir(path)):
+    summary: replay refuses such a log). None when there was nothing left, or
+    when the parts are not this run's: another process's, or, with ``claim``
+    (what :func:`start` returned), another claim's. A part cut short is named
+    in a warning."""
+    if not os.path.isdir(parts_dir(path)) or not _owned_here(path, claim):
         return None
     try:
-        return finish(path, None)
+        done = finish(path, None)
     except Exception as exc:  # noqa: BLE001 - never hide the run's own error behind this
         print(f"dmxshm: warning: the log {path} could not be finished: {exc}", file=sys.stderr)
         return None
+    for line in cut_warnings(path, done["cut_parts"]):
+        print(line, file=sys.stderr)
+    return done
 
 
-def merge(parts: list[str], out: str) -> dict[str, list[Any]]:
+def cut_warnings(path: str, cut_parts: list[dict[str, Any]]) -> list[str]:
+    """One warning line per part of the log at ``path`` that was cut short."""
+    return [f"dmxshm: warning: the log {path} lacks the end of the part {c['part']}: its "
+            f"process ended before closing it; its records up to byte {c['at_byte']} are in "
+            f"the log, {c['lost_bytes']} byte(s) after them were lost" for c in cut_parts]
+
+
+def merge(parts: list[str], out: str) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
     """One MCAP file of the messages of ``parts``, in log-time order (zstd chunks).
 
     Returns:
         per topic, what :func:`info` counts (so the merged file need not be read
-        again for it).
+        again for it); and the parts that were cut short (see :func:`_records`),
+        also kept in the merged file (metadata :data:`CUT_METADATA`).
+
+    Raises:
+        LogError: a part is damaged otherwise than cut short (nothing is written).
     """
     _require_reader()
     from mcap.writer import CompressionType, Writer
@@ -338,9 +518,10 @@ def merge(parts: list[str], out: str) -> dict[str, list[Any]]:
             schema_ids: dict[tuple[str, str, bytes], int] = {}
             channel_ids: dict[str, int] = {}
             counts: dict[str, list[Any]] = {}
+            cuts: list[dict[str, Any]] = []
             # Each part is in written order, which is its log-time order (one
             # process, one clock); heapq.merge interleaves them lazily.
-            ordered = heapq.merge(*(_records(p) for p in parts), key=lambda item: item[0])
+            ordered = heapq.merge(*(_records(p, cuts) for p in parts), key=lambda item: item[0])
             for _, (channel, schema), msg in ordered:
                 cid = channel_ids.get(channel.topic)
                 if cid is None:
@@ -355,9 +536,12 @@ def merge(parts: list[str], out: str) -> dict[str, list[Any]]:
                         channel.topic, channel.message_encoding, sid, dict(channel.metadata))
                 w.add_message(cid, msg.log_time, msg.data, msg.publish_time, msg.sequence)
                 _count(counts, channel.topic, schema, msg.log_time)
+            cuts.sort(key=lambda c: c["part"])
+            if cuts:
+                w.add_metadata(CUT_METADATA, {"parts": json.dumps(cuts)})
             w.finish()
         os.replace(tmp, out)
-        return counts
+        return counts, cuts
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -389,18 +573,20 @@ class LogInfo:
     topics: list[TopicInfo] = field(default_factory=list)
     config: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
+    cut_parts: list[dict[str, Any]] = field(default_factory=list)
+    """The parts cut short when the log was merged: ``part``, ``at_byte``, ``lost_bytes``."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "size_bytes": self.size_bytes, "duration_s": self.duration_s,
                 "topics": [{"topic": t.topic, "schema": t.schema, "messages": t.messages,
                             "rate_hz": t.rate_hz} for t in self.topics],
-                "config": self.config, "summary": self.summary}
+                "config": self.config, "summary": self.summary, "cut_parts": self.cut_parts}
 
 
 def _open(path: str) -> Any:
     reader = _require_reader()
     if not os.path.isfile(path):
-        raise LogError(f"no log at {path}")
+        raise LogRefusedError(f"no log at {path}")
     f = open(path, "rb")  # noqa: SIM115 - the caller closes it
     try:
         return f, reader.make_reader(f)
@@ -429,7 +615,8 @@ def messages(path: str, topics: list[str] | None = None) -> Iterator[tuple[str, 
 
 
 def info(path: str) -> dict[str, Any]:
-    """Topics, message counts, rates, duration, configuration and summary of a log.
+    """Topics, message counts, rates, duration, configuration and summary of a log,
+    and the parts that were cut short when it was merged (``cut_parts``).
 
     Reads every message (so a damaged file is found), not only the summary.
     """
@@ -441,7 +628,23 @@ def info(path: str) -> dict[str, Any]:
             config = json.loads(msg.data)
         elif topic == SUMMARY_TOPIC:
             summary = json.loads(msg.data)
-    return _log_info(path, counts, config, summary).as_dict()
+    return _log_info(path, counts, config, summary, cut_parts(path)).as_dict()
+
+
+def cut_parts(path: str) -> list[dict[str, Any]]:
+    """The parts of the log at ``path`` that were cut short when it was merged
+    (its :data:`CUT_METADATA` record; none in a log merged whole)."""
+    f, r = _open(path)
+    try:
+        for meta in r.iter_metadata():
+            if meta.name == CUT_METADATA:
+                return list(json.loads(meta.metadata["parts"]))
+        return []
+    except Exception as exc:  # the mcap reader raises its own errors on a bad file
+        raise LogError(f"{path} is damaged (truncated or corrupted): "
+                       f"{type(exc).__name__}: {exc}") from None
+    finally:
+        f.close()
 
 
 def _count(counts: dict[str, list[Any]], topic: str, schema: Any, log_time_ns: int) -> None:
@@ -456,8 +659,8 @@ def _count(counts: dict[str, list[Any]], topic: str, schema: Any, log_time_ns: i
 
 
 def _log_info(path: str, counts: dict[str, list[Any]], config: dict[str, Any] | None,
-              summary: dict[str, Any] | None) -> LogInfo:
+              summary: dict[str, Any] | None, cuts: list[dict[str, Any]]) -> LogInfo:
     topics = [TopicInfo(topic, *row) for topic, row in sorted(counts.items())]
     first = min((t.first_s for t in topics), default=0.0)
     last = max((t.last_s for t in topics), default=0.0)
-    return LogInfo(path, os.path.getsize(path), last - first, topics, config, summary)
+    return LogInfo(path, os.path.getsize(path), last - first, topics, config, summary, cuts)

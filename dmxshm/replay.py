@@ -17,6 +17,12 @@ spine replays through the simulation spine, as any gym run.
 A log is refused, with the reason, when it lacks what replay needs: no
 configuration or summary (not a dmxshm log, or a run that did not finish),
 or a missing step of some robot.
+
+The recorded commands reach the replay's agent processes through the agent
+spec itself: :func:`commands_agent` saves them in a temporary folder of the
+replay's own, beside a small agent file (:data:`AGENT_FILE`) that subclasses
+:class:`Replayed` with their path, and the spec names that file
+(``FOLDER/agent.py:Agent``, an agent given as a file).
 """
 
 from __future__ import annotations
@@ -34,8 +40,17 @@ import numpy as np
 from dmxshm.errors import DmxError
 from dmxshm.logs import CONFIG_TOPIC, LOG_FORMAT, SUMMARY_TOPIC, LogError, messages
 
-COMMANDS_ENV = "DMXSHM_REPLAY_COMMANDS"
-"""Where the replay agents find the recorded commands (set for the replay's run only)."""
+AGENT_FILE = '''"""The agent of one replay (dmxshm.replay): its commands are in commands.npy here."""
+from pathlib import Path
+
+from dmxshm.replay import Replayed
+
+
+class Agent(Replayed):
+    commands_path = str(Path(__file__).with_name("commands.npy"))
+'''
+"""The agent file of a replay: no value written into it, its folder says where the
+commands are."""
 
 
 class ReplayError(DmxError):
@@ -102,13 +117,20 @@ def load(path: str) -> Recording:
 
 
 class Replayed:
-    """The replay's policy: each robot's recorded command for the step observed."""
+    """The replay's policy: each robot's recorded command for the step observed.
+
+    The policy of a replay is a subclass that sets :attr:`commands_path` (see
+    :func:`commands_agent`); this class alone has no commands.
+    """
+
+    commands_path: str | None = None
+    """The ``.npy`` file of the commands, ``(steps, robots, 2)``."""
 
     def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
-        path = os.environ.get(COMMANDS_ENV)
-        if not path:
-            raise ReplayError(f"the replay agent needs {COMMANDS_ENV} (set by dmxshm replay)")
-        self.commands = np.load(path, mmap_mode="r")
+        if self.commands_path is None:
+            raise ReplayError("Replayed has no commands: a replay's agent is the spec that "
+                              "dmxshm.replay.commands_agent() gives (dmxshm replay makes it)")
+        self.commands = np.load(self.commands_path, mmap_mode="r")
         self.rows = np.asarray(robot_ids)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -116,30 +138,28 @@ class Replayed:
 
 
 @contextmanager
-def _commands_file(commands: np.ndarray) -> Iterator[str]:
+def commands_agent(commands: np.ndarray) -> Iterator[str]:
+    """The agent spec of a replay of ``commands`` (``(steps, robots, 2)``), valid in
+    the block: a folder of its own holds the commands and the agent file
+    (:data:`AGENT_FILE`), removed at the end."""
     with tempfile.TemporaryDirectory(prefix="dmxshm-replay-") as folder:
-        path = os.path.join(folder, "commands.npy")
-        np.save(path, commands)
-        before = os.environ.get(COMMANDS_ENV)
-        os.environ[COMMANDS_ENV] = path
-        try:
-            yield path
-        finally:
-            if before is None:
-                os.environ.pop(COMMANDS_ENV, None)
-            else:
-                os.environ[COMMANDS_ENV] = before
+        np.save(os.path.join(folder, "commands.npy"), commands)
+        agent = os.path.join(folder, "agent.py")
+        with open(agent, "w") as f:
+            f.write(AGENT_FILE)
+        yield f"{agent}:Agent"
 
 
-def replay_config(rec: Recording, log: str | None = None, camera: tuple[int, int] | None = None,
-                  **overrides: Any) -> Any:
-    """The gym-mode configuration that replays ``rec`` (same map, seed, robots, physics)."""
+def replay_config(rec: Recording, agent: str, log: str | None = None,
+                  camera: tuple[int, int] | None = None, **overrides: Any) -> Any:
+    """The gym-mode configuration that replays ``rec`` (same map, seed, robots, physics)
+    with ``agent`` (:func:`commands_agent` of ``rec.commands``)."""
     from dmxshm.network.config import NetworkConfig
 
     c = rec.config
     return NetworkConfig(
         mode="gym", robots=int(c["robots"]), renderers=int(c["renderers"]),
-        agents=int(c["agents"]), agent=f"{__name__}:Replayed", steps=rec.steps,
+        agents=int(c["agents"]), agent=agent, steps=rec.steps,
         camera=tuple(camera if camera is not None else c["camera"]),
         seed=int(c["seed"]), map=str(c["map"]), dt_s=float(c["dt_s"]),
         substeps=int(c["substeps"]), wait_timeout_s=float(c["wait_timeout_s"]), log=log,
@@ -169,21 +189,49 @@ def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = N
     return rec, run_recording(rec, path, log, camera, on_progress)
 
 
+def _physics_only(rec: Recording) -> bool:
+    """A realtime run through the spine: replayed physics only, in this process."""
+    return bool(rec.config.get("spine")) and rec.config.get("mode") == "realtime"
+
+
+def check(rec: Recording, path: str, log: str | None = None,
+          camera: tuple[int, int] | None = None) -> None:
+    """What can refuse the replay of ``rec`` (loaded from ``path``) refuses now, before
+    anything starts: its --log, its configuration, the map and the renderer.
+
+    Raises:
+        ReplayError, LogError: the replay cannot be run as asked (the message says why).
+        ConfigError, MapError, RendererError: its configuration cannot run here.
+    """
+    _check_log(rec, path, log)
+    if not _physics_only(rec):  # the agent is Replayed itself: loaded, not made
+        replay_config(rec, f"{__name__}:Replayed", log, camera).preflight()
+
+
+def _check_log(rec: Recording, path: str, log: str | None) -> None:
+    if log is not None and os.path.realpath(log) == os.path.realpath(path):
+        raise LogError("the replay's --log would overwrite the log being replayed; give "
+                       "another path")
+    if log is not None and _physics_only(rec):
+        raise ReplayError("a realtime spine run replays its physics only (no sensors, "
+                          "no processes): --log is not available for it")
+
+
 def run_recording(rec: Recording, path: str, log: str | None = None,
                   camera: tuple[int, int] | None = None,
                   on_progress: Callable[[int], None] | None = None) -> Any:
-    """Run the replay of ``rec`` (loaded from ``path``); returns its summary."""
+    """Run the replay of ``rec`` (loaded from ``path``); returns its summary.
+
+    Raises:
+        the errors of :func:`check`, then those of the run.
+    """
     from dmxshm.network import run
 
-    if log is not None and os.path.realpath(log) == os.path.realpath(path):
-        raise LogError("the replay's --log would overwrite the log being replayed")
-    if rec.config.get("spine") and rec.config.get("mode") == "realtime":
-        if log is not None:
-            raise ReplayError("a realtime spine run replays its physics only (no sensors, "
-                              "no processes): --log is not available for it")
+    _check_log(rec, path, log)
+    if _physics_only(rec):
         return replay_spine_physics(rec, on_progress)
-    with _commands_file(rec.commands):
-        return run(replay_config(rec, log, camera), on_progress=on_progress)
+    with commands_agent(rec.commands) as agent:
+        return run(replay_config(rec, agent, log, camera), on_progress=on_progress)
 
 
 @dataclass

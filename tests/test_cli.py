@@ -362,3 +362,79 @@ def test_maps_lists_each_maps_capacity_and_draws_it(tmp_path) -> None:  # noqa: 
     assert infos["loop"]["capacity"] == 16 and infos["big-loop"]["capacity"] >= 64
     for name in infos:
         assert (tmp_path / f"map-{name}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_version_names_the_package_version() -> None:
+    from dmxshm import __version__
+
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"dmxshm, version {__version__}"
+
+
+def _refused(argv: list[str], capsys) -> str:  # noqa: ANN001
+    """Run ``dmxshm ARGV``; it must exit 2 (EXIT_USAGE) with a message and no
+    traceback, and leave /dev/shm as it was. Returns stderr."""
+    before = {e.name for e in list_entries()}
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == EXIT_USAGE, err
+    assert "Traceback" not in err and "Error: " in err
+    assert {e.name for e in list_entries()} <= before  # nothing was started
+    return err
+
+
+def test_a_view_beyond_loopback_without_allow_remote_is_refused(capsys) -> None:  # noqa: ANN001
+    err = _refused(["run", "--steps", "5", "--camera", "0x0", "--view",
+                    "--view-host", "0.0.0.0"], capsys)
+    assert "--allow-remote" in err
+    err = _refused(["view", "--host", "0.0.0.0"], capsys)
+    assert "--allow-remote" in err
+
+
+@pytest.mark.parametrize("argv", [["run", "--steps", "5", "--camera", "0x0", "--view"],
+                                  ["view"]])
+def test_a_view_without_its_extra_is_refused(argv: list[str], monkeypatch, capsys) -> None:  # noqa: ANN001
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp fails
+    assert "pip install 'dmxshm[view]'" in _refused(argv, capsys)
+
+
+@pytest.mark.parametrize("argv", [
+    ["spine", "--duration", "0.1", "--plot", "PLOT"],
+    ["bench", "ipc", "--quick", "--plot", "PLOT"],
+    ["bench", "network", "--quick", "--plot", "PLOT"],
+    ["bench", "vector", "--quick", "--plot", "PLOT"],
+])
+def test_a_plot_without_matplotlib_is_refused_before_the_work(
+        argv: list[str], tmp_path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    argv = [str(tmp_path / "p.png") if a == "PLOT" else a for a in argv]
+    assert "matplotlib" in _refused(argv, capsys)
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_folders_that_cannot_be_used_are_refused_before_the_work(tmp_path, capsys) -> None:  # noqa: ANN001
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("mine")
+    assert "--render" in _refused(["maps", "--render", str(in_the_way)], capsys)
+    err = _refused(["bench", "render", "--frames", "1", "--images", str(in_the_way / "x")],
+                   capsys)
+    assert "--images" in err and "bench render" not in err.split("Error: ")[1]
+    assert in_the_way.read_text() == "mine"
+
+
+def test_a_refusal_raised_anywhere_in_a_command_exits_2(monkeypatch) -> None:  # noqa: ANN001
+    # The one place: a RefusedError out of any command is a usage error, with the
+    # command's usage line, through click's runner as through main().
+    import dmxshm.sysinfo
+    from dmxshm.errors import RefusedError
+
+    def refuse() -> dict:
+        raise RefusedError("cannot here: do this instead")
+
+    monkeypatch.setattr(dmxshm.sysinfo, "collect", refuse)
+    result = CliRunner().invoke(cli, ["info"])
+    assert result.exit_code == EXIT_USAGE
+    assert "Usage: cli info" in result.output and "cannot here: do this instead" in result.output

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import signal
+import subprocess
 import sys
 
 import numpy as np
@@ -181,6 +182,9 @@ def test_damaged_or_incomplete_logs_are_refused_with_the_reason(tmp_path) -> Non
     assert not [e for e in list_entries() if e.pid == os.getpid()]
     info = logs.info(killed)  # what the parts held, merged
     assert info["summary"] is None and info["config"]["duration_s"] == 30
+    # ...and the engine's part is reported as cut, not hidden.
+    cut = {c["part"]: c for c in info["cut_parts"]}
+    assert "engine" in cut and cut["engine"]["at_byte"] > 0
     # The killed engine's part kept the steps it logged before the kill.
     poses = {t["topic"]: t["messages"] for t in info["topics"]}[logs.robot_topic(0, "pose")]
     assert poses >= 3
@@ -209,3 +213,165 @@ def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path) -> 
     monkeypatch.setitem(sys.modules, "foxglove", None)
     with pytest.raises(logs.LogError, match=r"pip install 'dmxshm\[log\]'"):
         logs.check_writable(str(tmp_path / "x.mcap"))
+
+
+CLI_TIMEOUT_S = 60
+WHEELS = {"sim_time_s": 0.0, "wall_time_s": 0.0, "left_rad_s": 1.0, "right_rad_s": -1.0,
+          "expired": False}
+
+
+def _part_with_messages(path: str, role: str, n: int) -> tuple[bytes, list[int]]:
+    """A closed part of ``n`` wheel messages; its bytes, and where each message ends."""
+    from mcap.records import Message
+    from mcap.stream_reader import StreamReader
+
+    part = logs.LogPart(path, role)
+    for step in range(n):
+        part.record(logs.robot_topic(0, "wheels"), "wheels", {"step": step, **WHEELS},
+                    wall_ns=1_000_000_000 + step)
+    part.close()
+    ends = []
+    with open(part.path, "rb") as f:
+        for rec in StreamReader(f).records:
+            if isinstance(rec, Message):
+                ends.append(f.tell())
+    with open(part.path, "rb") as f:
+        return f.read(), ends
+
+
+def test_a_part_cut_short_is_merged_up_to_the_cut_and_reported(tmp_path) -> None:
+    path = str(tmp_path / "cut.mcap")
+    logs.start(path, {"robots": 1})
+    data, ends = _part_with_messages(path, "engine", 40)
+    at = (ends[24] + ends[25]) // 2  # halfway through the 26th message: killed mid-write
+    with open(os.path.join(logs.parts_dir(path), "engine.mcap"), "wb") as f:
+        f.write(data[:at])
+    done = logs.finish(path, {"steps": 40, "wall_time_s": 1.0, "trajectory_digest": "-"})
+    assert done["cut_parts"] == [{"part": "engine", "at_byte": ends[24],
+                                  "lost_bytes": at - ends[24]}]
+    wheels = {t["topic"]: t["messages"] for t in done["topics"]}[logs.robot_topic(0, "wheels")]
+    assert wheels == 25  # the whole messages before the cut
+    assert logs.info(path)["cut_parts"] == done["cut_parts"]  # kept in the merged file
+    r = CliRunner().invoke(cli, ["log", "info", path])
+    assert r.exit_code == 0 and "lacks the end of the part engine" in r.output
+    # A log merged from whole parts reports none.
+    whole = str(tmp_path / "whole.mcap")
+    logs.start(whole, {"robots": 1})
+    _part_with_messages(whole, "engine", 3)
+    assert logs.finish(whole, {"steps": 3})["cut_parts"] == logs.info(whole)["cut_parts"] == []
+
+
+@pytest.mark.parametrize("damage", ["magic", "record length"])
+def test_a_corrupted_part_is_an_error_not_a_cut(tmp_path, damage: str) -> None:
+    path = str(tmp_path / "bad.mcap")
+    logs.start(path, {"robots": 1})
+    data, _ = _part_with_messages(path, "engine", 10)
+    bad = bytearray(data)
+    if damage == "magic":
+        bad[:8] = b"NOTMCAP!"
+    else:  # the first record's length (after the 8-byte magic and its opcode)
+        bad[9:17] = (2**40).to_bytes(8, "little")
+    with open(os.path.join(logs.parts_dir(path), "engine.mcap"), "wb") as f:
+        f.write(bytes(bad))
+    with pytest.raises(logs.LogError, match="engine.mcap is corrupted"):
+        logs.finish(path, {"steps": 10})
+    assert not os.path.exists(path)  # nothing merged
+
+
+def _start_elsewhere(path: str, then: str = "") -> subprocess.CompletedProcess[str]:
+    """``logs.start(path)`` in another process (``then``: what it does next)."""
+    code = ("import sys; from dmxshm import logs\n"
+            "try:\n    logs.start(sys.argv[1], {'robots': 1})\n"
+            "except logs.LogInUseError as exc:\n    sys.exit(f'in use: {exc.pid}: {exc}')\n"
+            + then)
+    return subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                          timeout=CLI_TIMEOUT_S)
+
+
+def test_a_second_run_on_a_log_path_in_use_is_refused_and_leaves_its_parts(tmp_path) -> None:
+    path = str(tmp_path / "busy.mcap")
+    claim = logs.start(path, {"robots": 1})
+    parts = sorted(os.listdir(logs.parts_dir(path)))
+    assert parts == ["owner.json", "supervisor-config.mcap"] and logs.owner(path) == os.getpid()
+    other = _start_elsewhere(path)
+    assert other.returncode == 1 and f"in use: {os.getpid()}" in other.stderr
+    assert "Wait for that run to end, or give another --log path" in other.stderr
+    # From the command line: refused before anything starts.
+    r = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "5", "--camera",
+                        "0x0", "--log", path], capture_output=True, text=True,
+                       timeout=CLI_TIMEOUT_S)
+    assert r.returncode == 2 and "is being written by a run still going" in r.stderr
+    # Another claim (another run of this process) never merges these parts.
+    assert logs.finish_unfinished(path, "not-this-claim") is None
+    assert sorted(os.listdir(logs.parts_dir(path))) == parts
+    done = logs.finish_unfinished(path, claim)
+    assert done is not None and not os.path.exists(logs.parts_dir(path))
+
+
+def test_parts_of_a_run_that_is_gone_are_cleared(tmp_path) -> None:
+    import psutil
+
+    path = str(tmp_path / "stale.mcap")
+    # A run killed after it made its parts: its folder stays, its owner is dead.
+    killed = _start_elsewhere(path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert killed.returncode == -signal.SIGKILL
+    folder = logs.parts_dir(path)
+    assert os.path.isdir(folder) and logs.owner(path) is None
+    with open(os.path.join(folder, "renderer-0.mcap"), "wb") as f:
+        f.write(b"an earlier run's")
+    logs.start(path, {"robots": 1})
+    assert sorted(os.listdir(folder)) == ["owner.json", "supervisor-config.mcap"]
+    assert logs.owner(path) == os.getpid()
+    logs.finish(path, None)
+    # A pid that a new process took since: its start time says it is not the owner.
+    os.makedirs(folder)
+    with open(os.path.join(folder, logs.OWNER_FILE), "w") as f:
+        json.dump({"pid": os.getpid(), "claim": "old",
+                   "started_s": psutil.Process().create_time() - 3600}, f)
+    assert logs.owner(path) is None
+    logs.start(path, {"robots": 1})
+    assert logs.owner(path) == os.getpid()
+    logs.finish(path, None)
+
+
+def test_refusals_of_replay_and_log_info_exit_2(tmp_path) -> None:
+    path = str(tmp_path / "g.mcap")
+    run(robots=1, steps=3, camera=(0, 0), log=path)
+    runner = CliRunner()
+    exists = str(tmp_path / "exists.mcap")
+    with open(exists, "w") as f:
+        f.write("mine")
+    for args, words in [(["replay", path, "--log", exists], "--overwrite"),
+                        (["replay", path, "--log", path, "--overwrite"], "overwrite the log"),
+                        (["replay", str(tmp_path / "missing.mcap")], "no log at"),
+                        (["replay", exists], "not a readable MCAP"),
+                        (["replay", path, "--camera", "100000x100000"], "larger than"),
+                        (["log", "info", str(tmp_path / "missing.mcap")], "no log at")]:
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 2 and words in r.output, (args, r.output)
+    with open(exists) as f:
+        assert f.read() == "mine"
+
+
+def test_a_run_logged_without_the_extra_is_refused(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    monkeypatch.setitem(sys.modules, "foxglove", None)
+    for args in (["run", "--steps", "3", "--log", str(tmp_path / "x.mcap")],
+                 ["replay", str(tmp_path / "y.mcap"), "--log", str(tmp_path / "x.mcap")]):
+        r = CliRunner().invoke(cli, args)
+        assert r.exit_code == 2 and "pip install 'dmxshm[log]'" in r.output, r.output
+
+
+def test_the_recorded_commands_reach_the_replay_agent_in_its_spec() -> None:
+    from dmxshm.network.policies import load_policy
+    from dmxshm.replay import Replayed, commands_agent
+
+    commands = np.arange(5 * 3 * 2, dtype=float).reshape(5, 3, 2)
+    environ = dict(os.environ)
+    with commands_agent(commands) as spec:
+        assert dict(os.environ) == environ  # no hidden channel
+        policy = load_policy(spec, (0, 2), 0)
+        obs = np.zeros(2, [("step", np.int64)])
+        obs["step"] = 3
+        assert np.array_equal(policy(obs), commands[3, [0, 2]])
+    with pytest.raises(ReplayError, match="commands_agent"):
+        Replayed((0,))

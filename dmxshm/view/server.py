@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from dmxshm.errors import DmxError, ShmError
+from dmxshm.errors import DmxError, RefusedError, ShmError
 from dmxshm.pngio import encode_png
 from dmxshm.shm.names import SHM_DIR, list_entries
 from dmxshm.shm.ring import Ring
@@ -53,12 +53,22 @@ class ViewError(DmxError):
     """The view cannot start: the extra is missing, no run to show, a bad host."""
 
 
+class ViewRefusedError(ViewError, RefusedError):
+    """The view was refused before it started: the extra is missing, or a host beyond
+    loopback was asked for without ``allow_remote``."""
+
+
 def require_aiohttp() -> Any:
+    """aiohttp's ``web``.
+
+    Raises:
+        ViewRefusedError: the view extra is not installed (the message says how).
+    """
     try:
         from aiohttp import web
     except ImportError:
-        raise ViewError("the live view needs the view extra: pip install 'dmxshm[view]'") \
-            from None
+        raise ViewRefusedError("the live view needs the view extra: "
+                               "pip install 'dmxshm[view]'") from None
     return web
 
 
@@ -396,13 +406,14 @@ def check_host(host: str, allow_remote: bool, token: str | None) -> str | None:
     """The token a server bound to ``host`` needs (None on loopback without one).
 
     Raises:
-        ViewError: a host beyond loopback without ``allow_remote``.
+        ViewRefusedError: a host beyond loopback without ``allow_remote``.
     """
     if is_loopback(host):
         return token
     if not allow_remote:
-        raise ViewError(f"the view would be reachable from other machines on {host}; give "
-                        "--allow-remote to mean it (a token is then required in the URL)")
+        raise ViewRefusedError(f"the view would be reachable from other machines on {host}; "
+                               "give --allow-remote to mean it (a token is then required in "
+                               "the URL)")
     return token or secrets.token_urlsafe(16)
 
 
