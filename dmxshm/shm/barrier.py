@@ -128,18 +128,20 @@ class Barrier:
         """Take party slot ``party`` (0 <= party < parties) under ``role``."""
         if not 0 <= party < self.parties:
             raise ValueError(f"party must be in [0, {self.parties}), got {party}")
-        holder = self.peer(party)
-        if holder.pid not in (0, os.getpid()) and peer_state(holder) != DEAD:
-            raise DmxError(f"barrier {self.name}: party {party} is held by a live process: "
-                           f"{holder.describe()}")
-        rec = me(role or f"party-{party}")
+        rec = me(role or f"party-{party}")  # outside the lock: psutil reads /proc
         base = party * (_REC // 8)
-        self._recs[base + _R_CTIME] = int(rec.create_time * 1e6)
-        self._recs[base + _R_ARRIVED] = self._ctl[_W_GEN]
-        self._recs[base + _R_PID] = rec.pid
         at = 64 + party * _REC + _ROLE_AT
-        self.segment.buf[at:at + _ROLE_BYTES] = rec.role.encode()[:_ROLE_BYTES].ljust(
-            _ROLE_BYTES, b"\0")
+        # Check and claim as one step, as Ring.bind does (see its module docstring).
+        with self.segment.locked(settings.WAIT_TIMEOUT_S, f"to join party {party}"):
+            holder = self.peer(party)
+            if holder.pid not in (0, os.getpid()) and peer_state(holder) != DEAD:
+                raise DmxError(f"barrier {self.name}: party {party} is held by a live "
+                               f"process: {holder.describe()}")
+            self.segment.buf[at:at + _ROLE_BYTES] = rec.role.encode()[:_ROLE_BYTES].ljust(
+                _ROLE_BYTES, b"\0")
+            self._recs[base + _R_CTIME] = int(rec.create_time * 1e6)
+            self._recs[base + _R_ARRIVED] = self._ctl[_W_GEN]
+            self._recs[base + _R_PID] = rec.pid  # last: it makes the record valid
         self.party = party
         return self
 

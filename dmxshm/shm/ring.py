@@ -28,6 +28,13 @@ Two disciplines share this layout:
 
 Each counter has exactly one writing process, so no atomic read-modify-write
 is needed; aligned 8-byte stores are single-copy atomic on x86-64 and aarch64.
+The one exception is taking a side (:meth:`Ring.bind`), which any process may
+try: it reads the side's record and writes its own under the segment's lock
+(:meth:`~dmxshm.shm.segment.Segment.locked`, whose kernel lock orders the
+accesses), so two processes can never both hold a side. The record's pid is
+stored last, after its start time and role, so an unlocked reader that sees
+the pid sees a whole record on x86-64 (TSO) and a record that names the right
+process everywhere.
 """
 
 from __future__ import annotations
@@ -300,21 +307,24 @@ class Ring:
         """
         if side not in ("writer", "reader"):
             raise ValueError(f"side must be 'writer' or 'reader', got {side!r}")
-        current = self.peer(side)
-        if current.pid not in (0, os.getpid()) and peer_state(current) != DEAD:
-            raise DmxError(
-                f"ring {self.name} already has a live {side}: {current.describe()}; "
-                "a ring has exactly one writer and one reader"
-            )
-        rec = me(role or side)
+        rec = me(role or side)  # outside the lock: psutil reads /proc
         pid_w, ctime_w, role_b = (
             (_W_WRITER_PID, _W_WRITER_CTIME, _B_WRITER_ROLE) if side == "writer"
             else (_W_READER_PID, _W_READER_CTIME, _B_READER_ROLE)
         )
-        self._ctl[ctime_w] = int(rec.create_time * 1e6)
-        self._ctl[pid_w] = rec.pid
-        raw = rec.role.encode()[:ROLE_BYTES].ljust(ROLE_BYTES, b"\0")
-        self.segment.buf[role_b:role_b + ROLE_BYTES] = raw
+        # Check and claim as one step: without the lock two processes could both
+        # see the side free (or its holder dead) and both write their record.
+        with self.segment.locked(settings.WAIT_TIMEOUT_S, f"to bind its {side}"):
+            current = self.peer(side)
+            if current.pid not in (0, os.getpid()) and peer_state(current) != DEAD:
+                raise DmxError(
+                    f"ring {self.name} already has a live {side}: {current.describe()}; "
+                    "a ring has exactly one writer and one reader"
+                )
+            raw = rec.role.encode()[:ROLE_BYTES].ljust(ROLE_BYTES, b"\0")
+            self.segment.buf[role_b:role_b + ROLE_BYTES] = raw
+            self._ctl[ctime_w] = int(rec.create_time * 1e6)
+            self._ctl[pid_w] = rec.pid  # last: it makes the record valid
         self.side = side
         self._spin_pending = spin_us is None
         self._spin_s = 0.0 if spin_us is None else max(float(spin_us), 0.0) / 1e6

@@ -5,23 +5,43 @@ A :class:`Segment` is created exclusively (``O_EXCL``, mode 0600), sized with
 a clear :class:`~dmxshm.errors.ShmSpaceError` at creation instead of a SIGBUS
 at the first touch (moby#2606), and its pages are touched once so the hot
 loop takes no page faults. The creator unlinks; attachers only close.
+
+:meth:`Segment.locked` serialises the rare read-modify-writes of a segment's
+header that several processes may attempt at once (taking a ring's side, a
+barrier's party) with ``flock`` on the segment's file: the kernel drops the
+lock of a process that dies holding it, which a semaphore used as a lock
+would never do (posix_ipc#53). Taking and dropping it takes and drops a
+kernel lock, whose acquire and release order the loads and stores made under
+it on every architecture, as ``sem_wait``/``sem_post`` do for a blocking ring.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import mmap
 import os
 import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import posix_ipc
 
-from dmxshm.errors import SegmentExistsError, SegmentMissingError, ShmError, ShmSpaceError
+from dmxshm.errors import (
+    DmxTimeoutError,
+    SegmentExistsError,
+    SegmentMissingError,
+    ShmError,
+    ShmSpaceError,
+)
 from dmxshm.shm.names import SHM_DIR
 
 PAGE_SIZE = mmap.PAGESIZE
+# A lock holder keeps it for microseconds: a contender looks again this often.
+LOCK_POLL_S = 0.001
 REMOVE_IPC_HINT = (
     "Was it removed underneath the run? systemd-logind removes a user's shared "
     "memory at logout when RemoveIPC=yes (see logind.conf); run as a system user "
@@ -158,6 +178,43 @@ class Segment:
         finally:
             shm.close_fd()
         return cls(name, buf, st.st_size, owner=False)
+
+    @contextmanager
+    def locked(self, timeout_s: float, why: str) -> Iterator[None]:
+        """Hold the segment's lock, exclusive across processes and threads.
+
+        Args:
+            timeout_s: the longest wait for a holder to let go.
+            why: what the lock is for, e.g. ``"to bind its writer"`` (messages).
+
+        Raises:
+            SegmentMissingError: the segment was removed.
+            DmxTimeoutError: another holder kept it for ``timeout_s``.
+        """
+        try:
+            shm = posix_ipc.SharedMemory(self.name, 0)
+        except posix_ipc.ExistentialError as exc:
+            raise SegmentMissingError(
+                f"shared-memory segment {self.name} does not exist. {REMOVE_IPC_HINT}"
+            ) from exc
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(shm.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise DmxTimeoutError(
+                            f"could not lock segment {self.name} {why} within "
+                            f"{timeout_s:.1f} s: the process holding it was stopped "
+                            "(SIGSTOP?) in the middle of a few stores. Continue it "
+                            "(kill -CONT) or end it."
+                        ) from None
+                    time.sleep(LOCK_POLL_S)
+            yield  # closing the descriptor below drops the lock
+        finally:
+            shm.close_fd()
 
     @property
     def buf(self) -> mmap.mmap:

@@ -18,6 +18,7 @@ import pytest
 
 from dmxshm.errors import (
     DmxError,
+    DmxTimeoutError,
     SegmentExistsError,
     SegmentMissingError,
     ShmError,
@@ -274,3 +275,27 @@ def test_registry_unlinks_at_interpreter_exit() -> None:
             if entry.token == token:
                 (posix_ipc.unlink_semaphore if entry.kind == "semaphore"
                  else posix_ipc.unlink_shared_memory)(entry.name)
+
+
+def test_the_segment_lock_excludes_a_second_holder(registry: Registry) -> None:
+    seg = registry.create_segment("lock", PAGE_SIZE)
+    other = Segment.attach(seg.name)  # another handle: the lock is not per handle
+    try:
+        expected = f"could not lock segment {seg.name} to test the lock within 0.0 s"
+        with (seg.locked(1.0, "to test the lock"),
+              pytest.raises(DmxTimeoutError, match=expected),
+              other.locked(0.0, "to test the lock")):
+            pass
+        with other.locked(0.0, "to test the lock"):  # free again once the holder let go
+            pass
+    finally:
+        other.close()
+        seg.close()
+
+
+def test_locking_a_removed_segment_says_so(registry: Registry) -> None:
+    seg = registry.create_segment("lockgone", PAGE_SIZE)
+    seg.unlink()
+    with (pytest.raises(SegmentMissingError, match="does not exist"),
+          seg.locked(1.0, "to test the lock")):
+        pass
