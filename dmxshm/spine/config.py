@@ -11,12 +11,38 @@ import numpy as np
 from dmxshm.errors import DmxError
 from dmxshm.network.policies import agent_spec
 from dmxshm.proc.cpus import usable_cpus
+from dmxshm.proc.outcome import Outcome
+from dmxshm.proc.watch import explain
 from dmxshm.spine.agent import resolve_policy
 from dmxshm.spine.law import SCHEDULES
 
 
 class SpineError(DmxError):
     """The spine or its bus failed; the message names which and why."""
+
+
+class SpineProcessError(SpineError):
+    """A process of the run (the spine, its CAN bus) died, raised or stalled it.
+
+    It names the root cause: the process where the trouble started, not the
+    peers that then timed out waiting for it.
+
+    Attributes:
+        role: the process's name (``spine``, ``can-bus``).
+        pid: its pid.
+        outcome: how it ended, in full (:class:`~dmxshm.proc.outcome.Outcome`).
+    """
+
+    def __init__(self, message: str, *, outcome: Outcome) -> None:
+        super().__init__(message)
+        self.role = outcome.name
+        self.pid = outcome.pid
+        self.outcome = outcome
+
+    @classmethod
+    def of(cls, o: Outcome) -> SpineProcessError:
+        """The error that reports the root cause ``o``."""
+        return cls(explain(o), outcome=o)
 
 
 class SpineShutDown(SpineError):

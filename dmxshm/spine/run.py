@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dmxshm.proc.cpus import usable_cpus
-from dmxshm.proc.outcome import Cause, describe_signal
-from dmxshm.proc.supervisor import Supervisor
+from dmxshm.proc.outcome import Outcome, describe_signal
+from dmxshm.proc.supervisor import Child, Supervisor
+from dmxshm.proc.watch import Watch, WatchPolicy
 from dmxshm.profiling import Profiler, shm_sizes, steal_s
 from dmxshm.settings import START_TIMEOUT_S
 from dmxshm.shm import signals
@@ -31,6 +32,7 @@ from dmxshm.spine.config import (
     SpineBusError,
     SpineConfig,
     SpineError,
+    SpineProcessError,
     SpineShutDown,
     SpineStopped,
 )
@@ -45,8 +47,10 @@ from dmxshm.spine.records import (
 from dmxshm.spine.report import no_nan, percentile, report
 from dmxshm.spine.state_machine import State
 
-__all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError", "SpineShutDown",
-           "SpineStopped", "report", "run"]
+__all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError",
+           "SpineProcessError", "SpineShutDown", "SpineStopped", "report", "run"]
+
+BUS, AGENT = "can-bus", "spine-agent"  # the children's names (the spine's is "spine")
 
 AGENT_END_GRACE_S = 2.0  # after the spine's end, an agent still busy is hung
 # After a spine's end on a bus failure, how long the bus gets to end, so that
@@ -64,11 +68,14 @@ class RunResults:
         spine: the spine's result.
         bus: the bus's, None if it did not end by itself (a failed bus is stopped).
         agent: the agent's, or what its supervisor saw of it (None: no agent).
+        bus_failure: how the bus ended, when it failed (died, raised) and the
+            spine saw it fail: the root cause of the spine's shutdown.
     """
 
     spine: SpineResult
     bus: BusResult | None = None
     agent: AgentResult | None = None
+    bus_failure: Outcome | None = None
 
 
 class SpineRun(NamedTuple):
@@ -130,17 +137,17 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         steal_at_start = steal_s()
         try:
             if cfg.actuation == "mock":
-                bus = sup.start("can-bus", run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
+                bus = sup.start(BUS, run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
                                 cfg.jitter_s, cfg.seed, cfg.timeout_s, cfg.bus_delay_s,
                                 bus_poll_us, cpu=bus_cpu)
             else:
-                bus = sup.start("can-bus", run_sim_bus, names, cfg.frequency_hz, cfg.seed,
+                bus = sup.start(BUS, run_sim_bus, names, cfg.frequency_hz, cfg.seed,
                                 cfg.timeout_s + START_TIMEOUT_S, bus_poll_us, cpu=bus_cpu)
             # Its handlers only record a stop: the loop goes to SHUTDOWN and sends stops.
             spine = sup.start("spine", run_spine, cfg_run, names, cpu=spine_cpu,
                               on_stop=request_stop)
             if cfg.agent:
-                sup.start("spine-agent", run_spine_agent, names, cfg.agent,
+                sup.start(AGENT, run_spine_agent, names, cfg.agent,
                           cfg.timeout_s + START_TIMEOUT_S, cpu=agent_cpu)
             if profile_interval_s is not None:
                 profiler = Profiler({"supervisor": os.getpid(), **sup.pids()},
@@ -190,14 +197,16 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         prof = profiler.report()
         rep["processes"] = prof.pop("processes")
         rep["profile"] = prof
-    _raise_unless_done(cfg, done, spine.pid, bus.pid, rep, recs)
+    _raise_unless_done(cfg, done, spine.pid, bus.pid, rep, recs, results.bus_failure)
     return SpineRun(rep, recs)
 
 
 def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_pid: int,
-                       rep: dict[str, Any], recs: np.ndarray) -> None:
+                       rep: dict[str, Any], recs: np.ndarray,
+                       bus_failure: Outcome | None = None) -> None:
     """Raise what ended the spine early, if anything did (a failed bus first: its
-    stops are unconfirmed, whatever else happened).
+    stops are unconfirmed, whatever else happened; ``bus_failure`` says how the
+    bus itself ended, if it died or raised).
 
     Raises:
         SpineBusError: the bus fell silent, died or refused a command.
@@ -207,11 +216,15 @@ def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_
     shutdown = done.states[State.SHUTDOWN.name]
     went = f"went to SHUTDOWN after {done.cycles - shutdown} cycles"
     if done.bus_error is not None:
+        bus = f"CAN bus {BUS} (pid {bus_pid}) failed: {done.bus_error}"
+        if bus_failure is not None:  # its own end first: where the trouble started
+            bus = f"CAN bus {bus_failure.headline()}; the spine saw: {done.bus_error}"
+        tb = bus_failure.traceback.rstrip() if bus_failure is not None else ""
         raise SpineBusError(
-            f"CAN bus can-bus (pid {bus_pid}) failed: {done.bus_error}\nThe spine (pid "
-            f"{spine_pid}) {went} and tried to send {shutdown} stop commands, unconfirmed "
-            f"({done.unsent_commands} not taken by the bus). It waits timeout_s "
-            f"({cfg.timeout_s:g} s) for a reply.", rep, recs)
+            f"{bus}\nThe spine (pid {spine_pid}) {went} and tried to send {shutdown} stop "
+            f"commands, unconfirmed ({done.unsent_commands} not taken by the bus). It waits "
+            f"timeout_s ({cfg.timeout_s:g} s) for a reply."
+            + (f"\n--- traceback of {BUS} ---\n{tb}" if tb else ""), rep, recs)
     if done.error is not None:
         raise SpineShutDown(f"spine (pid {spine_pid}) failed and {went}, sending its stops:"
                             f"\n{done.error.rstrip()}", rep, recs)
@@ -227,44 +240,41 @@ def _watch(sup: Supervisor, deadline: float, profiler: Profiler | None = None,
     """Gather the children's results until all ended; the agent's failure is tolerated,
     and so is a bus that the spine found failed (it is stopped, not awaited).
 
+    After the first failure the others get the report grace of the watch
+    policy (:mod:`dmxshm.proc.watch`), then the root cause is named: the
+    process that died first, not the peers that timed out waiting for it.
+
     Raises:
-        SpineError: the spine or its bus failed, or the run overstayed ``deadline``.
+        SpineProcessError: the spine or its bus died, raised or stalled the run,
+            except a bus failure the spine reported (the result then has its
+            ``bus_failure``, and the run raises :class:`SpineBusError`).
+        SpineError: the run overstayed ``deadline``.
     """
-    got: dict[str, Any] = {}
+    watch = Watch(sup, WatchPolicy(tolerated=frozenset({AGENT})))
     spine = sup.child("spine")
     spine_done_at: float | None = None
-    while True:
+    agent_hung = False
+    while watch.step():
         signals.check()
-        for child in sup.children:
-            outcome = child.outcome
-            if outcome is None or child.name in got:
-                continue
-            if outcome.ok:
-                got[child.name] = outcome.result
-            elif child.name == "spine-agent":  # tolerated: the spine expires its action
-                got[child.name] = AgentResult(failed=outcome.describe())
-            elif outcome.cause in (Cause.KILLED, Cause.SIGNALLED, Cause.EXITED):
-                raise SpineError(outcome.headline())
-            else:
-                raise SpineError(f"{outcome.headline()}\n{outcome.traceback.rstrip()}")
-        left = {c.name for c in sup.children} - set(got)
-        if not left:
-            return RunResults(spine=got["spine"], bus=got["can-bus"],
-                              agent=got.get("spine-agent"))
-        if "spine" in got and spine_done_at is None:
+        if watch.failing:  # only the report grace runs now
+            continue
+        done = _result(spine)
+        if done is not None and spine_done_at is None:
             spine_done_at = time.monotonic()
             if profiler is not None:  # the others are still there
                 profiler.final_sample()
-        if spine_done_at is not None:
+        left = {c.name for c in sup.children if c.outcome is None} - ({AGENT} if agent_hung
+                                                                        else set())
+        if not left:
+            break
+        if done is not None and spine_done_at is not None:
             waited = time.monotonic() - spine_done_at
-            if left == {"spine-agent"} and waited > AGENT_END_GRACE_S:
+            if left == {AGENT} and waited > AGENT_END_GRACE_S:
                 # The spine never waits for its agent; neither does its supervisor.
-                got["spine-agent"] = AgentResult(hung=True)
-                left.clear()
-            failed_bus = got["spine"].bus_error is not None and waited > BUS_END_GRACE_S
-            if not left or (left == {"can-bus"} and failed_bus):  # a silent bus: stopped
-                return RunResults(spine=got["spine"], bus=got.get("can-bus"),
-                                  agent=got.get("spine-agent"))
+                agent_hung = True
+                break
+            if left == {BUS} and done.bus_error is not None and waited > BUS_END_GRACE_S:
+                break  # a silent bus: stopped, not awaited
         if profiler is not None and spine_done_at is None and profiler.maybe_sample() \
                 and on_profile is not None:
             on_profile(profiler)
@@ -272,7 +282,37 @@ def _watch(sup: Supervisor, deadline: float, profiler: Profiler | None = None,
             raise SpineError(f"{', '.join(sorted(left))} did not finish in time")
         if on_progress is not None and spine.report is None:
             on_progress()
-        sup.wait(0.1)
+    done = _result(spine)
+    cause = watch.failure()
+    bus_failure = None
+    if cause is not None:
+        if cause.name != BUS or done is None or done.bus_error is None:
+            raise SpineProcessError.of(cause)
+        bus_failure = cause  # the spine saw it, went to SHUTDOWN and sent its stops
+    assert done is not None  # every end but the spine's own success raised above
+    bus = _result(sup.child(BUS))
+    return RunResults(spine=done, bus=bus, agent=_agent_result(sup, agent_hung),
+                      bus_failure=bus_failure)
+
+
+def _result(child: Child) -> Any:
+    """What ``child`` returned, once it ended well; None until then, or if it failed."""
+    outcome = child.outcome
+    return outcome.result if outcome is not None and outcome.ok else None
+
+
+def _agent_result(sup: Supervisor, hung: bool) -> AgentResult | None:
+    """What the agent did, or what was seen of it (None: no agent, or not ended)."""
+    agent = next((c for c in sup.children if c.name == AGENT), None)
+    if agent is None:
+        return None
+    if hung:
+        return AgentResult(hung=True)
+    outcome = agent.outcome
+    if outcome is None:
+        return None
+    # A failed agent is tolerated: the spine expired its action and went on.
+    return outcome.result if outcome.ok else AgentResult(failed=outcome.describe())
 
 
 def _with_cpu(cfg: SpineConfig, cpu: int) -> SpineConfig:

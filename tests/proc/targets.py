@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 
 from dmxshm.errors import PeerDiedError
+from dmxshm.shm.peers import pid_alive
 
 
 def returns(value: object) -> object:
@@ -19,6 +21,15 @@ def raises_value_error(message: str) -> None:
 
 def raises_peer_died() -> None:
     raise PeerDiedError("renderer-0 (pid 1) died", role="renderer-0", pid=1)
+
+
+def killed_once_gone(pid: int, timeout_s: float) -> None:
+    """Wait until the process ``pid`` has ended (a zombie counts), then die by SIGKILL:
+    a death that comes after ``pid``'s own end."""
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def exits(code: int) -> None:

@@ -1,0 +1,126 @@
+"""How a supervisor watches its children, and names the root cause when they fail.
+
+The processes of a run fail together: when one dies, the others soon fail
+too, each with the error it saw (a peer died, a ring closed, a wait timed
+out). The first failure a supervisor sees is therefore not always where the
+trouble started: the dead one's end and its peers' reports come in any
+order, often in one batch. So after the first failure a :class:`Watch`
+waits a short report grace for the others' outcomes, and only then names
+the root cause (:meth:`~dmxshm.proc.supervisor.Supervisor.failure`, ranked by
+:func:`~dmxshm.proc.outcome.root_cause`: the child killed, stopped or hung
+before the one that raised, before the ones that only saw a peer fail)::
+
+    watch = Watch(sup, WatchPolicy(tolerated=frozenset({"spine-agent"})))
+    while watch.step():             # news or the interval, then the caller's own work
+        on_progress()
+    cause = watch.failure()         # None: every child that counts succeeded
+    if cause is not None:
+        raise RunError(explain(cause))
+
+One policy for every run that has children (the network, the spine, the
+batch): each configures it, none rewrites it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dmxshm.proc.outcome import Cause, Outcome
+from dmxshm.proc.supervisor import Supervisor
+
+WATCH_INTERVAL_S = 0.05
+"""The longest one wait for news lasts: the watcher's own work (progress,
+profile samples, signals) runs between two waits."""
+
+REPORT_GRACE_S = 0.3
+"""After the first failure, how long the others' outcomes are awaited, so the
+root cause (the process that died first) is named, not its waiting peers. A
+peer notices a death within :data:`dmxshm.settings.LIVENESS_POLL_S`."""
+
+
+@dataclass(frozen=True)
+class WatchPolicy:
+    """How a run's children are watched.
+
+    Attributes:
+        interval_s: the longest one :meth:`Watch.step` waits for news.
+        report_grace_s: after the first failure, how long the others' outcomes
+            are awaited before the watch ends.
+        tolerated: children whose failure does not fail the run (a spine's
+            agent: the spine goes on without it); they never start the grace
+            and are never the root cause.
+    """
+
+    interval_s: float = WATCH_INTERVAL_S
+    report_grace_s: float = REPORT_GRACE_S
+    tolerated: frozenset[str] = frozenset()
+
+
+class Watch:
+    """One watch of a supervisor's children under a :class:`WatchPolicy`.
+
+    Attributes:
+        supervisor: whose children are watched.
+        policy: how.
+        failed_at: when the first failure (of a child not tolerated) was seen
+            (monotonic clock), None while there is none.
+    """
+
+    def __init__(self, supervisor: Supervisor, policy: WatchPolicy | None = None) -> None:
+        self.supervisor = supervisor
+        self.policy = policy if policy is not None else WatchPolicy()
+        self.failed_at: float | None = None
+
+    @property
+    def failing(self) -> bool:
+        """A failure was seen: the watch only gives the others their report grace."""
+        return self.failed_at is not None
+
+    def step(self) -> bool:
+        """Wait up to ``interval_s`` for news (a report, an end); whether to go on.
+
+        Returns:
+            False once every child has ended, or once the report grace after
+            the first failure is over; True otherwise.
+        """
+        sup = self.supervisor
+        if not sup.running():
+            return False
+        sup.wait(self.policy.interval_s)
+        now = time.monotonic()
+        if self.failed_at is None and self.failure() is not None:
+            self.failed_at = now
+        if self.failed_at is not None and now - self.failed_at >= self.policy.report_grace_s:
+            return False
+        return bool(sup.running())
+
+    def failure(self, exclude: Iterable[str] = ()) -> Outcome | None:
+        """The root cause among the children that failed, if any did, leaving out the
+        tolerated ones and ``exclude`` (children the caller let go, say)."""
+        return self.supervisor.failure(exclude={*self.policy.tolerated, *exclude})
+
+
+def explain(o: Outcome, longer_wait: str | None = None) -> str:
+    """The message of a run's error whose root cause is ``o``: who (name and pid),
+    how it ended, and what to do; one that raised brings its traceback.
+
+    Args:
+        o: the root cause.
+        longer_wait: for a stopped child, the setting that lets the others
+            wait longer (``--timeout``), proposed beside SIGCONT.
+
+    Example:
+        >>> explain(Outcome("bus", 42, Cause.KILLED, signum=9, message="signal 9 (SIGKILL)"))
+        'bus (pid 42) died: signal 9 (SIGKILL); the run was stopped.'
+    """
+    if o.cause is Cause.STOPPED:
+        fix = f" or raise {longer_wait}" if longer_wait else ""
+        return (f"{o.name} (pid {o.pid}) is stopped and stalled the run; the others timed "
+                f"out waiting for it. Resume it with SIGCONT{fix}.")
+    if o.cause is Cause.HUNG:
+        return f"{o.name} (pid {o.pid}) {o.message}"
+    if o.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED):
+        return f"{o.headline()}; the run was stopped."
+    return f"{o.headline()}\n--- traceback of {o.name} ---\n{o.traceback.rstrip()}"
