@@ -13,6 +13,22 @@ def usable_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def cpu_ranges(cpus: list[int]) -> str:
+    """``0-3,6``: sorted CPUs as ``taskset -c`` writes them.
+
+    Example:
+        >>> cpu_ranges([0, 1, 2, 3, 6, 8, 9])
+        '0-3,6,8-9'
+    """
+    spans: list[list[int]] = []
+    for c in sorted(cpus):
+        if spans and c == spans[-1][1] + 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
 def auto_pins(roles: list[str], spine: bool = False,
               cpus: list[int] | None = None) -> dict[str, int]:
     """A pinning plan for ``roles`` on ``cpus`` (default: :func:`usable_cpus`).

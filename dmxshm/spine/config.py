@@ -10,7 +10,7 @@ import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.network.policies import agent_spec
-from dmxshm.proc.cpus import usable_cpus
+from dmxshm.proc.cpus import cpu_ranges, usable_cpus
 from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.watch import explain
 from dmxshm.spine.agent import resolve_policy
@@ -125,7 +125,7 @@ class SpineConfig:
     action_timeout_s: float = 0.1
 
     def __post_init__(self) -> None:
-        ncpu = os.cpu_count() or 1
+        usable = usable_cpus()
         checks = [
             (self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}"),
             (self.frequency_hz > 0, "frequency must be positive"),
@@ -145,10 +145,10 @@ class SpineConfig:
             (self.action_timeout_s > 0, "the action timeout must be positive"),
             (self.duration_s > 0, "duration must be positive"),
             (self.stop_cycles >= 5, "a spine sends at least 5 stop cycles"),
-            (self.cpu is None or 0 <= self.cpu < ncpu,
-             f"CPU {self.cpu} does not exist (0-{ncpu - 1})"),
-            (self.bus_cpu is None or 0 <= self.bus_cpu < ncpu,
-             f"CPU {self.bus_cpu} does not exist (0-{ncpu - 1})"),
+            (self.cpu is None or self.cpu in usable,
+             _not_usable(f"CPU {self.cpu} (--cpu, the spine's)", usable)),
+            (self.bus_cpu is None or self.bus_cpu in usable,
+             _not_usable(f"CPU {self.bus_cpu} (bus_cpu, the CAN bus's)", usable)),
         ]
         for ok, message in checks:
             if not ok:
@@ -173,3 +173,8 @@ class SpineConfig:
         others = [c for c in allowed if c != spine]
         bus = self.bus_cpu if self.bus_cpu is not None else (others[-1] if others else None)
         return spine, bus
+
+
+def _not_usable(what: str, usable: list[int]) -> str:
+    return (f"{what} is not one this process may run on: its affinity (taskset -cp "
+            f"{os.getpid()}) allows CPUs {cpu_ranges(usable)} only; choose one of those")
