@@ -191,7 +191,7 @@ class Supervisor:
                         struct.pack("ll", int(START_TIMEOUT_S), 0))
         try:
             popen = subprocess.Popen(
-                [sys.executable, *_interpreter_flags(), "-c", _BOOT.format(sys.path),
+                [sys.executable, *interpreter_flags(), "-c", _BOOT.format(sys.path),
                  str(theirs.fileno()), name],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
         except BaseException:
@@ -317,7 +317,7 @@ _BOOT = ("import sys; sys.path[:] = {!r}; from dmxshm.proc.child import main; "
          "sys.exit(main(sys.argv[1:]))")
 
 
-def _interpreter_flags() -> list[str]:
+def interpreter_flags() -> list[str]:
     """The parent's -O, -W, -X, -E, -I... flags, as multiprocessing passes them on."""
     flags = getattr(subprocess, "_args_from_interpreter_flags", None)
     return list(flags()) if flags is not None else []
