@@ -1,8 +1,10 @@
-"""The package's layers stay honest: no import cycle, and shm/ imports nothing above it.
+"""The package's layers stay honest: no import cycle, between modules or between
+folders; shm/ imports nothing above it; every child process starts in proc/.
 
 Read from the source with ``ast`` (no import runs): every ``import dmxshm.x``
 and ``from dmxshm.x import y`` of every module, at any depth (imports inside
-functions count too: they are how cycles hide).
+functions count too: they are how cycles hide), and every call that starts a
+process.
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ def test_the_leaves_import_nothing_of_dmxshm(graph: dict[str, set[str]]) -> None
 
 @pytest.mark.parametrize("layer, below", [
     ("dmxshm.proc", ("dmxshm.shm", "dmxshm.proc")),
+    ("dmxshm.policies", ("dmxshm.policies", "dmxshm.world")),
     ("dmxshm.world", ("dmxshm.world", "dmxshm._pybullet")),
     ("dmxshm.matrix", ("dmxshm.matrix", "dmxshm.world", "dmxshm._pybullet", "dmxshm.pngio")),
 ])
@@ -117,3 +120,169 @@ def test_lower_layers_import_only_what_is_below(graph: dict[str, set[str]], laye
     bad = {f"{m} imports {dep}" for m, deps in graph.items() if m.startswith(layer)
            for dep in deps if not dep.startswith(below) and dep not in LEAVES}
     assert not bad, sorted(bad)
+
+
+# -- folders -------------------------------------------------------------------------
+
+def folder_of(module: str) -> str:
+    """The folder (subpackage) a module is in, or the top-level module itself:
+    ``dmxshm.spine.run`` -> ``dmxshm.spine``; ``dmxshm.cli`` -> ``dmxshm.cli``."""
+    return ".".join(module.split(".")[:2])
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, dict[str, set[str]]]:
+    """Folder -> the folders it imports -> the module imports that make that edge."""
+    folders: dict[str, dict[str, set[str]]] = {folder_of(m): {} for m in graph}
+    for module, deps in graph.items():
+        for dep in deps:
+            a, b = folder_of(module), folder_of(dep)
+            if a != b:
+                folders[a].setdefault(b, set()).add(f"{module} imports {dep}")
+    return folders
+
+
+def test_folders_are_read() -> None:
+    assert folder_of("dmxshm.spine.run") == folder_of("dmxshm.spine") == "dmxshm.spine"
+    assert folder_of("dmxshm.cli") == "dmxshm.cli" and folder_of("dmxshm") == "dmxshm"
+    edges = folder_graph({"dmxshm.a.x": {"dmxshm.a.y", "dmxshm.b.z"}, "dmxshm.a.y": set(),
+                          "dmxshm.b.z": set()})
+    assert edges == {"dmxshm.a": {"dmxshm.b": {"dmxshm.a.x imports dmxshm.b.z"}},
+                     "dmxshm.b": {}}
+
+
+def test_no_import_cycle_between_folders(graph: dict[str, set[str]]) -> None:
+    # A cycle of folders is a layer that is both above and below another, even
+    # when no module cycle exists (the spine and the network once shared the
+    # agents' policies that way: spine/agent.py imported network/policies.py).
+    folders = folder_graph(graph)
+    cycle = find_cycle({f: set(deps) for f, deps in folders.items()})
+    why = [f"{a} -> {b} ({'; '.join(sorted(folders[a][b]))})"
+           for a, b in zip(cycle or [], (cycle or [])[1:], strict=False)]
+    assert cycle is None, "folder import cycle:\n" + "\n".join(why)
+
+
+# -- process starts ------------------------------------------------------------------
+
+PROCESS_STARTS = {
+    "subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput",
+                   "getstatusoutput"},
+    "os": {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp", "spawnl",
+           "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe"},
+    "multiprocessing": {"Process", "Pool"},
+    "concurrent.futures": {"ProcessPoolExecutor"},
+    "pty": {"fork", "spawn"},
+}
+"""Calls that start a process, by the module that defines them."""
+
+STARTS_ALLOWED = {
+    "dmxshm.world.renderers": "its EGL probe is a throw-away interpreter run to its end for "
+                              "its output, never a process of a run; and world/ sits below "
+                              "proc/ (it imports only world/ and _pybullet)",
+    "dmxshm.bench.ipc": "the IPC benchmark measures multiprocessing's Pipe and Queue beside "
+                        "the rings: its children are multiprocessing's own, by design",
+    "dmxshm.bench.faults": "fault injection starts whole dmxshm commands (the CLI under test) "
+                           "in sessions of their own to kill their processes from outside; "
+                           "its ring-load writer shares multiprocessing Events",
+    # TEMPORARY: the live view server (cli._view_process) is still started with
+    # subprocess.Popen. Once it uses dmxshm.proc.program.start, delete this line
+    # (test_every_allowance_is_still_needed says when).
+    "dmxshm.cli": "temporary: the live view server, until dmxshm.proc.program starts it",
+}
+"""Modules outside proc/ that may start processes themselves, and why."""
+
+
+def process_starts(source: str) -> set[tuple[str, int]]:
+    """The calls in ``source`` that start a process: ``(qualified name, line)``.
+
+    Follows what the imports bind (``import subprocess as sp``, ``from os import
+    fork``), and multiprocessing contexts (``ctx = mp.get_context(...)``;
+    ``ctx.Process(...)`` is ``multiprocessing.Process``), at any depth.
+    """
+    tree = ast.parse(source)
+    names: dict[str, str] = {}  # a local name -> the dotted name it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    names[a.asname] = a.name
+                else:
+                    top = a.name.partition(".")[0]
+                    names[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                names[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    def dotted(expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return names.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = dotted(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        if isinstance(expr, ast.Call) and dotted(expr.func) == "multiprocessing.get_context":
+            return "multiprocessing"  # a context starts processes as the module does
+        return None
+
+    for node in ast.walk(tree):  # contexts bound to a name
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                dotted(node.value) == "multiprocessing":
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = "multiprocessing"
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (name := dotted(node.func)):
+            module, _, fn = name.rpartition(".")
+            if fn in PROCESS_STARTS.get(module, ()):
+                found.add((name, node.lineno))
+    return found
+
+
+@pytest.fixture(scope="module")
+def starts() -> dict[str, set[tuple[str, int]]]:
+    """Every module outside proc/ that starts a process, with those calls."""
+    found = {}
+    for name, path in modules().items():
+        if name == "dmxshm.proc" or name.startswith("dmxshm.proc."):
+            continue
+        if calls := process_starts(path.read_text()):
+            found[name] = calls
+    return found
+
+
+def test_process_starts_are_found() -> None:
+    source = """
+import os
+import subprocess as sp
+from multiprocessing import get_context
+from os import fork as f
+
+def go():
+    import multiprocessing as mp
+    sp.Popen(["x"])
+    f()
+    ctx = get_context("spawn")
+    ctx.Process(target=go)
+    mp.get_context("fork").Process(target=go).start()
+    os.posix_spawn("x", [], {})
+    psutil.Process(1)          # looks at a process, starts none
+    sp.TimeoutExpired          # not a call
+"""
+    assert process_starts(source) == {("subprocess.Popen", 9), ("os.fork", 10),
+                                      ("multiprocessing.Process", 12),
+                                      ("multiprocessing.Process", 13),
+                                      ("os.posix_spawn", 14)}
+
+
+def test_every_child_process_is_started_through_proc(
+        starts: dict[str, set[tuple[str, int]]]) -> None:
+    bad = [f"{m}:{line} calls {call}" for m, calls in starts.items() if m not in STARTS_ALLOWED
+           for call, line in sorted(calls)]
+    assert not bad, ("start child processes with dmxshm.proc (Supervisor.start for a "
+                     "function, proc.program.start for a python -m program), or add the "
+                     "module to STARTS_ALLOWED with the reason:\n" + "\n".join(bad))
+
+
+def test_every_allowance_is_still_needed(starts: dict[str, set[tuple[str, int]]]) -> None:
+    stale = sorted(set(STARTS_ALLOWED) - set(starts))
+    assert not stale, f"{stale} no longer start processes themselves: delete them from " \
+                      "STARTS_ALLOWED"

@@ -12,8 +12,8 @@ import numpy as np
 
 from dmxshm.errors import RingClosedError
 from dmxshm.network.plan import Plan
-from dmxshm.network.policies import AgentError, as_wheels, load_policy
 from dmxshm.network.results import AgentResult
+from dmxshm.policies import AgentError, as_wheels, load_policy
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 

@@ -17,7 +17,7 @@ import numpy as np
 from dmxshm import settings
 from dmxshm.errors import DmxError
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
-from dmxshm.network.policies import AgentError, agent_spec, resolve
+from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world.maps import load_map
 from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import DmxError, RingClosedError
-from dmxshm.network import policies
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.state_machine import State
@@ -126,13 +125,17 @@ def forward(obs: np.ndarray) -> tuple[float, float]:
 def resolve_policy(spec: str) -> Any:
     """The callable named by ``spec``: ``forward``, ``module:callable`` or
     ``path/to/file.py:callable``, found as a network's agents are
-    (:func:`dmxshm.network.policies.resolve`).
+    (:func:`dmxshm.policies.resolve`).
 
     Raises:
         DmxError: a name that loads nothing callable, with the reason.
     """
     if spec == "forward":
         return forward
+    # Here, not at the top: the spine process imports this module (AgentLink),
+    # and must not load the policies (their built-ins bring the world's physics).
+    from dmxshm import policies
+
     if spec in policies.BUILTINS:
         raise DmxError(f"spine agent {spec!r} is one of the network's built-in agents; a spine "
                        "agent is 'forward' or your module:callable (one observation record in, "

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import DmxError
-from dmxshm.network.policies import agent_spec
 from dmxshm.proc.cpus import cpu_ranges, usable_cpus
 from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.watch import explain
@@ -154,6 +153,10 @@ class SpineConfig:
             if not ok:
                 raise SpineError(message)
         if self.agent:
+            # Here, not at the top: the spine process unpickles this class, and
+            # must not load the policies (their built-ins bring the world's physics).
+            from dmxshm.policies import agent_spec
+
             try:
                 if self.agent != "forward":  # a file's path, made absolute: the agent loads it
                     object.__setattr__(self, "agent", agent_spec(self.agent))
