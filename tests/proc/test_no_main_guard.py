@@ -19,8 +19,11 @@ from dmxshm.shm.names import list_entries
 TIMEOUT_S = 120
 RUN_TIMEOUT_S = 90.0
 
+# Each script says its pid first: the shared-memory names it made carry it (other
+# runs on the machine may create names meanwhile).
 SCRIPTS = {
     "make_vec": """
+        import os; print("PID", os.getpid(), flush=True)
         import numpy as np
         import dmxshm
         envs = dmxshm.make_vec(2, num_workers=2, seed=0)
@@ -31,6 +34,7 @@ SCRIPTS = {
         print("DONE", obs.shape)
     """,
     "Network": """
+        import os; print("PID", os.getpid(), flush=True)
         from dmxshm.network import Network, NetworkConfig
         with Network(NetworkConfig(robots=2, steps=20, camera=(0, 0))) as net:
             summary = net.run()
@@ -57,9 +61,10 @@ def run(how: str, code: str, tmp_path: object) -> subprocess.CompletedProcess[st
 @pytest.mark.parametrize("how", ["script", "-c", "stdin"])
 @pytest.mark.parametrize("what", sorted(SCRIPTS))
 def test_a_script_without_a_main_guard_runs(what: str, how: str, tmp_path: object) -> None:
-    before = {e.name for e in list_entries()}
     done = run(how, textwrap.dedent(SCRIPTS[what]), tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == EXPECTED[what]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == EXPECTED[what]
     assert "bootstrapping" not in done.stderr
-    assert not [e for e in list_entries() if e.name not in before]
+    pid = int(lines[0].removeprefix("PID "))
+    assert not [e for e in list_entries() if e.pid == pid]
