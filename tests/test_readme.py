@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE_TIMEOUT_S = 60
+EPISODE_STEPS = 1000  # what the README says of the single environment's episodes
 
 
 def _blocks(lang: str) -> list[str]:
@@ -71,9 +74,88 @@ def test_batch_docs_example_is_the_example_file_and_it_learns(tmp_path: Path) ->
 
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
-def test_batch_example_runs(tmp_path: Path) -> None:
+def test_batch_example_runs_and_counts_the_episodes_of_every_step(tmp_path: Path) -> None:
     last = _run_block(tmp_path, "make_vec(").strip().splitlines()[-1]
-    assert last.startswith("(16, 11) float64")
+    match = re.fullmatch(r"\(16, 11\) float64 (\d+) episodes ended in 300 steps of 16 envs", last)
+    assert match, last
+    # Random wheels drive some robots off the road within 300 steps; a count of
+    # the last step's flags alone would read 0.
+    assert int(match[1]) > 0
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_sb3_example_prints_its_steps_and_returns(tmp_path: Path) -> None:
+    pytest.importorskip("stable_baselines3")
+    last = _run_block(tmp_path, "PPO(").strip().splitlines()[-1]
+    # learn(20_480) is whole rollouts of n_steps x num_envs: exactly that many steps.
+    match = re.fullmatch(r"(\d+) env-steps; mean return of the last (\d+) episodes (-?[\d.]+) m",
+                         last)
+    assert match, last
+    assert int(match[1]) == 20_480 and int(match[2]) > 0
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_sb3_subproc_vec_env_takes_the_module_prefixed_id(tmp_path: Path) -> None:
+    # What the README says of SB3's own SubprocVecEnv: its workers find the id
+    # with the dmxshm: prefix, though this script imports nothing of dmxshm.
+    pytest.importorskip("stable_baselines3")
+    script = tmp_path / "subproc.py"
+    script.write_text(
+        "from stable_baselines3.common.env_util import make_vec_env\n"
+        "from stable_baselines3.common.vec_env import SubprocVecEnv\n"
+        "if __name__ == '__main__':\n"
+        "    venv = make_vec_env('dmxshm:dmxshm/DuckieLane-v0', n_envs=2,\n"
+        "                        vec_env_cls=SubprocVecEnv)\n"
+        "    print(venv.reset().shape)\n"
+        "    venv.close()\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(2, 11)"
+
+
+def _first_end(step: Any, num_envs: int = 0) -> tuple[int, bool]:
+    """The step (from 1) at which an env standing still first ends, and whether it
+    was truncated (not terminated); ``num_envs`` 0: a single env."""
+    action = np.zeros((num_envs, 2) if num_envs else 2, np.float32)
+    for k in range(1, EPISODE_STEPS + 2):
+        _, _, terminated, truncated, _ = step(action)
+        if np.any(terminated) or np.any(truncated):
+            return k, bool(np.all(truncated) and not np.any(terminated))
+    return EPISODE_STEPS + 1, False
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S)
+def test_registered_episode_length_is_the_envs_own() -> None:
+    # The README: the spec's max_episode_steps is 1000, the step at which the
+    # env truncates. gymnasium.make wraps the env in a TimeLimit of that length,
+    # which must not end an episode earlier than the env does; the batch
+    # (dmxshm.make_vec, or gymnasium.make_vec through the vector entry point,
+    # which hands it the spec's length) truncates at the same step.
+    import gymnasium
+
+    import dmxshm
+    from dmxshm.batch.env import DuckieLaneEnv
+
+    default = inspect.signature(DuckieLaneEnv).parameters["max_episode_steps"].default
+    assert gymnasium.spec("dmxshm/DuckieLane-v0").max_episode_steps == default == EPISODE_STEPS
+    env = gymnasium.make("dmxshm/DuckieLane-v0")
+    try:
+        assert env.spec is not None and env.spec.max_episode_steps == EPISODE_STEPS
+        env.reset(seed=0)
+        assert _first_end(env.step) == (EPISODE_STEPS, True)
+    finally:
+        env.close()
+    for make in (lambda: dmxshm.make_vec(1, num_workers=1, seed=0),
+                 lambda: gymnasium.make_vec("dmxshm/DuckieLane-v0", num_envs=1,
+                                            vectorization_mode="vector_entry_point",
+                                            num_workers=1, seed=0)):
+        envs = make()
+        try:
+            envs.reset(seed=0)
+            assert _first_end(envs.step, num_envs=1) == (EPISODE_STEPS, True)
+        finally:
+            envs.close()
 
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
