@@ -4,7 +4,19 @@ Every segment and semaphore is named ``/dmx-<pid>-<token>-<what>``: the
 creator's pid lets a sweep find objects whose creator is dead, and the random
 per-network token keeps two networks of the same user from colliding. Linux
 lists a segment as ``/dev/shm/dmx-...`` and a semaphore as
-``/dev/shm/sem.dmx-...``.
+``/dev/shm/sem.dmx-...``. Outside tools parse this grammar: it does not change.
+
+A pid only means something in the PID namespace it was given in, and two
+containers that share /dev/shm (one IPC namespace) need not share one: a
+live network of the other container then looks dead. So a token made by
+:func:`new_token` carries its creator's PID namespace: 8 random hex digits,
+then the 8 hex digits of the inode of ``/proc/self/ns/pid`` (the namespace's
+identity, unique among live namespaces), e.g. ``0badcafeeffffffc``. It is
+still just lower-case hex, so the grammar holds. A token of any other length
+(an older one, or one given to :class:`~dmxshm.shm.registry.Registry`) says
+nothing of its namespace (:attr:`Entry.pidns` is None), and so does every
+token where ``/proc`` does not tell. :mod:`dmxshm.shm.clean` reads it to leave
+the objects of other namespaces alone.
 """
 
 from __future__ import annotations
@@ -18,6 +30,10 @@ PREFIX = "dmx"
 SHM_DIR = "/dev/shm"
 SEM_PREFIX = "sem."
 
+# A token of new_token(): 8 random hex digits, then 8 of the PID namespace.
+_RANDOM_HEX = 8
+_PIDNS_HEX = 8
+_PIDNS_PATH = "/proc/self/ns/pid"
 _WHAT_RE = re.compile(r"^[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+)*$")
 _ENTRY_RE = re.compile(rf"^(?P<sem>{re.escape(SEM_PREFIX)})?{PREFIX}-(?P<pid>\d+)-"
                        r"(?P<token>[0-9a-f]+)-(?P<what>.+)$")
@@ -25,9 +41,45 @@ _ENTRY_RE = re.compile(rf"^(?P<sem>{re.escape(SEM_PREFIX)})?{PREFIX}-(?P<pid>\d+
 MAX_NAME_LEN = 240
 
 
+_pidns: tuple[int, int | None] | None = None  # (pid that read it, namespace)
+
+
+def own_pidns() -> int | None:
+    """This process's PID namespace (the inode of ``/proc/self/ns/pid``, 32 bits);
+    None where /proc does not say (not Linux, /proc not mounted)."""
+    global _pidns
+    pid = os.getpid()
+    if _pidns is None or _pidns[0] != pid:  # a forked child may be in a new namespace
+        try:
+            ns: int | None = os.stat(_PIDNS_PATH).st_ino % 2**32
+        except OSError:
+            ns = None
+        _pidns = (pid, ns)
+    return _pidns[1]
+
+
 def new_token() -> str:
-    """Return a fresh random network token (8 hex digits)."""
-    return secrets.token_hex(4)
+    """Return a fresh network token: 8 random hex digits, then this process's PID
+    namespace in 8 hex digits (just the 8 random ones where it is unknown).
+
+    Example:
+        >>> len(new_token()) in (8, 16)
+        True
+    """
+    ns = own_pidns()
+    return secrets.token_hex(_RANDOM_HEX // 2) + ("" if ns is None else f"{ns:0{_PIDNS_HEX}x}")
+
+
+def token_pidns(token: str) -> int | None:
+    """The PID namespace that :func:`new_token` put in ``token``; None if it has none.
+
+    Example:
+        >>> token_pidns("0badcafeeffffffc"), token_pidns("0badcafe")
+        (4026531836, None)
+    """
+    if len(token) != _RANDOM_HEX + _PIDNS_HEX:
+        return None
+    return int(token[_RANDOM_HEX:], 16)
 
 
 def make_name(token: str, what: str, pid: int | None = None) -> str:
@@ -68,7 +120,7 @@ class Entry:
         kind: ``"segment"`` or ``"semaphore"``.
         name: the POSIX name, with its leading ``/``.
         path: the file in /dev/shm.
-        pid: the creator's pid.
+        pid: the creator's pid (in its own PID namespace, see :attr:`pidns`).
         token: the network token.
         what: the rest of the name.
     """
@@ -79,6 +131,11 @@ class Entry:
     pid: int
     token: str
     what: str
+
+    @property
+    def pidns(self) -> int | None:
+        """The creator's PID namespace, where the token carries it (see the module doc)."""
+        return token_pidns(self.token)
 
 
 def parse_entry(filename: str, shm_dir: str = SHM_DIR) -> Entry | None:
