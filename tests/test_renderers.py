@@ -95,7 +95,6 @@ def test_gym_mode_gives_the_same_images_for_the_same_seed(renderer: str, tmp_pat
 def test_egl_that_cannot_load_is_refused_with_the_reason(monkeypatch) -> None:
     monkeypatch.setattr(renderers, "egl_plugin", lambda: None)
     monkeypatch.setattr(renderers, "_probed", None)
-    monkeypatch.delenv(renderers.PROBE_ENV, raising=False)
     with pytest.raises(RendererError, match="--renderer tiny"):
         World("loop", 1, renderer="egl")
     cfg = NetworkConfig(renderer="egl", camera=(32, 24))
@@ -162,7 +161,6 @@ def test_egl_that_fails_to_start_is_an_error_not_the_end_of_the_process(monkeypa
     # pybullet's plugin exit()s where EGL cannot start: dmxshm tries it in a
     # child process first, and says what the plugin said.
     monkeypatch.setattr(renderers, "_probed", None)
-    monkeypatch.delenv(renderers.PROBE_ENV, raising=False)
     monkeypatch.setenv("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent.json")
     if renderers.egl_plugin() is None:
         pytest.skip("this pybullet has no EGL plugin")

@@ -11,7 +11,6 @@ share of pixels that differ at all and the share that differ by more than
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -21,7 +20,7 @@ import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import Camera
-from dmxshm.world.renderers import PROBE_ENV
+from dmxshm.world.renderers import egl_device
 from dmxshm.world.world import World
 
 DEFAULT_SIZES = ((64, 64), (160, 120), (640, 480))
@@ -80,7 +79,7 @@ def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, renderers: tuple[str
                                 "pixels_differing_over_32": float(
                                     (d.max(axis=2) > BIG_DIFFERENCE).mean())})
     return {"rows": rows, "differences": differences, "unavailable": unavailable,
-            "egl_device": os.environ.get(PROBE_ENV) if "egl" in images else None,
+            "egl_device": egl_device() if "egl" in images else None,
             "images": images, "robots": robots, "map": map_name}
 
 

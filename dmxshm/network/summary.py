@@ -10,7 +10,8 @@ from dmxshm.errors import DmxError
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
-from dmxshm.world.renderers import PROBE_ENV
+from dmxshm.spine.report import no_nan
+from dmxshm.world.renderers import egl_device
 
 SCHEMA_VERSION = 1
 """Version of the ``--json`` schema (docs/json.md): keys may be added without a
@@ -93,7 +94,8 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
-        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
+        # NaN (a figure without data) as null: the file is valid JSON for any reader.
+        return no_nan({"schema_version": SCHEMA_VERSION, **asdict(self)})
 
 
 def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
@@ -192,7 +194,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         missed_sensor_ticks=missed,
         sensor_ticks=ticks,
         renderer=cfg.renderer_used,
-        renderer_device=os.environ.get(PROBE_ENV) if cfg.renderer_used == "egl" else None,
+        renderer_device=egl_device() if cfg.renderer_used == "egl" else None,
         start_hook=eng.start_hook, received_commands=eng.received_commands,
         busy_us={name: b / steps * 1e6 for name, b in busy_s.items()},
         busy_fraction={name: b / max(eng.wall_time_s, 1e-9) for name, b in busy_s.items()},

@@ -18,6 +18,8 @@ def no_nan(obj: Any) -> Any:
     """NaN (no data) as None, so that the JSON report is valid JSON."""
     if isinstance(obj, dict):
         return {k: no_nan(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [no_nan(v) for v in obj]
     if isinstance(obj, float) and obj != obj:
         return None
     return obj

@@ -41,9 +41,6 @@ RENDERERS = ("tiny", "egl", "auto")
 EGL_MAX_WH = (1024, 768)
 """The plugin's framebuffer; a larger camera would be drawn at this size and
 stretched, so it is refused."""
-PROBE_ENV = "DMXSHM_EGL_DEVICE"
-"""No longer set nor read (the probe's result is :func:`egl_device`); kept until
-its last importers call :func:`egl_device` instead, then to be removed."""
 PROBE_TIMEOUT_S = 60.0
 SOFTWARE_GL = ("llvmpipe", "softpipe", "swrast")
 
