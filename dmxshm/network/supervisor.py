@@ -42,6 +42,7 @@ from dmxshm.network.renderer import run_renderer
 from dmxshm.network.summary import Summary, summarize
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Supervisor
+from dmxshm.proc.watch import Watch, explain
 from dmxshm.profiling import Profiler, shm_sizes, steal_s
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
@@ -58,10 +59,6 @@ from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.view import rings as view_rings
 from dmxshm.world.maps import load_map
 
-WATCH_INTERVAL_S = 0.05
-# After the first failure, how long to wait for the others' reports, so the
-# root cause (the process that died first) is named, not its waiting peers.
-REPORT_GRACE_S = 0.3
 # Once the engine has finished, how long the others get to finish too.
 END_GRACE_S = 2.0
 
@@ -113,20 +110,11 @@ class NetworkError(DmxError):
 
     @classmethod
     def of(cls, o: Outcome) -> NetworkError:
-        """The error that reports the root cause ``o``."""
-        name, pid = o.name, o.pid
-        if o.cause is Cause.STOPPED:
-            message = (f"{name} (pid {pid}) is stopped and stalled the run; the others "
-                       "timed out waiting for it. Resume it with SIGCONT or raise --timeout.")
-            return cls(message, role=name, pid=pid, cause=o.message, outcome=o)
-        if o.cause is Cause.HUNG:
-            return cls(f"{name} (pid {pid}) {o.message}", role=name, pid=pid,
-                       cause=o.message.partition(";")[0], outcome=o)
-        if o.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED):
-            return cls(f"{o.headline()}; the run was stopped.", role=name, pid=pid,
-                       cause=o.describe(), outcome=o)
-        return cls(f"{o.headline()}\n--- traceback of {name} ---\n{o.traceback.rstrip()}",
-                   role=name, pid=pid, cause=o.describe(), outcome=o)
+        """The error that reports the root cause ``o`` (the message: :func:`explain`)."""
+        cause = {Cause.STOPPED: o.message,
+                 Cause.HUNG: o.message.partition(";")[0]}.get(o.cause, o.describe())
+        return cls(explain(o, longer_wait="--timeout"), role=o.name, pid=o.pid, cause=cause,
+                   outcome=o)
 
 
 class RobotsIdleError(DmxError):
@@ -389,14 +377,9 @@ class Network:
         others overstayed the engine's end."""
         sup = self.supervisor
         engine = sup.child("engine")
-        failed_at: float | None = None
+        watch = Watch(sup)  # the process layer's one policy: root cause after a report grace
         engine_done_at: float | None = None
-        while sup.running():
-            sup.wait(WATCH_INTERVAL_S)
-            if failed_at is None and sup.failure() is not None:
-                failed_at = time.monotonic()
-            if failed_at is not None and time.monotonic() - failed_at > REPORT_GRACE_S:
-                break
+        while watch.step():
             if engine_done_at is None and engine.report is not None:
                 engine_done_at = time.monotonic()
                 if self.profiler is not None:  # the others are still there: USS, PSS now
