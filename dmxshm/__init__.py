@@ -14,13 +14,10 @@ def make_vec(*args: object, **kwargs: object):  # noqa: ANN201
     return _make_vec(*args, **kwargs)  # type: ignore[arg-type]
 
 
-# DuckieLaneEnv's default max_episode_steps, repeated here so that importing dmxshm does
-# not import pybullet (tests/test_readme.py checks that the two agree).
-_EPISODE_STEPS = 1000
-
-
 def _register() -> None:
     import gymnasium
+
+    from dmxshm.settings import EPISODE_STEPS
 
     if "dmxshm/DuckieLane-v0" not in gymnasium.registry:
         # The spec says how long an episode is (wrappers and frameworks read it); the env
@@ -29,7 +26,7 @@ def _register() -> None:
         # the env's max_episode_steps, unless given one.
         gymnasium.register(id="dmxshm/DuckieLane-v0", entry_point="dmxshm.batch.env:DuckieLaneEnv",
                            vector_entry_point="dmxshm.batch.vector:DmxVectorEnv",
-                           max_episode_steps=_EPISODE_STEPS)
+                           max_episode_steps=EPISODE_STEPS)
 
 
 _register()

@@ -76,3 +76,12 @@ def spin_us(default_us: float) -> float:
 def spin_env_set() -> bool:
     """Whether the user set :data:`SPIN_ENV` (their value then wins over our choices)."""
     return SPIN_ENV in os.environ
+
+EPISODE_STEPS = 1000
+"""A DuckieLane episode's length unless set: the env's ``max_episode_steps`` and
+the registered spec's (one definition; importing it loads no simulator)."""
+
+JSON_SCHEMA_VERSION = 1
+"""Version of the ``--json`` outputs of ``dmxshm run`` and ``dmxshm spine``
+(docs/json.md): keys may be added without a change; a key renamed or removed,
+or a type changed, bumps it (listed in CHANGELOG)."""

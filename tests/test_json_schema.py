@@ -208,6 +208,7 @@ LOGGED = {
 # -- dmxshm spine --json (with --agent) ---------------------------------------------
 _SPINE_STATS = ("mean", "p50", "p99")
 SPINE_REPORT = {
+    "schema_version": "integer",
     "schedule": "string",
     "frequency_hz": "number",
     "actuation": "string",
@@ -384,6 +385,7 @@ def test_spine_run_summary_keeps_its_keys_and_types(spine_run: dict[str, Any]) -
 def test_spine_report_keeps_its_keys_and_types() -> None:
     report, _ = run_spine(SpineConfig(duration_s=0.3, agent="forward"))
     assert mismatches(as_read(report), SPINE_REPORT) == []
+    assert report["schema_version"] == SCHEMA_VERSION
 
 
 def test_a_changed_key_fails_the_check() -> None:

@@ -42,6 +42,7 @@ import numpy as np
 from gymnasium import spaces
 
 from dmxshm.matrix.camera import Camera, quat_matrix
+from dmxshm.settings import EPISODE_STEPS
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.renderers import resolve as resolve_renderer
@@ -98,7 +99,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(self, obs: str = "state", camera: tuple[int, int] = (160, 120),
-                 map: str = "loop", max_episode_steps: int = 1000,  # noqa: A002
+                 map: str = "loop", max_episode_steps: int = EPISODE_STEPS,  # noqa: A002
                  offset_penalty: float = 2.0, pose_noise_m: float = 0.02,
                  yaw_noise_rad: float = 0.1, dt_s: float = 1.0 / 30.0,
                  render_mode: str | None = None, renderer: str = "tiny") -> None:

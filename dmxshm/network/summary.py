@@ -7,15 +7,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dmxshm.errors import DmxError
+from dmxshm.settings import JSON_SCHEMA_VERSION
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
 from dmxshm.spine.report import no_nan
 from dmxshm.world.renderers import egl_device
 
-SCHEMA_VERSION = 1
-"""Version of the ``--json`` schema (docs/json.md): keys may be added without a
-change; a key renamed or removed, or a type changed, bumps it (listed in CHANGELOG)."""
+SCHEMA_VERSION = JSON_SCHEMA_VERSION
+"""Version of the ``--json`` schema (docs/json.md; defined in :mod:`dmxshm.settings`)."""
 
 
 @dataclass

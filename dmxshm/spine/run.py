@@ -21,7 +21,7 @@ from dmxshm.proc.outcome import Outcome, describe_signal
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.proc.watch import Watch, WatchPolicy
 from dmxshm.profiling import Profiler, shm_sizes, steal_s
-from dmxshm.settings import START_TIMEOUT_S
+from dmxshm.settings import JSON_SCHEMA_VERSION, START_TIMEOUT_S
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
@@ -184,6 +184,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
             "round_trip_us": {"p50": percentile(rtt * 1e6, 50), "p99": percentile(rtt * 1e6, 99),
                               "samples": len(rtt)},
         }
+    rep["schema_version"] = JSON_SCHEMA_VERSION  # docs/json.md
     rep["states"] = done.states
     rep["bus_scheduling"] = results.bus.scheduling if results.bus is not None else None
     rep["shm_bytes"] = shm_bytes
