@@ -48,7 +48,7 @@ BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
                  "plan: rings, slots, start gate",
                  "supervisor: Network (one run)",
                  "engine, renderer, agent (roles)",
-                 "policies, results, summary"]),
+                 "results, summary"]),
     "batch": (35, 33.5, 28, 13.5, ROLES, "batch/",
               ["env: DuckieLane-v0,",
                "   one world in-process",
@@ -69,7 +69,7 @@ BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
                 "obs: the record", "   (a dtype)"]),
     "world": (58, 14.0, 20, 13.5, PROCESS, "world/",
               ["world: a pybullet", "   client, physics", "robot, state, starts",
-               "maps, tiles, lanes,", "   scene"]),
+               "maps, tiles, lanes, scene", "+ policies.py: the agents"]),
     "profiling": (84, 14.0, 15, 13.5, PROCESS, "profiling.py",
                   ["psutil samples", "of every process;", "imported by",
                    "network, batch", "and spine"]),
@@ -131,13 +131,18 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("logs", "matrix"): "the view's map picture",
     ("logs", "shm"): "the view peeks at overwrite rings",
     ("logs", "network"): "replay runs a gym network",
-    ("spine", "network"): "the agent policies, shared",
+    ("spine", "world"): "the agent policies (policies.py, drawn in world), when a spine "
+                        "agent is resolved",
+    ("cli", "proc"): "the live view's server process (proc/program.py)",
+    ("logs", "proc"): "the view stops its server process (proc/program.py)",
     ("sb3", "batch"): "SB3's VecEnv over a batch (sb3.py, rllib.py)",
     ("sb3", "proc"): "rllib.py: the CPUs an EnvRunner may use",
 }
 FLOOR_NAMES = {"settings", "errors"}
 # Small top-level modules drawn inside another box.
 INSIDE = {"console": "cli", "sysinfo": "cli", "pngio": "world", "_pybullet": "world",
+          # The built-in agents and the user's policies: shared by network and spine.
+          "policies": "world",
           # Not drawn as boxes; their imports are listed in NOT_DRAWN.
           "replay": "logs", "view": "logs", "rllib": "sb3"}
 

@@ -8,7 +8,8 @@
   :mod:`~dmxshm.network.renderer`, :mod:`~dmxshm.network.agent` (and
   :mod:`dmxshm.spine.network_spine`); what each reports:
   :mod:`~dmxshm.network.results`.
-* :mod:`~dmxshm.network.policies`: the built-in agents and loading the user's.
+* :mod:`dmxshm.policies` (re-exported as ``dmxshm.network.policies``): the built-in agents
+  and loading the user's, shared with the spine.
 * :mod:`~dmxshm.network.summary`: the figures of a run.
 * :func:`run`: one call for a whole run (what ``dmxshm run`` does).
 """
