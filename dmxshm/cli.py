@@ -805,34 +805,26 @@ def _check_targets(targets: list[tuple[str, float, bool]], check: bool) -> None:
 @contextlib.contextmanager
 def _view_process(pid: int | None, host: str, port: int, allow_remote: bool,
                   follow: bool) -> Iterator[str]:
-    """A live view server in a process of its own; yields its URL, stops it at the end."""
-    import subprocess
-
-    from dmxshm.view.server import (
-        TOKEN_ENV,
-        check_host,
-        require_aiohttp,
-        stop_process,
-        wait_for_url,
-    )
+    """A live view server in a process of its own (``dmx-view``, started through the
+    process layer); yields its URL, stops it at the end."""
+    from dmxshm.proc import program
+    from dmxshm.view.server import TOKEN_ENV, check_host, require_aiohttp, wait_for_url
 
     require_aiohttp()
     token = check_host(host, allow_remote, None)
-    args = [sys.executable, "-m", "dmxshm.view.server", "--host", host, "--port", str(port),
-            "--exit-with", str(os.getpid())]
+    args = ["--host", host, "--port", str(port), "--exit-with", str(os.getpid())]
     args += ["--pid", str(pid)] if pid is not None else []
     args += ["--allow-remote"] if allow_remote else []
     args += ["--follow"] if follow else []
-    env = {**os.environ, TOKEN_ENV: token} if token else None  # not on the command line
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=env)
+    proc = program.start("view", "dmxshm.view.server", args,
+                         env={TOKEN_ENV: token} if token else None)  # not on the command line
     try:
         url = wait_for_url(proc)
         # Its later messages go on to our stderr (a full pipe would block it).
         threading.Thread(target=_relay, args=(proc.stderr,), daemon=True).start()
         yield url
     finally:
-        stop_process(proc)
+        program.stop(proc)
 
 
 def _relay(pipe: Any) -> None:

@@ -438,3 +438,23 @@ def test_a_refusal_raised_anywhere_in_a_command_exits_2(monkeypatch) -> None:  #
     result = CliRunner().invoke(cli, ["info"])
     assert result.exit_code == EXIT_USAGE
     assert "Usage: cli info" in result.output and "cannot here: do this instead" in result.output
+
+
+@pytest.mark.timeout(CLI_TIMEOUT_S)
+def test_the_live_view_is_a_child_of_the_process_layer() -> None:
+    # Started by dmxshm.proc.program: named dmx-view, told to stop when we end.
+    import socket
+
+    import psutil
+
+    from dmxshm.cli import _view_process
+
+    pytest.importorskip("aiohttp")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with _view_process(None, "127.0.0.1", port, False, follow=True) as url:
+        assert url.startswith(f"http://127.0.0.1:{port}/")
+        views = [c for c in psutil.Process().children() if c.name() == "dmx-view"]
+        assert len(views) == 1
+    assert not views[0].is_running()  # stopped with the block

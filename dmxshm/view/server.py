@@ -460,19 +460,11 @@ def wait_for_url(proc: Any, timeout_s: float = FIND_TIMEOUT_S) -> str:
 
 
 def stop_process(proc: Any, grace_s: float = 5.0) -> None:
-    """Stop a view process (SIGTERM, then SIGKILL after ``grace_s``) and close its pipes."""
-    import subprocess
+    """Stop a view process (SIGTERM, then SIGKILL after ``grace_s``) and close its pipes
+    (:func:`dmxshm.proc.program.stop`)."""
+    from dmxshm.proc import program
 
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
+    program.stop(proc, grace_s)
 
 
 if __name__ == "__main__":
