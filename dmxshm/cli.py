@@ -279,6 +279,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     if note:  # once, and the run went on
         click.echo(note, err=True)
     console.print_summary(summary)
+    warn_cut_parts(summary.log or None)
     if profile:
         console.print_profile(summary.processes, summary.profile, summary.shm_bytes)
     if json:

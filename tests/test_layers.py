@@ -183,10 +183,6 @@ STARTS_ALLOWED = {
     "dmxshm.bench.faults": "fault injection starts whole dmxshm commands (the CLI under test) "
                            "in sessions of their own to kill their processes from outside; "
                            "its ring-load writer shares multiprocessing Events",
-    # TEMPORARY: the live view server (cli._view_process) is still started with
-    # subprocess.Popen. Once it uses dmxshm.proc.program.start, delete this line
-    # (test_every_allowance_is_still_needed says when).
-    "dmxshm.cli": "temporary: the live view server, until dmxshm.proc.program starts it",
 }
 """Modules outside proc/ that may start processes themselves, and why."""
 

@@ -27,6 +27,7 @@ from dmxshm.network.renderer import Recorder, next_tick
 from dmxshm.network.results import CameraResult
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
+from dmxshm.world.renderers import adopt_probe
 from dmxshm.world.world import World
 
 END_CHECK_S = 0.05
@@ -45,6 +46,7 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
     cfg = plan.config
     role = f"camera-{index}"
     assert cfg.camera_wh is not None
+    adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
                   renderer=cfg.renderer_used)
     robots = plan.renderer_robots[index]

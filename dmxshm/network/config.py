@@ -128,6 +128,7 @@ class NetworkConfig:
     renderer: str = "tiny"
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
+    _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         try:
@@ -244,7 +245,14 @@ class NetworkConfig:
         resolve(self.agent_ref)
         load_map(self.map).start_poses(self.robots, np.random.default_rng(self.seed))
         if self.renderer_used == "egl" and self.camera_wh is not None:
-            probe_egl()  # in a child process: where EGL fails, the plugin ends its process
+            # In a child process: where EGL fails, the plugin ends its process. Its
+            # result travels to the renderers in this config (they need not probe again).
+            object.__setattr__(self, "_egl_device", probe_egl())
+
+    @property
+    def egl_device(self) -> str | None:
+        """EGL's OpenGL renderer as :meth:`preflight` probed it (None: not probed)."""
+        return self._egl_device
 
     @property
     def agent_ref(self) -> str:
@@ -262,12 +270,12 @@ class NetworkConfig:
         return None if self.camera == (0, 0) else self.camera
 
 
-def probe_egl() -> None:
+def probe_egl() -> str:
     """Start EGL once in a child process (cached): fails here, with the reason,
-    rather than in a renderer process."""
+    rather than in a renderer process; returns EGL's OpenGL renderer."""
     from dmxshm.world.renderers import probe
 
-    probe()
+    return probe()
 
 
 def _ranges(cpus: list[int]) -> str:

@@ -34,6 +34,7 @@ from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 from dmxshm.view.rings import OBS_HZ, Throttle
 from dmxshm.world.state import yaw_of
+from dmxshm.world.renderers import adopt_probe
 from dmxshm.world.world import World
 
 SENSORS = ("camera", "imu", "encoders", "tof")
@@ -145,6 +146,8 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
     role = f"renderer-{index}"
     # With a camera process (realtime), this renderer draws nothing: no EGL here.
     renders = cfg.camera_wh is not None and not cfg.camera_processes
+    if renders:
+        adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
                   renderer=cfg.renderer_used if renders else "tiny")
     state_ring = Ring.attach(plan.state_rings[index], side="reader", role=role,

@@ -193,6 +193,7 @@ class Network:
         self._restore_sigterm = False
         self._state_ring: Ring | None = None
         self.profiler: Profiler | None = None
+        self._log_claim: str | None = None
 
     # -- lifecycle -------------------------------------------------------------
     def __enter__(self) -> Network:
@@ -207,9 +208,9 @@ class Network:
         cfg = self.config
         # What can be checked here fails here, with a plain error, not in a child.
         cfg.preflight()
-        if cfg.log:
-            logs.start(cfg.log, {k: v for k, v in dataclasses.asdict(cfg).items()
-                                 if not k.startswith("_")})
+        if cfg.log:  # the claim: close() merges only this run's parts
+            self._log_claim = logs.start(cfg.log, {k: v for k, v in dataclasses.asdict(cfg)
+                                                   .items() if not k.startswith("_")})
         self._catch_sigterm()
         self.swept = len(sweep())
         self.supervisor = Supervisor()  # a network closed and started again starts afresh
@@ -308,8 +309,11 @@ class Network:
         finally:
             if self.registry is not None:
                 self.registry.unlink_all()
-            if self.config.log:  # a run that failed or was stopped: what its parts hold
-                logs.finish_unfinished(self.config.log)
+            if self.config.log and self._log_claim is not None:
+                # A run that failed or was stopped: what its parts hold (a run refused
+                # at logs.start has no claim, and must not merge another run's parts).
+                logs.finish_unfinished(self.config.log, self._log_claim)
+                self._log_claim = None
 
     # -- running ---------------------------------------------------------------
     def progress(self) -> int:
@@ -364,6 +368,7 @@ class Network:
             summary.profile = report
         if self.config.log:  # the processes' parts of the log, merged, with the summary
             summary.log = logs.finish(self.config.log, summary.to_dict())
+            self._log_claim = None  # merged: nothing left for close()
         owners = {r: f"agent-{a}" for a, rows in enumerate(self.plan.agent_robots)
                   for r in rows}
         CommandsRejectedError.check(summary, owners)

@@ -87,18 +87,25 @@ def test_a_callable_config_drives_the_robots() -> None:
 def test_the_cli_runs_the_users_own_agent(how: str, tmp_path: Path) -> None:
     (tmp_path / "mymod.py").write_text(POLICY)
     spec = "mymod:policy" if how.startswith("module") else "./mymod.py:policy"
-    before = {e.name for e in list_entries()}
     # The console script, as a user types it: its sys.path does not hold the
     # current folder by itself (python -m would add it).
     script = Path(sys.executable).with_name("dmxshm")
     assert script.exists(), "the dmxshm console script is not installed beside python"
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [str(script), "run", "--agent", spec, "--robots", "1", "--steps", "20",
          "--camera", "0x0"],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT_S - 10, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "20 steps" in done.stdout
-    assert not [e for e in list_entries() if e.name not in before]
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT_S - 10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    assert "20 steps" in out
+    # What this run made is gone (names carry the creator's pid: another run's
+    # objects on the same machine are not this test's business).
+    assert not [e for e in list_entries() if e.pid == proc.pid]
 
 
 def test_more_robots_than_the_map_holds_are_refused_before_any_process_starts() -> None:
