@@ -1,19 +1,48 @@
-"""SIGTERM that unwinds like Ctrl-C, even when Python swallows the exception.
+"""Stop signals: a handler records the signal; the code that can act on it acts.
 
-The handler records the signal and raises SystemExit, so that ``with``
-blocks unlink what they created. An exception raised by a handler while a
-finaliser (``__del__``, a weakref callback) runs is printed and dropped by
-Python, so long loops also call :func:`check`, which raises again once a
-signal was recorded.
+dmxshm's SIGTERM handler (:func:`install`: the CLI, a network's supervisor)
+only records the signal, as the project's style asks (uvicorn's
+``handle_exit``). An exception raised by a handler lands wherever the main
+thread happens to be: in a finaliser (Python prints it and drops it), in the
+middle of a clean-up, or in a posix_ipc wait (which replaces it, see below).
+So the places that can act do: :func:`check` raises ``SystemExit(128 +
+signum)`` once for a recorded signal, and ``with`` blocks unlink what they
+created on the way out. The run loops call it (the network's supervisor, the
+spine run, the IPC benchmark), and so does every semaphore wait of
+:mod:`dmxshm.shm.waiting`, before it sleeps and when a signal cut its sleep
+short. A second SIGTERM that finds the first one still not acted on means
+that nothing is checking (a command that computes without a loop or a wait):
+then, and only then, the handler raises SystemExit itself, so that a process
+never becomes deaf to SIGTERM.
 
-A second place swallows a handler's exception: posix_ipc. A semaphore wait
-interrupted by a signal runs the Python handler from inside the C call and
-then replaces whatever it raised (a child's Terminated, SystemExit; only
-KeyboardInterrupt is kept) with ``SignalError``; a loop that retries on ``SignalError`` would never
-stop (found by the fault-injection suite: a SIGTERMed agent waiting for an
-observation lived on). :func:`watch` wraps the SIGINT and SIGTERM handlers so
-that each call is counted, and :func:`raise_swallowed` calls the handler
-again, in plain Python, when a watched signal came during a wait.
+How posix_ipc meets signals (``Semaphore_acquire``, its ``case EINTR``:
+https://github.com/osvenskan/posix_ipc/blob/rel1.1.1/posix_ipc_module.c ,
+the same in 1.3.2's ``src/posix_ipc_module.c``; ``SignalError`` in
+https://github.com/osvenskan/posix_ipc/blob/rel1.1.1/USAGE.md ; and
+https://github.com/osvenskan/posix_ipc/issues/30): ``acquire`` releases the
+GIL and sleeps in ``sem_timedwait``. A signal that has a Python handler
+interrupts that sleep (CPython installs its handlers without ``SA_RESTART``)
+and posix_ipc does not retry: it runs the Python handlers there and then
+(``PyErr_CheckSignals``), keeps a ``KeyboardInterrupt`` they raised, and
+replaces anything else they raised, or nothing, with ``SignalError``. Hence:
+
+* A handler that only records does end the wait: the wait gets SignalError,
+  looks at the record (:func:`check`) and leaves. dmxshm's own handler needs
+  no exception to unwind a wait, and Ctrl-C (Python's
+  ``default_int_handler``) comes out of a wait as KeyboardInterrupt.
+* What any other handler raises during a wait would be lost. The children's
+  SIGTERM handler (:mod:`dmxshm.proc.child`) raises ``Terminated``: a
+  SIGTERMed agent that waited for an observation lived on (found by the
+  fault-injection suite). So while a main-thread wait sleeps, the stop
+  signals whose handler is some other Python function are blocked
+  (``pthread_sigmask``, this thread only), the wait sleeps in chunks of at
+  most :data:`~dmxshm.settings.LIVENESS_POLL_S`, and between chunks they are
+  unblocked: the handler then runs in plain Python, and what it raises comes
+  out of the wait unchanged. Nothing is installed or wrapped. The price,
+  only in a process with such a handler: the signal may wait for the end of
+  the chunk (50 ms at most), and a wait that sleeps makes two more system
+  calls (2 us more per wait, measured with timeit on an acquire that finds
+  its token).
 """
 
 from __future__ import annotations
@@ -21,106 +50,108 @@ from __future__ import annotations
 import _signal
 import signal
 import threading
-from collections.abc import Callable
-from typing import Any
 
-_received: int | None = None
+_MAIN_THREAD = threading.main_thread().ident
+_STOP_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
+_getsignal = _signal.getsignal  # signal.getsignal's enum conversion costs 2 us a call
+
+_received: int | None = None  # the first stop signal dmxshm's handler recorded
+_acted = False  # check() has raised for it
+_seen = 0  # signals dmxshm's handler recorded so far
+
+_last_seen: tuple[object, ...] = ()  # the handlers as held_in_waits() last saw them
+_held: tuple[int, ...] = ()
 
 
 def _handler(signum: int, frame: object) -> None:
-    global _received
-    _received = signum
-    raise SystemExit(128 + signum)
-
-
-_seen = 0  # watched signals handled so far
-_raised: BaseException | None = None  # what the last watched handler raised
-
-
-_MAIN_THREAD = threading.main_thread().ident
-_WATCHED_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
-_last_seen: tuple[Any, ...] = ()  # the handlers as the last watch() left them
-_getsignal = _signal.getsignal
-
-
-def watch() -> None:
-    """Record what the SIGINT and SIGTERM handlers raise (main thread only).
-
-    Idempotent and cheap (about 0.25 us when nothing changed: every semaphore
-    wait calls it), so a handler that was installed later is watched from the
-    next wait on. It reads the handlers with ``_signal.getsignal``, the C
-    function behind ``signal.getsignal``, whose enum conversion of the answer
-    costs 2 us a call. Signals left to the system (``SIG_DFL``, ``SIG_IGN``)
-    need no watching, and neither does Python's own ``default_int_handler``:
-    posix_ipc keeps its KeyboardInterrupt (and asyncio looks for that handler
-    by identity).
-    """
-    global _last_seen
-    if threading.get_ident() != _MAIN_THREAD:
+    """dmxshm's SIGTERM handler: record (see the module docstring)."""
+    global _received, _seen
+    _seen += 1
+    if _received is None:
+        _received = signum
         return
-    current = (_getsignal(_WATCHED_SIGNALS[0]), _getsignal(_WATCHED_SIGNALS[1]))
-    if current == _last_seen:
-        return
-    for signum, handler in zip(_WATCHED_SIGNALS, current, strict=True):
-        if (callable(handler) and handler is not signal.default_int_handler
-                and not hasattr(handler, "dmx_watched")):
-            signal.signal(signum, _watched(handler))
-    _last_seen = (_getsignal(_WATCHED_SIGNALS[0]), _getsignal(_WATCHED_SIGNALS[1]))
-
-
-def _watched(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], Any]:
-    def counting(signum: int, frame: Any) -> Any:
-        global _seen, _raised
-        _seen += 1
-        _raised = None
-        try:
-            return handler(signum, frame)
-        except BaseException as exc:
-            _raised = exc  # kept for raise_swallowed; the handler runs only once
-            raise
-
-    counting.dmx_watched = handler  # type: ignore[attr-defined]
-    return counting
-
-
-def seen() -> int:
-    """How many watched signals were handled so far (pass it to :func:`raise_swallowed`)."""
-    return _seen
-
-
-def raise_swallowed(since: int) -> None:
-    """Raise again what a watched handler raised, if one ran after ``since``.
-
-    Call it where ``posix_ipc.SignalError`` is caught: the handler has run
-    inside the wait and its exception was replaced. The handler is not called
-    again; a handler that raised nothing leaves nothing to raise. Only the
-    main thread runs handlers, so only it may raise their exceptions.
-    """
-    if (_seen != since and _raised is not None
-            and threading.current_thread() is threading.main_thread()):
-        raise _raised
+    if not _acted:  # the first one is still waiting for a check: nothing checks
+        raise SystemExit(128 + _received)
 
 
 def install() -> bool:
-    """Handle SIGTERM so (main thread, default handler only); True if installed."""
+    """Handle SIGTERM by recording it (main thread, default handler only).
+
+    Returns:
+        True if dmxshm's handler is in place (installed now or before).
+    """
+    global _received, _acted
+    if threading.get_ident() != _MAIN_THREAD:
+        return False
     current = signal.getsignal(signal.SIGTERM)
-    if (threading.current_thread() is threading.main_thread()
-            and (current in (signal.SIG_DFL, _handler)
-                 or getattr(current, "dmx_watched", None) is _handler)):
-        signal.signal(signal.SIGTERM, _handler)
-        watch()
+    if current is _handler:
         return True
-    return False
+    if current is not signal.SIG_DFL:
+        return False
+    _received, _acted = None, False  # a fresh start: nothing recorded yet
+    signal.signal(signal.SIGTERM, _handler)
+    return True
 
 
 def uninstall() -> None:
-    """Back to the default SIGTERM action."""
-    current = signal.getsignal(signal.SIGTERM)
-    if current is _handler or getattr(current, "dmx_watched", None) is _handler:
+    """Back to the default SIGTERM action (if dmxshm's handler is in place)."""
+    if signal.getsignal(signal.SIGTERM) is _handler:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def check() -> None:
-    """Raise SystemExit if a SIGTERM was received (and its exception lost)."""
-    if _received is not None:
+    """Act on a recorded SIGTERM: raise ``SystemExit(128 + signum)``, once.
+
+    Only the main thread acts (it alone runs signal handlers); elsewhere this
+    returns. Once it has raised, it does not raise again for that signal, so
+    the clean-up it starts may wait on rings and barriers in peace.
+
+    Example:
+        >>> check()  # nothing recorded: nothing to do
+    """
+    global _acted
+    if _received is not None and not _acted and threading.get_ident() == _MAIN_THREAD:
+        _acted = True
         raise SystemExit(128 + _received)
+
+
+def held_in_waits() -> tuple[int, ...]:
+    """The stop signals a main-thread wait holds back from posix_ipc (module doc).
+
+    Those whose handler is a Python function other than dmxshm's own and
+    Python's ``default_int_handler`` (posix_ipc keeps the KeyboardInterrupt
+    of that one). Empty outside the main thread, whose waits no handler can
+    interrupt. About 0.15 us when the handlers did not change: every wait
+    that sleeps asks.
+    """
+    global _last_seen, _held
+    if threading.get_ident() != _MAIN_THREAD:
+        return ()
+    current = (_getsignal(_STOP_SIGNALS[0]), _getsignal(_STOP_SIGNALS[1]))
+    if current != _last_seen:
+        _held = tuple(
+            signum for signum, handler in zip(_STOP_SIGNALS, current, strict=True)
+            if callable(handler) and handler is not _handler
+            and handler is not signal.default_int_handler
+        )
+        _last_seen = current
+    return _held
+
+
+def watch() -> None:
+    """Nothing left to do: waits no longer re-install handlers (module doc).
+
+    Kept so that callers of earlier versions still run.
+    """
+
+
+def seen() -> int:
+    """How many signals dmxshm's SIGTERM handler recorded so far."""
+    return _seen
+
+
+def raise_swallowed(since: int) -> None:
+    """Act (:func:`check`) if dmxshm's handler recorded a signal after ``since``
+    (a value of :func:`seen`). Kept for callers of earlier versions."""
+    if _seen != since:
+        check()

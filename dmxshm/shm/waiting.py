@@ -5,10 +5,15 @@ have no owner-death detection, posix_ipc#53). :func:`wait_semaphore` waits in
 short chunks; between chunks it calls a check that raises when a peer is gone
 or the object was closed, and once the timeout has passed it raises the
 timeout error the caller built, naming what it waited for and for whom.
+
+Every wait that may sleep goes through :func:`acquire`, which is where a stop
+signal is acted on (see :mod:`dmxshm.shm.signals` for why it takes the shape
+it has: posix_ipc replaces what a handler raises during a wait).
 """
 
 from __future__ import annotations
 
+import _signal
 import os
 import time
 from collections.abc import Callable
@@ -47,21 +52,59 @@ def spin_until(cond: Callable[[], bool], spin_s: float) -> None:
 
 
 def acquire(sem: posix_ipc.Semaphore, timeout_s: float | None) -> None:
-    """``sem.acquire(timeout_s)``, but a watched signal's exception is not lost.
+    """``sem.acquire(timeout_s)`` (None: no limit), where a stop signal is acted on.
 
     Raises:
         posix_ipc.BusyError: nothing within ``timeout_s``.
-        posix_ipc.SignalError: a signal without a watched handler came.
-        whatever the handler of a watched signal raises (see
-            :func:`dmxshm.shm.signals.raise_swallowed`).
+        posix_ipc.SignalError: a signal whose handler raised nothing ended the
+            wait early (the caller waits on, or looks why).
+        SystemExit: dmxshm's SIGTERM handler recorded a signal
+            (:func:`dmxshm.shm.signals.check`).
+        whatever another SIGINT or SIGTERM handler raises, unchanged.
     """
-    signals.watch()
-    before = signals.seen()
+    signals.check()
+    held = signals.held_in_waits() if timeout_s != 0 else ()  # a try-wait never sleeps
+    if held:
+        _acquire_holding(sem, timeout_s, held)
+        return
     try:
         sem.acquire(timeout_s)
     except posix_ipc.SignalError:
-        signals.raise_swallowed(before)
+        signals.check()  # dmxshm's handler ran in the wait and only recorded
         raise
+
+
+def _acquire_holding(sem: posix_ipc.Semaphore, timeout_s: float | None,
+                     held: tuple[int, ...]) -> None:
+    """:func:`acquire` with the ``held`` stop signals blocked while it sleeps, in
+    chunks, so that their handlers run between chunks, in plain Python, and what
+    they raise is not replaced by posix_ipc (see :mod:`dmxshm.shm.signals`)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    chunk = LIVENESS_POLL_S if timeout_s is None else min(max(timeout_s, 0.0), LIVENESS_POLL_S)
+    while True:
+        before = _signal.pthread_sigmask(_signal.SIG_BLOCK, held)
+        # Unblock later only what was not blocked before: the caller's mask stands.
+        blocked = held if before.isdisjoint(held) else tuple(s for s in held if s not in before)
+        came = False
+        try:
+            sem.acquire(chunk)
+            got = True
+        except posix_ipc.BusyError:
+            got = False
+            came = bool(blocked) and not _signal.sigpending().isdisjoint(blocked)
+        finally:
+            if blocked:  # a pending handler runs here; what it raises goes up as it is
+                _signal.pthread_sigmask(_signal.SIG_UNBLOCK, blocked)
+        if got:
+            return
+        signals.check()
+        if came:  # its handler ran and raised nothing: say why the wait ended, as posix_ipc
+            raise posix_ipc.SignalError("The wait was interrupted by a signal")
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise posix_ipc.BusyError("Semaphore is busy")
+            chunk = min(left, LIVENESS_POLL_S)
 
 
 def acquire_raw(sem: posix_ipc.Semaphore, timeout_s: float, what: str) -> None:
@@ -76,7 +119,7 @@ def acquire_raw(sem: posix_ipc.Semaphore, timeout_s: float, what: str) -> None:
             acquire(sem, max(deadline - time.monotonic(), 0.0))
             return
         except posix_ipc.SignalError:
-            continue  # the handler has run (PEP 475); it raises if it wants us out
+            continue  # its handler has run and raised nothing: wait on
         except posix_ipc.BusyError:
             raise DmxTimeoutError(f"waited {timeout_s:.1f} s for {what}; is its peer alive?"
                                   ) from None
@@ -120,7 +163,7 @@ def wait_semaphore(
             acquire(sem, min(deadline - now, LIVENESS_POLL_S))
             return
         except EMPTY_OR_INTERRUPTED:
-            # BusyError: this chunk ran out. SignalError: a signal with a Python
-            # handler arrived; the handler runs on return to Python (and may
-            # raise, e.g. KeyboardInterrupt), else we wait on (PEP 475).
+            # BusyError: this chunk ran out. SignalError: a signal whose handler
+            # raised nothing came (one that raised, or a recorded SIGTERM, came
+            # out of acquire); wait on, as PEP 475 does.
             pass
