@@ -149,9 +149,10 @@ class Barrier:
         """The process recorded for ``party`` (pid 0 if it has not joined)."""
         base = party * (_REC // 8)
         at = 64 + party * _REC + _ROLE_AT
+        pid = int(self._recs[base + _R_PID])  # first: join stores it last (see Ring.peer)
+        create_time = self._recs[base + _R_CTIME] / 1e6
         role = bytes(self.segment.buf[at:at + _ROLE_BYTES]).rstrip(b"\0").decode()
-        return Peer(role=role or f"party-{party}", pid=int(self._recs[base + _R_PID]),
-                    create_time=self._recs[base + _R_CTIME] / 1e6)
+        return Peer(role=role or f"party-{party}", pid=pid, create_time=create_time)
 
     @property
     def generation(self) -> int:

@@ -31,10 +31,11 @@ is needed; aligned 8-byte stores are single-copy atomic on x86-64 and aarch64.
 The one exception is taking a side (:meth:`Ring.bind`), which any process may
 try: it reads the side's record and writes its own under the segment's lock
 (:meth:`~dmxshm.shm.segment.Segment.locked`, whose kernel lock orders the
-accesses), so two processes can never both hold a side. The record's pid is
-stored last, after its start time and role, so an unlocked reader that sees
-the pid sees a whole record on x86-64 (TSO) and a record that names the right
-process everywhere.
+accesses), so two processes can never both hold a side. Readers that do not
+lock (:meth:`Ring.peer`, for messages and liveness checks) load the pid first,
+and bind stores it last: on x86-64 (TSO) a reader that sees a new pid sees the
+rest of its record; elsewhere it may, for a moment, see the new pid beside the
+previous start time and role.
 """
 
 from __future__ import annotations
@@ -352,9 +353,10 @@ class Ring:
             (_W_WRITER_PID, _W_WRITER_CTIME, _B_WRITER_ROLE) if side == "writer"
             else (_W_READER_PID, _W_READER_CTIME, _B_READER_ROLE)
         )
+        pid = int(self._ctl[pid_w])  # first: bind stores it last (module docstring)
+        create_time = self._ctl[ctime_w] / 1e6
         role = bytes(self.segment.buf[role_b:role_b + ROLE_BYTES]).rstrip(b"\0").decode()
-        return Peer(role=role or side, pid=int(self._ctl[pid_w]),
-                    create_time=self._ctl[ctime_w] / 1e6)
+        return Peer(role=role or side, pid=pid, create_time=create_time)
 
     # -- bookkeeping ------------------------------------------------------
     @property
