@@ -10,10 +10,13 @@ signum)`` once for a recorded signal, and ``with`` blocks unlink what they
 created on the way out. The run loops call it (the network's supervisor, the
 spine run, the IPC benchmark), and so does every semaphore wait of
 :mod:`dmxshm.shm.waiting`, before it sleeps and when a signal cut its sleep
-short. A second SIGTERM that finds the first one still not acted on means
-that nothing is checking (a command that computes without a loop or a wait):
-then, and only then, the handler raises SystemExit itself, so that a process
-never becomes deaf to SIGTERM.
+short. Where no such wait is under way (the main thread computes, sleeps in
+``select``, or runs a command that has no loop: ``dmxshm replay``, ``bench
+render``), nothing would look at the record: the handler then acts itself
+and raises ``SystemExit`` at once, as Python's own SIGINT handler does, so a
+single SIGTERM always stops a process. Inside a semaphore wait
+(:func:`deferring`) it only records, and the wait acts. A second SIGTERM that
+finds the first one still not acted on raises too.
 
 How posix_ipc meets signals (``Semaphore_acquire``, its ``case EINTR``:
 https://github.com/osvenskan/posix_ipc/blob/rel1.1.1/posix_ipc_module.c ,
@@ -56,6 +59,7 @@ _STOP_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
 _getsignal = _signal.getsignal  # signal.getsignal's enum conversion costs 2 us a call
 
 _received: int | None = None  # the first stop signal dmxshm's handler recorded
+_deferring = 0  # main-thread semaphore waits under way, which act on a record
 _acted = False  # check() has raised for it
 _seen = 0  # signals dmxshm's handler recorded so far
 
@@ -65,11 +69,14 @@ _held: tuple[int, ...] = ()
 
 def _handler(signum: int, frame: object) -> None:
     """dmxshm's SIGTERM handler: record (see the module docstring)."""
-    global _received, _seen
+    global _received, _seen, _acted
     _seen += 1
     if _received is None:
         _received = signum
-        return
+        if _deferring:  # a wait is under way: it acts (posix_ipc would replace a raise)
+            return
+        _acted = True  # nothing under way would look at the record: act now
+        raise SystemExit(128 + signum)
     if not _acted:  # the first one is still waiting for a check: nothing checks
         raise SystemExit(128 + _received)
 
@@ -113,6 +120,15 @@ def check() -> None:
     if _received is not None and not _acted and threading.get_ident() == _MAIN_THREAD:
         _acted = True
         raise SystemExit(128 + _received)
+
+
+def deferring(delta: int) -> None:
+    """A main-thread semaphore wait begins (``+1``) or ends (``-1``): while one is
+    under way dmxshm's handler only records, and the wait acts (:func:`check`).
+    Two calls instead of a context manager: every wait that may sleep makes them."""
+    global _deferring
+    if threading.get_ident() == _MAIN_THREAD:  # handlers run there: other threads' waits
+        _deferring += delta                    # cannot act for it
 
 
 def held_in_waits() -> tuple[int, ...]:

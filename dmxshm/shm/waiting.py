@@ -64,14 +64,18 @@ def acquire(sem: posix_ipc.Semaphore, timeout_s: float | None) -> None:
     """
     signals.check()
     held = signals.held_in_waits() if timeout_s != 0 else ()  # a try-wait never sleeps
-    if held:
-        _acquire_holding(sem, timeout_s, held)
-        return
+    signals.deferring(+1)  # dmxshm's handler records while this waits, and this acts
     try:
-        sem.acquire(timeout_s)
-    except posix_ipc.SignalError:
-        signals.check()  # dmxshm's handler ran in the wait and only recorded
-        raise
+        if held:
+            _acquire_holding(sem, timeout_s, held)
+            return
+        try:
+            sem.acquire(timeout_s)
+        except posix_ipc.SignalError:
+            signals.check()  # dmxshm's handler ran in the wait and only recorded
+            raise
+    finally:
+        signals.deferring(-1)
 
 
 def _acquire_holding(sem: posix_ipc.Semaphore, timeout_s: float | None,

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dmxshm.proc.cpus import usable_cpus
-from dmxshm.proc.outcome import Outcome, describe_signal
+from dmxshm.proc.outcome import Cause, Outcome, describe_signal
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.proc.watch import Watch, WatchPolicy
 from dmxshm.profiling import Profiler, shm_sizes, steal_s
@@ -217,15 +217,18 @@ def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_
     shutdown = done.states[State.SHUTDOWN.name]
     went = f"went to SHUTDOWN after {done.cycles - shutdown} cycles"
     if done.bus_error is not None:
-        bus = f"CAN bus {BUS} (pid {bus_pid}) failed: {done.bus_error}"
-        if bus_failure is not None:  # its own end first: where the trouble started
-            bus = f"CAN bus {bus_failure.headline()}; the spine saw: {done.bus_error}"
-        tb = bus_failure.traceback.rstrip() if bus_failure is not None else ""
-        raise SpineBusError(
-            f"{bus}\nThe spine (pid {spine_pid}) {went} and tried to send {shutdown} stop "
-            f"commands, unconfirmed ({done.unsent_commands} not taken by the bus). It waits "
-            f"timeout_s ({cfg.timeout_s:g} s) for a reply."
-            + (f"\n--- traceback of {BUS} ---\n{tb}" if tb else ""), rep, recs)
+        spine_saw = (f"The spine (pid {spine_pid}) saw: {done.bus_error}; it {went} and tried "
+                     f"to send {shutdown} stop commands, unconfirmed ({done.unsent_commands} "
+                     f"not taken by the bus). It waits timeout_s ({cfg.timeout_s:g} s) for a "
+                     "reply.")
+        # The bus's own end last (where the trouble started: the line a reader sees
+        # first at the bottom of a terminal), with its traceback only if it raised.
+        bus = (f"CAN bus {bus_failure.headline()}." if bus_failure is not None
+               else f"CAN bus {BUS} (pid {bus_pid}) failed.")
+        tb = (bus_failure.traceback.rstrip() if bus_failure is not None
+              and bus_failure.cause in (Cause.RAISED, Cause.PEER) else "")
+        raise SpineBusError(f"{spine_saw}\n{bus}"
+                            + (f"\n--- traceback of {BUS} ---\n{tb}" if tb else ""), rep, recs)
     if done.error is not None:
         raise SpineShutDown(f"spine (pid {spine_pid}) failed and {went}, sending its stops:"
                             f"\n{done.error.rstrip()}", rep, recs)
