@@ -37,6 +37,7 @@ from typing import Any
 
 from dmxshm.proc.outcome import Cause, Outcome, Terminated
 from dmxshm.proc.prctl import die_with_parent, set_process_name
+from dmxshm.shm import signals
 
 
 @dataclass(frozen=True)
@@ -129,15 +130,14 @@ def ignore_stop_signals() -> None:
             continue
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated(signum)
-
-
 def main(argv: list[str]) -> int:
     """Run one child (``argv``: its channel's file descriptor and its name); returns
     its exit status. Whatever fails, from reading its spec on, is reported."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM: dmxshm's handler, raising Terminated where the child is (a
+    # semaphore wait records it and acts itself: no wait pays for holding a
+    # handler's exception back from posix_ipc; dmxshm.shm.signals).
+    signals.install(exit_with=Terminated)
     fd, name = int(argv[0]), argv[1]
     os.set_inheritable(fd, False)  # the child's own children must not hold its channel
     conn = Connection(fd)

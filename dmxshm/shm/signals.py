@@ -33,10 +33,13 @@ replaces anything else they raised, or nothing, with ``SignalError``. Hence:
   looks at the record (:func:`check`) and leaves. dmxshm's own handler needs
   no exception to unwind a wait, and Ctrl-C (Python's
   ``default_int_handler``) comes out of a wait as KeyboardInterrupt.
-* What any other handler raises during a wait would be lost. The children's
-  SIGTERM handler (:mod:`dmxshm.proc.child`) raises ``Terminated``: a
-  SIGTERMed agent that waited for an observation lived on (found by the
-  fault-injection suite). So while a main-thread wait sleeps, the stop
+* What any other handler raises during a wait would be lost (a child whose
+  handler raised ``Terminated`` in a wait for an observation lived on: found
+  by the fault-injection suite). The children of :mod:`dmxshm.proc` therefore
+  use dmxshm's handler too (``install(exit_with=Terminated)``): it records in
+  a wait and raises ``Terminated`` elsewhere, and their waits cost nothing
+  more. For any other Python handler (a user's, a spine's ``on_stop``):
+  while a main-thread wait sleeps, the stop
   signals whose handler is some other Python function are blocked
   (``pthread_sigmask``, this thread only), the wait sleeps in chunks of at
   most :data:`~dmxshm.settings.LIVENESS_POLL_S`, and between chunks they are
@@ -53,12 +56,20 @@ from __future__ import annotations
 import _signal
 import signal
 import threading
+from collections.abc import Callable
 
 _MAIN_THREAD = threading.main_thread().ident
 _STOP_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
 _getsignal = _signal.getsignal  # signal.getsignal's enum conversion costs 2 us a call
 
 _received: int | None = None  # the first stop signal dmxshm's handler recorded
+
+
+def _system_exit(signum: int) -> BaseException:
+    return SystemExit(128 + signum)
+
+
+_exit_with: Callable[[int], BaseException] = _system_exit  # what acting on a signal raises
 _deferring = 0  # main-thread semaphore waits under way, which act on a record
 _acted = False  # check() has raised for it
 _seen = 0  # signals dmxshm's handler recorded so far
@@ -76,18 +87,25 @@ def _handler(signum: int, frame: object) -> None:
         if _deferring:  # a wait is under way: it acts (posix_ipc would replace a raise)
             return
         _acted = True  # nothing under way would look at the record: act now
-        raise SystemExit(128 + signum)
+        raise _exit_with(signum)
     if not _acted:  # the first one is still waiting for a check: nothing checks
-        raise SystemExit(128 + _received)
+        raise _exit_with(_received)
 
 
-def install() -> bool:
+def install(exit_with: Callable[[int], BaseException] | None = None) -> bool:
     """Handle SIGTERM by recording it (main thread, default handler only).
+
+    Args:
+        exit_with: what acting on the signal raises, from its number (default
+            ``SystemExit(128 + signum)``; a child process of :mod:`dmxshm.proc`
+            gives its ``Terminated``, which carries its partial result). One
+            handler for every process, so that no wait needs to hold a
+            handler's exception back from posix_ipc.
 
     Returns:
         True if dmxshm's handler is in place (installed now or before).
     """
-    global _received, _acted
+    global _received, _acted, _exit_with
     if threading.get_ident() != _MAIN_THREAD:
         return False
     current = signal.getsignal(signal.SIGTERM)
@@ -96,6 +114,7 @@ def install() -> bool:
     if current is not signal.SIG_DFL:
         return False
     _received, _acted = None, False  # a fresh start: nothing recorded yet
+    _exit_with = exit_with if exit_with is not None else _system_exit
     signal.signal(signal.SIGTERM, _handler)
     return True
 
@@ -119,7 +138,7 @@ def check() -> None:
     global _acted
     if _received is not None and not _acted and threading.get_ident() == _MAIN_THREAD:
         _acted = True
-        raise SystemExit(128 + _received)
+        raise _exit_with(_received)
 
 
 def deferring(delta: int) -> None:
