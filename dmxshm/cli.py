@@ -253,7 +253,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             _check_view(view_host, allow_remote)
     if record_dir:  # last: --overwrite removes old frames only for a run that will start
         _prepare_record_dir(record_dir, overwrite)
-    failed: network.RobotsIdleError | None = None
+    failed: network.RunFailedError | None = None
     stopped: BaseException | None = None
     with contextlib.ExitStack() as stack:
         if view:
@@ -264,7 +264,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
                                   live_table=profile) as (on_progress, on_profile):
             try:
                 summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
-            except network.RobotsIdleError as exc:  # the figures still tell what happened
+            except network.RunFailedError as exc:  # the figures still tell what happened
                 failed, summary = exc, exc.summary
             except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: what was done
                 stopped = exc

@@ -22,9 +22,11 @@ from dmxshm.network.supervisor import (
     NetworkError,
     NoCommandsError,
     RobotsIdleError,
+    RunFailedError,
+    SpineStoppedError,
     run,
 )
 
 __all__ = ["DEFAULT_SENSOR_RATES_HZ", "CommandsRejectedError", "ConfigError", "Network",
-           "NetworkConfig", "NetworkError", "NoCommandsError", "RobotsIdleError", "Summary",
-           "run"]
+           "NetworkConfig", "NetworkError", "NoCommandsError", "RobotsIdleError",
+           "RunFailedError", "SpineStoppedError", "Summary", "run"]

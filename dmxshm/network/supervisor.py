@@ -117,9 +117,39 @@ class NetworkError(DmxError):
                    outcome=o)
 
 
-class RobotsIdleError(DmxError):
+class RunFailedError(DmxError):
+    """The run ended, but not as asked: it failed after all. Its figures are still
+    there (the CLI prints them, then the error).
+
+    Attributes:
+        summary: the run's summary.
+    """
+
+    def __init__(self, message: str, *, summary: Summary) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class SpineStoppedError(RunFailedError):
+    """A signal from outside the run stopped its spine: the spine sent its SHUTDOWN
+    stops and the run ended early (a fault, not the end that was asked for)."""
+
+    @classmethod
+    def check(cls, summary: Summary, pid: int) -> None:
+        """Raise if the spine of a run that was not interrupted was stopped by a signal."""
+        timing = (summary.spine or {}).get("timing") or {}
+        stopped_by = timing.get("stopped_by")
+        if not stopped_by or summary.interrupted:
+            return
+        shutdown = timing.get("states", {}).get("SHUTDOWN", 0)
+        raise cls(f"spine (pid {pid}) was stopped by {stopped_by} from outside the run after "
+                  f"{summary.spine.get('cycles', 0)} cycles: it sent {shutdown} SHUTDOWN stops "
+                  "and the run ended early.", summary=summary)
+
+
+class RobotsIdleError(RunFailedError):
     """The run ended, but some robot of a built-in agent was never driven: it did
-    nothing for them. The figures are still there.
+    nothing for them.
 
     Attributes:
         robots: the robots concerned.
@@ -127,9 +157,8 @@ class RobotsIdleError(DmxError):
     """
 
     def __init__(self, message: str, *, robots: list[int], summary: Summary) -> None:
-        super().__init__(message)
+        super().__init__(message, summary=summary)
         self.robots = robots
-        self.summary = summary
 
 
 class NoCommandsError(RobotsIdleError):
@@ -331,6 +360,8 @@ class Network:
         Raises:
             NetworkError: a process died or raised; names it and the cause.
             CommandsRejectedError: every command of some robot was rejected.
+            NoCommandsError: realtime: some robot never received a command.
+            SpineStoppedError: a signal from outside stopped the spine.
             KeyboardInterrupt, SystemExit: Ctrl-C or SIGTERM; the exception's
                 ``summary`` holds what was done until then (``interrupted``
                 True), or None.
@@ -369,6 +400,8 @@ class Network:
         if self.config.log:  # the processes' parts of the log, merged, with the summary
             summary.log = logs.finish(self.config.log, summary.to_dict())
             self._log_claim = None  # merged: nothing left for close()
+        if self.config.spine_process:
+            SpineStoppedError.check(summary, sup.child("spine").pid)
         owners = {r: f"agent-{a}" for a, rows in enumerate(self.plan.agent_robots)
                   for r in rows}
         CommandsRejectedError.check(summary, owners)

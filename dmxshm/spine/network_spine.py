@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 import psutil
 
+from dmxshm.settings import LIVENESS_POLL_S
+from dmxshm.shm.peers import DEAD, peer_state
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.clock import SynchronousClock, ask_realtime, overruns
 from dmxshm.spine.records import RECORD_DTYPE
@@ -269,15 +271,21 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
                     break
         out.close_writer()
         records.close_writer()
-        # The engine's replies to the last frames, until it closes them.
+        # The engine's replies to the last frames, until it closes them (or is gone:
+        # a dead engine closes nothing, and its stops go nowhere).
         deadline = time.monotonic() + cfg.wait_timeout_s
+        look_at = time.monotonic() + LIVENESS_POLL_S
         while not (replies.closed and replies.stats().pending == 0) \
                 and time.monotonic() < deadline:
             reply = replies.try_read(newest=True)
             if reply is not None:
                 latest_step = int(reply["step"])
-            else:
-                time.sleep(0.001)
+                continue
+            if time.monotonic() >= look_at:
+                if peer_state(replies.peer("writer")) == DEAD:
+                    break
+                look_at = time.monotonic() + LIVENESS_POLL_S
+            time.sleep(0.001)
         timing = network_timing(recs[:cycles], cfg.spine_hz,  # the periods too
                                 cfg.spine_reply_at_s)
         if _stop_requested is not None:

@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from dmxshm.network import ConfigError, Network, NetworkConfig, NoCommandsError
+from dmxshm.network import (
+    ConfigError,
+    Network,
+    NetworkConfig,
+    NoCommandsError,
+    SpineStoppedError,
+)
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ
 from tests.test_network import no_entries_of, steps_published
 
@@ -140,3 +146,30 @@ def test_a_realtime_run_with_one_sensor_rate_given_runs() -> None:
     assert summary.sensors["imu"]["configured_hz"] == 200.0
     assert summary.sensors["tof"]["configured_hz"] == DEFAULT_SENSOR_RATES_HZ["tof"]
     assert summary.received_commands[0] > 0
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_spine_stopped_from_outside_sends_its_stops_and_fails_the_run() -> None:
+    cfg = NetworkConfig(mode="realtime", robots=1, duration_s=60.0, spine=True, camera=(0, 0),
+                        wait_timeout_s=5.0)
+    net = Network(cfg)
+    net.start()
+    try:
+        pid = net.supervisor.child("spine").pid
+        sent: list[int] = []
+
+        def progress(step: int) -> None:
+            if step > 5 and not sent:
+                os.kill(pid, signal.SIGTERM)  # not the run's own stop: a fault
+                sent.append(pid)
+
+        with pytest.raises(SpineStoppedError) as info:
+            net.run(progress)
+    finally:
+        net.close()
+    message = str(info.value)
+    assert message.startswith(f"spine (pid {pid}) was stopped by SIGTERM")
+    timing = info.value.summary.spine["timing"]
+    assert timing["stopped_by"] == "SIGTERM" and timing["states"]["SHUTDOWN"] == 5
+    assert not info.value.summary.interrupted
+    assert no_entries_of(os.getpid())
