@@ -80,14 +80,18 @@ def load(path: str) -> Recording:
     config = summary = None
     wheels: dict[int, list[tuple[int, float, float]]] = {}
     for topic, _, msg in messages(path):
-        if topic == CONFIG_TOPIC:
-            config = json.loads(msg.data)
-        elif topic == SUMMARY_TOPIC:
-            summary = json.loads(msg.data)
-        elif topic.endswith("/wheels"):
-            d = json.loads(msg.data)
-            wheels.setdefault(int(topic[len("/robot"):].split("/")[0]), []).append(
-                (int(d["step"]), float(d["left_rad_s"]), float(d["right_rad_s"])))
+        try:
+            if topic == CONFIG_TOPIC:
+                config = json.loads(msg.data)
+            elif topic == SUMMARY_TOPIC:
+                summary = json.loads(msg.data)
+            elif topic.endswith("/wheels"):
+                d = json.loads(msg.data)
+                wheels.setdefault(int(topic[len("/robot"):].split("/")[0]), []).append(
+                    (int(d["step"]), float(d["left_rad_s"]), float(d["right_rad_s"])))
+        except (ValueError, KeyError, TypeError) as exc:  # a damaged message, not a bug here
+            raise LogError(f"{path} is damaged: a message on {topic} does not decode "
+                           f"({type(exc).__name__}: {exc}); record the run again") from None
     if config is None:
         raise ReplayError(f"{path} has no {CONFIG_TOPIC}: not a log of dmxshm run --log")
     if config.get("log_format") != LOG_FORMAT:

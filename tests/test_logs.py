@@ -375,3 +375,18 @@ def test_the_recorded_commands_reach_the_replay_agent_in_its_spec() -> None:
         assert np.array_equal(policy(obs), commands[3, [0, 2]])
     with pytest.raises(ReplayError, match="commands_agent"):
         Replayed((0,))
+
+
+def test_a_message_that_does_not_decode_is_a_damaged_log(monkeypatch) -> None:  # noqa: ANN001
+    # Damage can land inside a message's payload and leave the records whole:
+    # that is a damaged log (LogError), not a JSONDecodeError from replay.
+    from types import SimpleNamespace
+
+    from dmxshm import replay as replay_module
+
+    def damaged(path: str):  # noqa: ANN202
+        yield logs.CONFIG_TOPIC, None, SimpleNamespace(data=b'{"log_format": \xff\xff')
+
+    monkeypatch.setattr(replay_module, "messages", damaged)
+    with pytest.raises(logs.LogError, match="damaged: a message on"):
+        load("some.mcap")
