@@ -235,6 +235,9 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     from dmxshm import network
 
     _refuse_other_modes_options(mode)
+    if spine_reply_at_s is not None and not use_spine:
+        raise click.UsageError("--spine-reply-at is the network spine's T_o: it applies with "
+                               "--spine only. Drop it, or add --spine.")
     _check_outputs(json)
     _add_app_dir(app_dir)
     with _usage_errors():  # what was asked cannot run: found before anything starts

@@ -326,9 +326,6 @@ class Network:
 
     def close(self) -> None:
         """Stop every child (SIGTERM, then SIGKILL) and unlink every ring."""
-        if self._restore_sigterm:
-            signals.uninstall()
-            self._restore_sigterm = False
         try:
             self._stop_spine()
             self.supervisor.close()
@@ -336,13 +333,20 @@ class Network:
                 self._state_ring.close()
                 self._state_ring = None
         finally:
-            if self.registry is not None:
-                self.registry.unlink_all()
-            if self.config.log and self._log_claim is not None:
-                # A run that failed or was stopped: what its parts hold (a run refused
-                # at logs.start has no claim, and must not merge another run's parts).
-                logs.finish_unfinished(self.config.log, self._log_claim)
-                self._log_claim = None
+            try:
+                if self.registry is not None:
+                    self.registry.unlink_all()
+                if self.config.log and self._log_claim is not None:
+                    # A run that failed or was stopped: what its parts hold (a run refused
+                    # at logs.start has no claim, and must not merge another run's parts).
+                    logs.finish_unfinished(self.config.log, self._log_claim)
+                    self._log_claim = None
+            finally:
+                # Last: a SIGTERM during the stop above is recorded, not fatal, and one
+                # that nothing acted on goes to the default action now (uninstall).
+                if self._restore_sigterm:
+                    self._restore_sigterm = False
+                    signals.uninstall()
 
     # -- running ---------------------------------------------------------------
     def progress(self) -> int:

@@ -137,7 +137,11 @@ def main(argv: list[str]) -> int:
     # SIGTERM: dmxshm's handler, raising Terminated where the child is (a
     # semaphore wait records it and acts itself: no wait pays for holding a
     # handler's exception back from posix_ipc; dmxshm.shm.signals).
-    signals.install(exit_with=Terminated)
+    # An ignored SIGTERM is inherited across exec (a parent under `trap '' TERM`):
+    # the child must still stop when its supervisor says so.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not signals.install(exit_with=Terminated):
+        raise RuntimeError("dmxshm's SIGTERM handler could not be installed in a child")
     fd, name = int(argv[0]), argv[1]
     os.set_inheritable(fd, False)  # the child's own children must not hold its channel
     conn = Connection(fd)

@@ -121,7 +121,11 @@ class Barrier:
             seg.close()
             raise
         if party is not None:
-            barrier.join(party, role)
+            try:
+                barrier.join(party, role)
+            except BaseException:  # the party is taken (or the claim timed out): let go
+                barrier.close()
+                raise
         return barrier
 
     def join(self, party: int, role: str | None = None) -> Barrier:

@@ -286,7 +286,11 @@ class Ring:
             seg.close()
             raise
         if side is not None:
-            ring.bind(side, role, spin_us)
+            try:
+                ring.bind(side, role, spin_us)
+            except BaseException:  # the side is taken (or the claim timed out): let go
+                ring.close()
+                raise
         return ring
 
     def bind(self, side: str, role: str | None = None, spin_us: float | None = None) -> Ring:

@@ -89,6 +89,7 @@ def _handler(signum: int, frame: object) -> None:
         _acted = True  # nothing under way would look at the record: act now
         raise _exit_with(signum)
     if not _acted:  # the first one is still waiting for a check: nothing checks
+        _acted = True  # acted on now: the clean-up this starts goes on in peace
         raise _exit_with(_received)
 
 
@@ -119,10 +120,23 @@ def install(exit_with: Callable[[int], BaseException] | None = None) -> bool:
     return True
 
 
+def pending() -> bool:
+    """A signal was recorded and nothing acted on it yet."""
+    return _received is not None and not _acted
+
+
 def uninstall() -> None:
-    """Back to the default SIGTERM action (if dmxshm's handler is in place)."""
+    """Back to the default SIGTERM action (if dmxshm's handler is in place).
+
+    A SIGTERM recorded and never acted on is not lost: it is sent again, to
+    the default action (the process ends, as it would have without dmxshm).
+    """
+    global _received
     if signal.getsignal(signal.SIGTERM) is _handler:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if pending():
+            signum, _received = _received, None
+            signal.raise_signal(signum)
 
 
 def check() -> None:

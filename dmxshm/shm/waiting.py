@@ -64,18 +64,21 @@ def acquire(sem: posix_ipc.Semaphore, timeout_s: float | None) -> None:
     """
     signals.check()
     held = signals.held_in_waits() if timeout_s != 0 else ()  # a try-wait never sleeps
-    signals.deferring(+1)  # dmxshm's handler records while this waits, and this acts
     try:
+        signals.deferring(+1)  # dmxshm's handler records while this waits, and this acts
         if held:
             _acquire_holding(sem, timeout_s, held)
-            return
-        try:
-            sem.acquire(timeout_s)
-        except posix_ipc.SignalError:
-            signals.check()  # dmxshm's handler ran in the wait and only recorded
-            raise
+        else:
+            try:
+                sem.acquire(timeout_s)
+            except posix_ipc.SignalError:
+                signals.check()  # dmxshm's handler ran in the wait and only recorded
+                raise
     finally:
         signals.deferring(-1)
+    # A signal recorded as the wait ended (its token came, or before the call
+    # slept) ended no wait: act on it here, not at some later wait.
+    signals.check()
 
 
 def _acquire_holding(sem: posix_ipc.Semaphore, timeout_s: float | None,
@@ -86,19 +89,18 @@ def _acquire_holding(sem: posix_ipc.Semaphore, timeout_s: float | None,
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     chunk = LIVENESS_POLL_S if timeout_s is None else min(max(timeout_s, 0.0), LIVENESS_POLL_S)
     while True:
-        before = _signal.pthread_sigmask(_signal.SIG_BLOCK, held)
-        # Unblock later only what was not blocked before: the caller's mask stands.
-        blocked = held if before.isdisjoint(held) else tuple(s for s in held if s not in before)
-        came = False
+        came = got = False
+        before: set[int] | None = None
         try:
+            before = _signal.pthread_sigmask(_signal.SIG_BLOCK, held)
             sem.acquire(chunk)
             got = True
         except posix_ipc.BusyError:
-            got = False
-            came = bool(blocked) and not _signal.sigpending().isdisjoint(blocked)
+            came = not _signal.sigpending().isdisjoint(set(held) - set(before or ()))
         finally:
-            if blocked:  # a pending handler runs here; what it raises goes up as it is
-                _signal.pthread_sigmask(_signal.SIG_UNBLOCK, blocked)
+            if before is not None:  # the caller's mask again, whatever happened in between:
+                # a pending handler runs here, and what it raises goes up as it is
+                _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
         if got:
             return
         signals.check()

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from dmxshm.proc.outcome import Terminated
 from dmxshm.settings import LIVENESS_POLL_S
 from dmxshm.shm.peers import DEAD, peer_state
 from dmxshm.shm.ring import Ring
@@ -52,14 +53,19 @@ SCHEDULE = "after-action"
 """The network spine's schedule: plan, then start the CAN cycle (send the frame)."""
 
 _stop_requested: int | None = None  # the signal that asked for a stop
+_cycling = False  # the cycle loop runs: it acts on a stop request
 
 
 def request_stop(signum: int, frame: object) -> None:
-    """The spine process's SIGINT and SIGTERM handler: only record; the loop moves to
-    SHUTDOWN and sends its stops."""
+    """The spine process's SIGINT and SIGTERM handler: record; the loop moves to
+    SHUTDOWN and sends its stops. Before the loop (at the start gate, waiting for
+    the others), there is nothing to stop safely and nobody to act on a record:
+    the spine unwinds at once (:class:`~dmxshm.proc.outcome.Terminated`)."""
     global _stop_requested
     if _stop_requested is None:  # the first one says why (Ctrl-C, then its SIGTERM)
         _stop_requested = signum
+    if not _cycling:
+        raise Terminated(signum)
 
 
 def predicted_send_minus_obs_s(period_s: float, reply_at_s: float) -> float:
@@ -175,6 +181,7 @@ def network_timing(recs: np.ndarray, frequency_hz: float,
 
 def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     """Main loop of the network's spine process."""
+    global _cycling
     cfg = plan.config
     cpu = cfg.pins.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
     psutil.Process().cpu_affinity([cpu])
@@ -204,6 +211,7 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     t_act = np.nan
     try:
         plan.wait_for_start("spine", 0)
+        _cycling = True  # from here a stop is recorded, and sent as SHUTDOWN stops
         clock = SynchronousClock(1.0 / cfg.spine_hz)
         cycles = 0
         while cycles < total:

@@ -173,3 +173,12 @@ def test_a_spine_stopped_from_outside_sends_its_stops_and_fails_the_run() -> Non
     assert timing["stopped_by"] == "SIGTERM" and timing["states"]["SHUTDOWN"] == 5
     assert not info.value.summary.interrupted
     assert no_entries_of(os.getpid())
+
+
+@pytest.mark.parametrize("args", [["--spine-reply-at", "0.0003"],
+                                  ["--mode", "realtime", "--spine-reply-at", "0.0003"]],
+                         ids=["gym", "realtime without --spine"])
+def test_spine_reply_at_without_a_network_spine_is_refused(args: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--spine-reply-at" in done.stderr

@@ -177,6 +177,23 @@ def test_stop_terminates_then_kills_and_close_leaves_no_process() -> None:
 
 
 @pytest.mark.timeout(TIMEOUT_S)
+def test_a_child_stops_on_sigterm_even_when_its_parent_ignores_it() -> None:
+    # An ignored SIGTERM is inherited across exec (a run started under
+    # `trap '' TERM`): a child must still unwind when its supervisor stops it.
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sup = Supervisor()
+    try:
+        child = sup.start("a", targets.sleeps, 60.0)
+        wait_until(sup, named(child))
+        sup.stop(grace_s=TIMEOUT_S / 2)
+    finally:
+        sup.close()
+        signal.signal(signal.SIGTERM, before)
+    # Unwound by the signal (a report with its partial result), not killed.
+    assert child.outcome is not None and child.outcome.cause is Cause.SIGNALLED
+
+
+@pytest.mark.timeout(TIMEOUT_S)
 def test_a_result_that_does_not_pickle_becomes_a_reported_error() -> None:
     with Supervisor() as sup:
         child = sup.start("agent-0", targets.unpicklable)
