@@ -82,7 +82,11 @@ def info(as_json: bool) -> None:
               help="Only list what would be removed.")
 @click.option("--all", "remove_all", is_flag=True, allow_from_autoenv=False,
               help="Remove every dmxshm object of this user, even of live processes.")
-def clean(dry_run: bool, remove_all: bool) -> None:
+@click.option("--all-namespaces", is_flag=True, allow_from_autoenv=False,
+              help="Judge objects made in another PID namespace (another container "
+                   "sharing /dev/shm) by their pid too, as if made here; by default they "
+                   "are kept, since their pid means nothing here.")
+def clean(dry_run: bool, remove_all: bool, all_namespaces: bool) -> None:
     """Remove dmxshm segments and semaphores whose creator process is dead.
 
     Names carry the creator's pid (dmx-<pid>-<token>-<what>), so objects left
@@ -92,8 +96,9 @@ def clean(dry_run: bool, remove_all: bool) -> None:
     """
     from dmxshm.shm.clean import scan, sweep
 
-    found = scan()
-    console.print_clean(found, sweep(remove_live=remove_all, dry_run=dry_run), dry_run)
+    found = scan(all_namespaces=all_namespaces)
+    console.print_clean(found, sweep(remove_live=remove_all, dry_run=dry_run,
+                                     all_namespaces=all_namespaces), dry_run)
 
 
 CAMERA_PRESETS = {"duckiebot": (640, 480)}

@@ -291,13 +291,21 @@ def print_info(data: dict[str, Any]) -> None:
 def print_clean(found: list[Any], targets: list[Any], dry_run: bool) -> None:
     """What ``dmxshm clean`` removed (or would), and what it kept."""
     verb = "would remove" if dry_run else "removed"
+    def state(f: Any) -> str:
+        if getattr(f, "other_namespace", False) and f.creator_alive:
+            return "in another PID namespace"
+        return "alive" if f.creator_alive else "dead"
+
     for f in targets:
-        state = "alive" if f.creator_alive else "dead"
         click.echo(f"{verb} {f.entry.kind:9s} {f.entry.name}  "
-                   f"({fmt_bytes(f.size_bytes)}, creator pid {f.entry.pid} {state})")
-    kept = len(found) - len(targets)
+                   f"({fmt_bytes(f.size_bytes)}, creator pid {f.entry.pid} {state(f)})")
+    names = {f.entry.name for f in targets}
+    kept = [f for f in found if f.entry.name not in names]
+    other = sum(1 for f in kept if getattr(f, "other_namespace", False))
     click.echo(f"{verb} {len(targets)} object(s), "
-               f"{fmt_bytes(sum(f.size_bytes for f in targets))}; kept {kept} of live networks")
+               f"{fmt_bytes(sum(f.size_bytes for f in targets))}; kept {len(kept) - other} of "
+               f"live networks" + (f" and {other} of another PID namespace (--all-namespaces "
+                                   "judges them by pid)" if other else ""))
 
 
 @contextmanager
