@@ -195,6 +195,7 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
             result.state_drops = sum(r.stats().drops for r in state_rings[:cfg.renderers])
             return result
 
+        result: EngineResult | None = None
         try:
             if cfg.mode == "gym":
                 result = _gym_loop(cfg, world, state_rings, cmd_rings, agent_rows, rejections,
@@ -205,17 +206,19 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
             else:
                 result = _realtime_loop(cfg, world, state_rings, cmd_rings, agent_rows,
                                         rejections, part, view)
-        except Terminated as exc:  # stopped: its partial result counts what a finished one does
-            if isinstance(exc.partial, EngineResult):
-                finish(exc.partial)
+            view.show(result.steps, world.sim_time_s, world.state(), result.late_steps or 0,
+                      force=True)
+            for ring in state_rings:
+                ring.close_writer()
+            if spine_reply is not None:
+                spine_reply.close_writer()
+            return finish(result)
+        except Terminated as exc:  # stopped: its partial result counts what a finished one
+            # does; stopped as it was ending (its loop done), the whole result
+            partial = result if result is not None else exc.partial
+            if isinstance(partial, EngineResult):
+                exc.partial = finish(partial)
             raise
-        view.show(result.steps, world.sim_time_s, world.state(), result.late_steps or 0,
-                  force=True)
-        for ring in state_rings:
-            ring.close_writer()
-        if spine_reply is not None:
-            spine_reply.close_writer()
-        return finish(result)
     finally:
         if part is not None:
             part.close()

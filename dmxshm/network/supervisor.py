@@ -42,7 +42,7 @@ from dmxshm.network.renderer import run_renderer
 from dmxshm.network.summary import Summary, summarize
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Supervisor
-from dmxshm.proc.watch import Watch, explain
+from dmxshm.proc.watch import WATCH_INTERVAL_S, Watch, explain
 from dmxshm.profiling import Profiler, shm_sizes, steal_s
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
@@ -438,7 +438,13 @@ class Network:
         """After Ctrl-C or SIGTERM: stop the children (they unwind and report what they
         did so far) and summarise that, marked interrupted; None if nothing came."""
         assert self.plan is not None
-        self._stop_spine()
+        if self._stop_spine():
+            # The spine's end ends the physics, whose end ends the renderers and the
+            # agents: let them finish by themselves (whole results, no stop racing
+            # their ends), END_GRACE_S at most.
+            deadline = time.monotonic() + END_GRACE_S
+            while self.supervisor.running() and time.monotonic() < deadline:
+                self.supervisor.wait(WATCH_INTERVAL_S)
         self.supervisor.stop()
         results = {c.name: c.report.result for c in self.supervisor.children
                    if c.report is not None and c.report.result is not None}
@@ -451,12 +457,14 @@ class Network:
         summary.interrupted = True
         return summary
 
-    def _stop_spine(self) -> None:
+    def _stop_spine(self) -> bool:
         """The spine first: SIGTERM makes it send its SHUTDOWN stops, which needs the
-        engine still there to take them (the engine then ends with its frames)."""
+        engine still there to take them (the engine then ends with its frames).
+        Whether the run has a spine."""
         spine = [c for c in self.supervisor.children if c.name == "spine"]
         if spine:
             self.supervisor.stop(spine, SPINE_STOP_GRACE_S)
+        return bool(spine)
 
     def _stragglers(self, engine_done_at: float) -> bool:
         """After the engine's end, stop processes that do not finish; True if done.

@@ -49,6 +49,7 @@ def ctrl_c_after(args: list[str], steps: int, json_path: Path) -> tuple[int, str
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert no_entries_of(proc.pid)
+    assert json_path.exists(), f"exit {proc.returncode}; no JSON written:\n{err[-3000:]}"
     return proc.returncode, out, err, json.loads(json_path.read_text())
 
 
