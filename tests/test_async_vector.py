@@ -137,10 +137,9 @@ def test_a_killed_worker_during_recv_is_named_and_nothing_leaks() -> None:
         env.send(np.zeros((4, 2), np.float32), np.arange(4))
         os.kill(proc.pid, signal.SIGKILL)
         proc.popen.wait()
-        t0 = time.monotonic()
+        env.timeout_s = 1e6  # only the liveness check can end recv(): WorkerError says so
         with pytest.raises(WorkerError) as info:
             env.recv()
-        assert time.monotonic() - t0 < DETECT_S
         assert f"batch worker 1 (pid {proc.pid})" in str(info.value)
         with pytest.raises(DmxError, match="close it"):
             env.recv()
@@ -156,10 +155,12 @@ def test_close_with_sends_in_flight_returns_and_leaves_nothing() -> None:
     env.async_reset()
     env.recv()
     env.send(np.zeros((3, 2), np.float32))
-    t0 = time.monotonic()
     env.close()
-    assert time.monotonic() - t0 < DETECT_S
     assert all(not child.alive() for child in env._supervisor.children)
+    # Each worker ended by itself or unwound when told to stop: none was killed
+    # after the stop's grace.
+    codes = [c.popen.poll() for c in env._supervisor.children]
+    assert all(code not in (None, -signal.SIGKILL) for code in codes), codes
     assert not [e for e in list_entries() if e.pid == os.getpid()]
     with pytest.raises(DmxError, match="closed"):
         env.send(np.zeros((3, 2), np.float32))

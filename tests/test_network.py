@@ -123,8 +123,10 @@ def test_a_killed_process_ends_the_run_with_its_name(victim: str, signum: int) -
 
         with pytest.raises(NetworkError) as info:
             net.run(progress)
-        assert time.monotonic() - killed_at[0] < DETECT_S
+        # Named as the root cause, not as a peer's time-out: the others' waits were
+        # ended by the death they saw (no RingTimeoutError ranked before it).
         assert info.value.role == victim and info.value.pid == pid
+        assert info.value.outcome is not None and info.value.outcome.cause.rank == 0
         assert signal.Signals(signum).name in str(info.value)
     finally:
         net.close()
@@ -266,7 +268,9 @@ def test_a_stopped_run_shows_and_writes_what_it_did(signum: int, code: int,
     data = json.loads(path.read_text())
     # The state ring's first write is step 0, before any physics step: 20 writes
     # seen mean at least 19 steps done (a stop while step 19 waits for commands).
-    assert data["interrupted"] and 19 <= data["steps"] < 100000000
+    assert data["interrupted"] and data["steps"] >= 19
+    # The steps it reports are the steps physics made (not the planned 10**8).
+    assert data["sim_time_s"] == pytest.approx(data["steps"] / 30.0)
     assert len(data["lane"]["distance_m"]) == 2 and data["seed"] == 0
     assert no_entries_of(proc.pid)
 

@@ -148,20 +148,22 @@ def test_a_killed_worker_is_named_and_nothing_leaks() -> None:
     try:
         env.reset()
         proc = env._workers[1]
+        live = env._workers[0]
+        # A wait that never times out: only the liveness check can end the step, so
+        # a WorkerError (not a DmxTimeoutError) says the death was seen, not waited out.
+        env.timeout_s = 1e6
         os.kill(proc.pid, signal.SIGKILL)
         proc.popen.wait()
-        t0 = time.monotonic()
         with pytest.raises(WorkerError) as info:
             env.step(np.zeros((4, 2), np.float32))
-        assert time.monotonic() - t0 < DETECT_S
         assert f"pid {proc.pid}" in str(info.value) and "signal 9" in str(info.value)
         with pytest.raises(DmxError, match="close it"):  # nothing more can be trusted
             env.step(np.zeros((4, 2), np.float32))
     finally:
-        t0 = time.monotonic()
         env.close()
-        assert time.monotonic() - t0 < DETECT_S  # the live worker is told to stop
-
+    # The live worker ended by itself or unwound when told to stop: not killed
+    # after the stop's grace.
+    assert live.popen.poll() not in (None, -signal.SIGKILL)
     assert not [e for e in list_entries() if e.pid == os.getpid()]
 
 
@@ -196,7 +198,9 @@ def test_a_stuck_worker_times_out_and_close_still_returns() -> None:
         t0 = time.monotonic()
         with pytest.raises(DmxTimeoutError, match="batch worker 1"):
             env.step(np.zeros((4, 2), np.float32))
-        assert 0.5 <= time.monotonic() - t0 < DETECT_S
+        # Not before its timeout (an ordering against the recorded instant; how
+        # much later is the fault suite's figure, not a test's).
+        assert time.monotonic() - t0 >= 0.5
         os.kill(proc.pid, signal.SIGCONT)  # it answers late: that answer must not be read
         with pytest.raises(DmxError, match="close it"):
             env.reset()

@@ -213,8 +213,8 @@ def test_sim_actuation_steps_physics_once_per_can_cycle() -> None:
     assert (a["cycle"] - a["obs_cycle"] == 2).all()
     # The replies are made when the physics step is done: within the cycle.
     can = recs[np.isfinite(recs["can_end"])]
+    assert (can["can_start"] <= can["can_reply"]).all()
     assert (can["can_reply"] <= can["can_end"]).all()
-    assert report["can_cycle_us"]["p50"] < 1e6 / SHORT["frequency_hz"]
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
