@@ -99,6 +99,7 @@ from dmxshm.batch.worker import (
 )
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.cpus import usable_cpus
+from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.names import make_name
@@ -364,10 +365,15 @@ class DmxVectorEnv(VectorEnv):
         child.refresh()
         outcome = child.outcome
         if outcome is not None:
-            cause = "it ended" if outcome.ok else outcome.describe()
-            detail = f"\n{outcome.traceback.rstrip()}" if outcome.traceback and \
-                outcome.error_type and outcome.signum is None else ""
-            raise WorkerError(f"batch worker {w} (pid {child.pid}) failed: {cause}{detail}")
+            raise self._worker_error(w, outcome)
+
+    def _worker_error(self, w: int, outcome: Outcome) -> WorkerError:
+        """The error of worker ``w``'s end, worded as every run's (proc.watch.explain's
+        cause, with the traceback only of an error it raised)."""
+        cause = "it ended" if outcome.ok else outcome.describe()
+        detail = (f"\n{outcome.traceback.rstrip()}" if outcome.traceback
+                  and outcome.cause in (Cause.RAISED, Cause.PEER) else "")
+        return WorkerError(f"batch worker {w} (pid {outcome.pid}) failed: {cause}{detail}")
 
     def _obs(self) -> Any:
         v = self._arrays.views
@@ -656,8 +662,18 @@ class DmxVectorEnv(VectorEnv):
             collector.stop_waiting()
 
     def _check_workers(self) -> None:
-        for w in range(self.num_workers):
-            self._check_worker(w)
+        """Raise WorkerError for the root cause if some worker ended: every worker's
+        news first, then the one ranked first (the process layer's ranking, as the
+        network's and the spine's), not the first in index order."""
+        for child in self._workers:
+            child.refresh()
+        cause = self._supervisor.failure()
+        if cause is not None:
+            raise self._worker_error(self._workers.index(self._supervisor.child(cause.name)),
+                                     cause)
+        for w, child in enumerate(self._workers):  # a worker that returned: it ended
+            if child.outcome is not None:
+                raise self._worker_error(w, child.outcome)
 
     def _recv_timed_out(self, waited_s: float) -> DmxTimeoutError:
         stopped = [f"{w} (pid {c.pid})" for w, c in enumerate(self._workers) if c.stopped()]
