@@ -153,7 +153,7 @@ def test_the_view_binds_no_ring_and_a_run_without_a_page_is_the_same() -> None:
         seen = net.run()
         from dmxshm.shm.ring import Ring
 
-        for name in (*net.plan.state_rings, *net.plan.cmd_rings, *net.plan.view_rings):
+        for name in net.plan.rings.values():
             ring = Ring.attach(name)
             try:
                 assert ring.peer("reader").pid in (0, *net.supervisor.pids().values(),

@@ -33,9 +33,9 @@ FLOOR_TIMEOUT_S = 10.0
 def floor_names(plan: Any) -> dict[str, list[str]]:
     """Semaphore names per role (suffixes of the network's ring names)."""
     return {
-        "state": [f"{n}.floor" for n in plan.state_rings],
+        "state": [f"{n}.floor" for n in plan.indexed("state.renderer")],
         "obs": [f"{link.ring}.floor" for link in plan.links],
-        "cmd": [f"{n}.floor" for n in plan.cmd_rings],
+        "cmd": [f"{n}.floor" for n in plan.indexed("cmd.agent")],
     }
 
 

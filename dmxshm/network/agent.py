@@ -27,7 +27,8 @@ def run_agent(plan: Plan, index: int) -> AgentResult:
     policy = load_policy(cfg.agent_ref, robots, cfg.seed)
     obs_rings = [Ring.attach(link.ring, side="reader", role=role, spin_us=plan.spin_us)
                  for link in links]
-    cmd_ring = Ring.attach(plan.cmd_rings[index], side="writer", role=role, spin_us=plan.spin_us)
+    cmd_ring = Ring.attach(plan.ring(f"cmd.agent.{index}"), side="writer", role=role,
+                           spin_us=plan.spin_us)
     # Where each link's records go in this agent's robot order.
     where = [np.array([robots.index(r) for r in link.robots]) for link in links]
     obs = np.zeros(len(robots), obs_rings[0].dtype["obs"].base)

@@ -50,9 +50,9 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
                   renderer=cfg.renderer_used)
     robots = plan.renderer_robots[index]
-    state_ring = Ring.attach(plan.state_rings[cfg.renderers + index], side="reader", role=role,
+    state_ring = Ring.attach(plan.ring(f"state.camera.{index}"), side="reader", role=role,
                              spin_us=plan.spin_us)
-    out = Ring.attach(plan.camera_rings[index], side="writer", role=role)
+    out = Ring.attach(plan.ring(f"camera.{index}"), side="writer", role=role)
     camera = Camera(cfg.camera_wh[0], cfg.camera_wh[1], renderer=cfg.renderer_used)
     slot = np.zeros((), out.dtype)
     done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)

@@ -166,17 +166,17 @@ def run_engine(plan: Plan, index: int = 0) -> EngineResult:
     else:
         world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps)
     state_rings = [Ring.attach(n, side="writer", role="engine", spin_us=plan.spin_us)
-                   for n in plan.state_rings]
+                   for n in (*plan.indexed("state.renderer"), *plan.indexed("state.camera"))]
     # With a spine process (realtime), the engine's only command source is the
     # spine's CAN cycle, carrying every robot; the engine replies with the
     # wheel states. In gym mode the spine is the engine's lockstep pipeline.
     spine_process = cfg.spine_process
-    sources = plan.spine_rings[:1] if spine_process else plan.cmd_rings
+    sources = [plan.ring("spine.frames")] if spine_process else plan.indexed("cmd.agent")
     cmd_rings = [Ring.attach(n, side="reader", role="engine", spin_us=plan.spin_us)
                  for n in sources]
     agent_rows = ([np.arange(cfg.robots)] if spine_process
                   else [np.array(rows) for rows in plan.agent_robots])
-    spine_reply = (Ring.attach(plan.spine_rings[1], side="writer", role="engine")
+    spine_reply = (Ring.attach(plan.ring("spine.replies"), side="writer", role="engine")
                    if spine_process else None)
     rejections = Rejections(plan)
     part = LogPart(cfg.log, "engine") if cfg.log else None
@@ -233,8 +233,8 @@ class ViewState:
     in an overwrite ring nobody waits on (:mod:`dmxshm.view.rings`)."""
 
     def __init__(self, plan: Plan) -> None:
-        self.ring = (Ring.attach(plan.view_rings[1], side="writer", role="engine")
-                     if plan.view_rings else None)
+        self.ring = (Ring.attach(plan.ring("view.state"), side="writer", role="engine")
+                     if plan.has("view.state") else None)
         self.throttle = Throttle(STATE_HZ)
         self.slot = np.zeros((), self.ring.dtype) if self.ring is not None else None
 

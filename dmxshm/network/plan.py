@@ -12,7 +12,7 @@ a step costs one handoff per process pair, not one per robot::
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -50,21 +50,62 @@ class ObsLink:
     ring: str = ""
 
 
+PORTS = {
+    "state.renderer.N": "engine -> renderer-N: every robot's state, each published step",
+    "state.camera.N": "engine -> camera-N: the same, for renderer N's camera process",
+    "camera.N": "camera-N -> renderer-N: its robots' images (realtime with a camera)",
+    "cmd.agent.N": "agent-N -> engine (or the spine): its robots' wheel commands",
+    "spine.frames": "spine -> engine: every robot's command, one frame per CAN cycle",
+    "spine.replies": "engine -> spine: the wheel states after each frame's physics step",
+    "spine.records": "spine -> anyone: its per-cycle timing records",
+    "view.meta": "supervisor -> the live view: what the run is",
+    "view.state": "engine -> the live view: every robot's pose, a few times a second",
+    "view.obs.N": "renderer-N -> the live view: its robots' newest images and counts",
+}
+"""The named ports of a network: what each ring between its roles carries (N: the
+index of the renderer, camera process or agent). The observation rings are the
+plan's :class:`ObsLink` records. A role asks its plan for a port by name
+(:meth:`Plan.ring`), never for a position in a list."""
+
+
 @dataclass(frozen=True)
 class Plan:
-    """Who serves which robots, and the names of the rings between them."""
+    """Who serves which robots, and the names of the rings between them.
+
+    ``rings`` maps each port of :data:`PORTS` that this run has (``N`` made a
+    number: ``"state.renderer.0"``) to its ring's name.
+    """
 
     config: NetworkConfig
     renderer_robots: tuple[tuple[int, ...], ...]
     agent_robots: tuple[tuple[int, ...], ...]
     links: tuple[ObsLink, ...]
-    state_rings: tuple[str, ...] = ()  # one per renderer, then one per camera process
-    cmd_rings: tuple[str, ...] = ()
+    rings: dict[str, str] = field(default_factory=dict)
     start_barrier: str = ""
-    spine_rings: tuple[str, ...] = ()  # (commands to the engine, its replies)
-    camera_rings: tuple[str, ...] = ()  # camera-r -> renderer-r (realtime with a camera)
-    view_rings: tuple[str, ...] = ()  # (view.meta, view.state, view.obs.0, ...): the live view
     start_hook: StartHook | None = None
+
+    def ring(self, port: str) -> str:
+        """The name of the ring of ``port`` (``"spine.frames"``, ``"cmd.agent.1"``).
+
+        Raises:
+            KeyError: this run has no such port (the message lists those it has).
+        """
+        try:
+            return self.rings[port]
+        except KeyError:
+            raise KeyError(f"this run has no port {port!r}; its ports: "
+                           f"{', '.join(sorted(self.rings)) or 'none yet'}") from None
+
+    def has(self, port: str) -> bool:
+        """Whether this run has ``port`` (a camera, a spine, the live view)."""
+        return port in self.rings
+
+    def indexed(self, kind: str) -> list[str]:
+        """The rings of ``kind.0``, ``kind.1``... in index order (``"cmd.agent"``)."""
+        found = []
+        while f"{kind}.{len(found)}" in self.rings:
+            found.append(self.rings[f"{kind}.{len(found)}"])
+        return found
 
     @property
     def spin_us(self) -> float | None:

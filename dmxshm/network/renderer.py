@@ -102,8 +102,9 @@ class ViewObs:
     counts, a few times a second, in an overwrite ring nobody waits on."""
 
     def __init__(self, plan: Plan, index: int, role: str) -> None:
-        names = plan.view_rings[2:]
-        self.ring = Ring.attach(names[index], side="writer", role=role) if names else None
+        port = f"view.obs.{index}"
+        self.ring = (Ring.attach(plan.ring(port), side="writer", role=role)
+                     if plan.has(port) else None)
         self.throttle = Throttle(OBS_HZ)
         self.slot = np.zeros((), self.ring.dtype) if self.ring is not None else None
         robots = plan.renderer_robots[index]
@@ -150,7 +151,7 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
         adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
     world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
                   renderer=cfg.renderer_used if renders else "tiny")
-    state_ring = Ring.attach(plan.state_rings[index], side="reader", role=role,
+    state_ring = Ring.attach(plan.ring(f"state.renderer.{index}"), side="reader", role=role,
                              spin_us=plan.spin_us)
     links = plan.links_of_renderer(index)
     obs_rings = [Ring.attach(link.ring, side="writer", role=role, spin_us=plan.spin_us)
@@ -159,8 +160,8 @@ def run_renderer(plan: Plan, index: int) -> RendererResult:
     part = LogPart(cfg.log, role) if cfg.log else None
     view = ViewObs(plan, index, role)
     # Realtime with a camera: the images come from this renderer's camera process.
-    camera_ring = (Ring.attach(plan.camera_rings[index], side="reader", role=role)
-                   if plan.camera_rings else None)
+    camera_ring = (Ring.attach(plan.ring(f"camera.{index}"), side="reader", role=role)
+                   if plan.has(f"camera.{index}") else None)
     try:
         plan.wait_for_start("renderer", index)
         started = time.monotonic()

@@ -311,12 +311,18 @@ class Network:
         start.close()
         for ring in [*rings[1:], *cmd, *spine, *view, *cameras]:
             ring.close()
-        return dataclasses.replace(
-            plan, links=tuple(links), state_rings=tuple(r.name for r in rings),
-            cmd_rings=tuple(r.name for r in cmd), spine_rings=tuple(r.name for r in spine),
-            view_rings=tuple(r.name for r in view),
-            camera_rings=tuple(r.name for r in cameras),
-            start_barrier=start.name, start_hook=self.start_hook)
+        ports = {f"state.renderer.{r}": ring.name for r, ring in
+                 enumerate(rings[:cfg.renderers])}
+        ports.update({f"state.camera.{r}": ring.name for r, ring in
+                      enumerate(rings[cfg.renderers:])})
+        ports.update({f"camera.{r}": ring.name for r, ring in enumerate(cameras)})
+        ports.update({f"cmd.agent.{a}": ring.name for a, ring in enumerate(cmd)})
+        ports.update({name: ring.name for name, ring in
+                      zip(("spine.frames", "spine.replies", "spine.records"), spine)})
+        ports.update({"view.meta": view[0].name, "view.state": view[1].name})
+        ports.update({f"view.obs.{r}": ring.name for r, ring in enumerate(view[2:])})
+        return dataclasses.replace(plan, links=tuple(links), rings=ports,
+                                   start_barrier=start.name, start_hook=self.start_hook)
 
     def _catch_sigterm(self) -> None:
         # SIGTERM must unwind like Ctrl-C so that close() runs. Only from the

@@ -186,10 +186,11 @@ def run_network_spine(plan: Any, index: int = 0) -> NetworkSpineResult:
     cpu = cfg.pins.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
     psutil.Process().cpu_affinity([cpu])
     scheduling = ask_realtime()
-    agents = [Ring.attach(n, side="reader", role="spine", spin_us=0) for n in plan.cmd_rings]
-    out = Ring.attach(plan.spine_rings[0], side="writer", role="spine", spin_us=0)
-    replies = Ring.attach(plan.spine_rings[1], side="reader", role="spine", spin_us=0)
-    records = Ring.attach(plan.spine_rings[2], side="writer", role="spine")
+    agents = [Ring.attach(n, side="reader", role="spine", spin_us=0)
+              for n in plan.indexed("cmd.agent")]
+    out = Ring.attach(plan.ring("spine.frames"), side="writer", role="spine", spin_us=0)
+    replies = Ring.attach(plan.ring("spine.replies"), side="reader", role="spine", spin_us=0)
+    records = Ring.attach(plan.ring("spine.records"), side="writer", role="spine")
     rows = [np.array(r) for r in plan.agent_robots]
     wheels = np.zeros((cfg.robots, 2))
     received = np.full(cfg.robots, -np.inf)
