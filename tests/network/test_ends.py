@@ -23,7 +23,7 @@ from dmxshm.network import (
     SpineStoppedError,
 )
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ
-from tests.test_network import no_entries_of, steps_published
+from tests.network.test_network import no_entries_of, steps_published
 
 RUN_TIMEOUT_S = 120
 # How long a run gets to start and make the steps a test waits for.
