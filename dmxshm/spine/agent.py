@@ -27,6 +27,7 @@ import numpy as np
 from dmxshm.errors import DmxError, RingClosedError
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
+from dmxshm.spine.gate import party
 from dmxshm.spine.state_machine import State
 
 FORWARD_RAD_S = 5.0
@@ -151,7 +152,7 @@ def run_spine_agent(names: dict[str, str], spec: str, timeout_s: float) -> Agent
     policy = resolve_policy(spec)
     obs_ring = Ring.attach(names["agent_obs"], side="reader", role="spine-agent")
     actions = Ring.attach(names["agent_action"], side="writer", role="spine-agent")
-    wait_for_start(names["start"], party=2, role="spine-agent")
+    wait_for_start(names["start"], party=party("spine-agent"), role="spine-agent")
     out = np.zeros((), actions.dtype)
     round_trips: list[float] = []
     written_at: float | None = None

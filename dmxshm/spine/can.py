@@ -30,6 +30,7 @@ from dmxshm.errors import RingClosedError
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.clock import ask_realtime, spin_until_time
+from dmxshm.spine.gate import party
 
 BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
@@ -79,7 +80,7 @@ def _serve(names: dict[str, str], timeout_s: float,
     scheduling = ask_realtime(BUS_RT_PRIORITY)
     cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=poll_us)
     reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
-    wait_for_start(names["start"], party=1, role="can-bus")
+    wait_for_start(names["start"], party=party("can-bus"), role="can-bus")
     out = np.zeros((), reply.dtype)
     cycles = 0
     try:

@@ -38,6 +38,7 @@ from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.agent import AgentLink
 from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
+from dmxshm.spine.gate import party
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.spine.state_machine import ShutdownReason, State, StateMachine
 
@@ -141,7 +142,7 @@ def run_spine(cfg: Any, names: dict[str, str]) -> SpineResult:
     reply = Ring.attach(names["reply"], side="reader", role="spine", spin_us=REPLY_POLL_US)
     records = Ring.attach(names["records"], side="writer", role="spine")
     agent = AgentLink(names, cfg.action_timeout_s) if cfg.agent else None
-    wait_for_start(names["start"], party=0, role="spine")
+    wait_for_start(names["start"], party=party("spine"), role="spine")
     gc.collect()
     gc.disable()  # a real-time loop takes no garbage-collection pauses
     try:

@@ -36,6 +36,7 @@ from dmxshm.spine.config import (
     SpineShutDown,
     SpineStopped,
 )
+from dmxshm.spine.gate import parties
 from dmxshm.spine.loop import SpineResult, request_stop, run_spine
 from dmxshm.spine.records import (
     AGENT_ACTION_DTYPE,
@@ -122,7 +123,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         reply = Ring.create(reg, "spine.reply", CAN_REPLY_DTYPE, 2)
         records = Ring.create(reg, "spine.records", RECORD_DTYPE, total + 8, "overwrite")
         records.bind("reader", "supervisor")
-        start = Barrier.create(reg, "spine.start", 3 if cfg.agent else 2)
+        start = Barrier.create(reg, "spine.start", parties(agent=bool(cfg.agent)))
         names = {"cmd": cmd.name, "reply": reply.name, "records": records.name,
                  "start": start.name}
         start.close()
