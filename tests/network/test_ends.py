@@ -23,7 +23,7 @@ from dmxshm.network import (
     SpineStoppedError,
 )
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ
-from tests.network.test_network import no_entries_of, steps_published
+from tests.network.test_network import no_entries_of, signal_after, steps_published
 
 RUN_TIMEOUT_S = 120
 # How long a run gets to start and make the steps a test waits for.
@@ -156,14 +156,8 @@ def test_a_spine_stopped_from_outside_sends_its_stops_and_fails_the_run() -> Non
     net = Network(cfg)
     net.start()
     try:
-        pid = net.supervisor.child("spine").pid
-        sent: list[int] = []
-
-        def progress(step: int) -> None:
-            if step > 5 and not sent:
-                os.kill(pid, signal.SIGTERM)  # not the run's own stop: a fault
-                sent.append(pid)
-
+        # Not the run's own stop: a fault.
+        pid, progress = signal_after(net, "spine", signal.SIGTERM)
         with pytest.raises(SpineStoppedError) as info:
             net.run(progress)
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -34,6 +35,21 @@ def run(**kw: object):  # noqa: ANN201
 
 def no_entries_of(pid: int) -> bool:
     return not [e for e in list_entries() if e.pid == pid]
+
+
+def signal_after(net: Network, role: str, signum: int,
+                 step: int = 5) -> tuple[int, Callable[[int], None]]:
+    """The pid of ``net``'s process ``role`` and an ``on_progress`` that sends it
+    ``signum``, once, when the engine has passed ``step``."""
+    pid = net.supervisor.child(role).pid
+    sent: list[int] = []
+
+    def progress(at: int) -> None:
+        if at > step and not sent:
+            os.kill(pid, signum)
+            sent.append(at)
+
+    return pid, progress
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
@@ -113,14 +129,7 @@ def test_a_killed_process_ends_the_run_with_its_name(victim: str, signum: int) -
     net.start()
     supervisor = os.getpid()
     try:
-        pid = net.supervisor.child(victim).pid
-        killed_at: list[float] = []
-
-        def progress(step: int) -> None:
-            if step > 5 and not killed_at:
-                os.kill(pid, signum)
-                killed_at.append(time.monotonic())
-
+        pid, progress = signal_after(net, victim, signum)
         with pytest.raises(NetworkError) as info:
             net.run(progress)
         # Named as the root cause, not as a peer's time-out: the others' waits were
@@ -281,14 +290,7 @@ def test_a_stopped_process_is_named_when_the_others_time_out() -> None:
                                    "wait_timeout_s": 1.0}))
     net.start()
     try:
-        pid = net.supervisor.child("renderer-0").pid
-        stopped: list[int] = []
-
-        def progress(step: int) -> None:
-            if step > 5 and not stopped:
-                os.kill(pid, signal.SIGSTOP)
-                stopped.append(pid)
-
+        _, progress = signal_after(net, "renderer-0", signal.SIGSTOP)
         with pytest.raises(NetworkError) as info:
             net.run(progress)
         assert info.value.role == "renderer-0" and "stopped" in info.value.cause
@@ -366,14 +368,7 @@ def test_a_killed_spine_ends_the_run_with_its_name() -> None:
                                    "spine": True, "camera": (0, 0)}))
     net.start()
     try:
-        pid = net.supervisor.child("spine").pid
-        killed: list[int] = []
-
-        def progress(step: int) -> None:
-            if step > 5 and not killed:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-
+        _, progress = signal_after(net, "spine", signal.SIGKILL)
         with pytest.raises(NetworkError) as info:
             net.run(progress)
         assert info.value.role == "spine" and "SIGKILL" in str(info.value)
