@@ -85,3 +85,15 @@ JSON_SCHEMA_VERSION = 1
 """Version of the ``--json`` outputs of ``dmxshm run`` and ``dmxshm spine``
 (docs/json.md): keys may be added without a change; a key renamed or removed,
 or a type changed, bumps it (listed in CHANGELOG)."""
+
+LOCAL_HOST = "127.0.0.1"
+"""Where the live view and the Foxglove server listen unless told: loopback only
+(beyond it needs ``--allow-remote``)."""
+
+VIEW_PORT = 8765
+"""The live view's port (``dmxshm run --view``, ``dmxshm view``)."""
+
+FOXGLOVE_PORT = 8765
+"""The Foxglove live server's port (``dmxshm run --foxglove``): Foxglove's own
+default, and the view's; when both are asked for on their defaults, the view
+takes the next free port and prints it."""

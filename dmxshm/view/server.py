@@ -33,14 +33,15 @@ from typing import Any
 import numpy as np
 import psutil
 
+from dmxshm import settings
 from dmxshm.errors import DmxError, RefusedError, ShmError
 from dmxshm.pngio import encode_png
 from dmxshm.shm.names import SHM_DIR, list_entries
 from dmxshm.shm.ring import Ring
 from dmxshm.view import rings as vr
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
+DEFAULT_HOST = settings.LOCAL_HOST
+DEFAULT_PORT = settings.VIEW_PORT
 UPDATE_HZ = 10.0
 SEND_TIMEOUT_S = 1.0
 SPINE_RECORDS = 2000  # the newest spine cycles in the histograms
