@@ -240,6 +240,64 @@ def _json_schema(kind: str) -> dict[str, Any]:
     return {"type": "object", "properties": props}
 
 
+def make_channel(context: Any, topic: str, kind: str) -> Any:
+    """The channel of ``topic`` in the foxglove ``context``, with the log's schema for
+    ``kind``: Foxglove's ``CompressedImage`` (``camera``), ``PoseInFrame`` (``pose``),
+    else JSON with the jsonschema ``dmxshm.<kind>``. The log's parts and Foxglove
+    live (:mod:`dmxshm.view.foxglove`) make their channels here, so a live run
+    and its log have the same topics with the same schemas.
+
+    Raises:
+        LogRefusedError: foxglove-sdk is not installed.
+    """
+    fg = _require_writer()
+    from foxglove import channels
+
+    if kind == "camera":
+        return channels.CompressedImageChannel(topic, context=context)
+    if kind == "pose":
+        return channels.PoseInFrameChannel(topic, context=context)
+    schema = fg.Schema(name=f"dmxshm.{kind}", encoding="jsonschema",
+                       data=json.dumps(_json_schema(kind)).encode())
+    return fg.Channel(topic, schema=schema, message_encoding="json", context=context)
+
+
+_messages: Any = None  # foxglove.messages once imported (an optional extra; see _fg_messages)
+
+
+def _fg_messages() -> Any:
+    """foxglove.messages, imported once: an import statement in the messages' makers
+    below costs 1.5 us a message, a quarter of a pose's."""
+    global _messages
+    if _messages is None:
+        _messages = importlib.import_module("foxglove.messages")
+    return _messages
+
+
+def stamp(sim_time_s: float) -> Any:
+    """A message's ``timestamp``: the simulated time ``sim_time_s`` (foxglove's Timestamp)."""
+    sec, nsec = divmod(round(sim_time_s * 1e9), 1_000_000_000)
+    return _fg_messages().Timestamp(int(sec), int(nsec))
+
+
+def pose_message(sim_time_s: float, xyz: tuple[float, float, float],
+                 quat_xyzw: tuple[float, float, float, float]) -> Any:
+    """A robot's pose in the ``map`` frame, stamped with ``sim_time_s`` (``PoseInFrame``)."""
+    m = _fg_messages()
+    (x, y, z), (qx, qy, qz, qw) = xyz, quat_xyzw
+    return m.PoseInFrame(timestamp=stamp(sim_time_s), frame_id="map",
+                         pose=m.Pose(position=m.Vector3(x=x, y=y, z=z),
+                                     orientation=m.Quaternion(x=qx, y=qy, z=qz, w=qw)))
+
+
+def image_message(robot: int, image: np.ndarray, sim_time_s: float) -> Any:
+    """Robot ``robot``'s camera frame as PNG, stamped with ``sim_time_s``
+    (``CompressedImage``)."""
+    return _fg_messages().CompressedImage(timestamp=stamp(sim_time_s),
+                                          frame_id=f"robot{robot:02d}/camera",
+                                          data=encode_png(image, PNG_LEVEL), format="png")
+
+
 class LogPart:
     """One process's part of a run's log: an MCAP file of its own topics.
 
@@ -250,9 +308,6 @@ class LogPart:
 
     def __init__(self, path: str, role: str) -> None:
         fg = _require_writer()
-        from foxglove import channels, messages
-
-        self._fg, self._ch, self._msg = fg, channels, messages
         os.makedirs(parts_dir(path), exist_ok=True)
         self.path = os.path.join(parts_dir(path), f"{role}.mcap")
         self._ctx = fg.Context()
@@ -269,21 +324,8 @@ class LogPart:
     def _channel(self, topic: str, kind: str) -> Any:
         ch = self._channels.get(topic)
         if ch is None:
-            if kind == "camera":
-                ch = self._ch.CompressedImageChannel(topic, context=self._ctx)
-            elif kind == "pose":
-                ch = self._ch.PoseInFrameChannel(topic, context=self._ctx)
-            else:
-                schema = self._fg.Schema(name=f"dmxshm.{kind}", encoding="jsonschema",
-                                         data=json.dumps(_json_schema(kind)).encode())
-                ch = self._fg.Channel(topic, schema=schema, message_encoding="json",
-                                      context=self._ctx)
-            self._channels[topic] = ch
+            ch = self._channels[topic] = make_channel(self._ctx, topic, kind)
         return ch
-
-    def _stamp(self, sim_time_s: float) -> Any:
-        sec, nsec = divmod(round(sim_time_s * 1e9), 1_000_000_000)
-        return self._msg.Timestamp(int(sec), int(nsec))
 
     def record(self, topic: str, kind: str, payload: dict[str, Any],
                wall_ns: int | None = None) -> None:
@@ -303,14 +345,10 @@ class LogPart:
              wall_ns: int) -> None:
         """Robot ``robot``'s pose from its state record, in the ``map`` frame."""
         t0 = time.perf_counter()
-        m = self._msg
         x, y, z = (float(v) for v in state["pos_m"])
         qx, qy, qz, qw = (float(v) for v in state["quat_xyzw"])
         self._channel(robot_topic(robot, "pose"), "pose").log(
-            m.PoseInFrame(timestamp=self._stamp(sim_time_s), frame_id="map",
-                          pose=m.Pose(position=m.Vector3(x=x, y=y, z=z),
-                                      orientation=m.Quaternion(x=qx, y=qy, z=qz, w=qw))),
-            log_time=wall_ns)
+            pose_message(sim_time_s, (x, y, z), (qx, qy, qz, qw)), log_time=wall_ns)
         self.seconds += time.perf_counter() - t0
         self._maybe_flush()
 
@@ -357,10 +395,7 @@ class LogPart:
 
     def _image(self, robot: int, image: np.ndarray, sim_time_s: float, wall_ns: int) -> None:
         self._channel(robot_topic(robot, "camera"), "camera").log(
-            self._msg.CompressedImage(timestamp=self._stamp(sim_time_s),
-                                      frame_id=f"robot{robot:02d}/camera",
-                                      data=encode_png(image, PNG_LEVEL), format="png"),
-            log_time=wall_ns)
+            image_message(robot, image, sim_time_s), log_time=wall_ns)
 
     def images(self, robots: tuple[int, ...], images: np.ndarray, sim_time_s: float,
                wall_ns: int) -> None:
