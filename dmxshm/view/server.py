@@ -235,6 +235,18 @@ class RunReader:
                 "period_error_us": hist(err), "wheel_states_age_us": hist(age)}
 
 
+def open_run(pid: int | None, current: RunReader | None = None) -> RunReader | None:
+    """A reader of the live run of ``pid`` (None: the newest live run), or None when
+    there is none, it is the one ``current`` reads, or it is starting or just went."""
+    prefix = find_run(pid)
+    if prefix is None or (current is not None and current.prefix == prefix):
+        return None
+    try:
+        return RunReader(prefix)
+    except DmxError:
+        return None
+
+
 class ViewServer:
     """The page, its websocket and the loop that pushes snapshots to every page."""
 
@@ -330,13 +342,9 @@ class ViewServer:
 
     # -- the run ----------------------------------------------------------
     def _attach(self) -> bool:
-        prefix = find_run(self.pid)
-        if prefix is None or (self.reader is not None and self.reader.prefix == prefix):
+        reader = open_run(self.pid, self.reader)
+        if reader is None:
             return False
-        try:
-            reader = RunReader(prefix)
-        except DmxError:
-            return False  # the run is starting or just went
         if self.reader is not None:
             self.reader.close()
         self.reader = reader
@@ -418,16 +426,21 @@ def check_host(host: str, allow_remote: bool, token: str | None) -> str | None:
     return token or secrets.token_urlsafe(16)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m dmxshm.view.server``: what ``dmxshm run --view`` starts."""
-    ap = argparse.ArgumentParser(prog="dmxshm-view")
+def command_line(prog: str, port: int) -> argparse.ArgumentParser:
+    """The command line of a program that shows a run (the view, Foxglove live)."""
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("--pid", type=int)
     ap.add_argument("--host", default=DEFAULT_HOST)
-    ap.add_argument("--port", type=int, default=DEFAULT_PORT)
+    ap.add_argument("--port", type=int, default=port)
     ap.add_argument("--allow-remote", action="store_true")
     ap.add_argument("--exit-with", type=int)
     ap.add_argument("--follow", action="store_true")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dmxshm.view.server``: what ``dmxshm run --view`` starts."""
+    args = command_line("dmxshm-view", DEFAULT_PORT).parse_args(argv)
     # The token comes in the environment (another user can read a command line).
     try:
         token = check_host(args.host, args.allow_remote, os.environ.get(TOKEN_ENV) or None)
