@@ -9,9 +9,10 @@ run's rings: each wait first polls as long as a ring of that run would
 (:attr:`dmxshm.network.plan.Plan.spin_us`, else the ring's default), then
 sleeps on the semaphore; a floor that always slept would be a slower
 baseline than the run it bounds. Run right after start-up, in the same
-processes, pinned the same way: :class:`FloorRounds` is the start
-hook that ``dmxshm bench network`` gives its networks
-(``Network(config, start_hook=FloorRounds(2000))``); a plain run has none.
+processes, pinned the same way: :class:`FloorRounds` is the tap that
+``dmxshm bench network`` gives its networks (``Network(config,
+taps=[FloorRounds(2000)])``: it runs at the taps' ``start`` point, right
+after the start gate); a plain run has none.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import posix_ipc
 
 from dmxshm import settings
+from dmxshm.network.taps import Tap
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import acquire_raw as sleep_on
 from dmxshm.shm.waiting import spin_until
@@ -41,13 +43,14 @@ def floor_names(plan: Any) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class FloorRounds:
-    """A network start hook that times ``rounds`` floor rounds (see the module docstring).
+    """A network tap (:class:`~dmxshm.network.taps.TapSpec`) that times ``rounds`` floor
+    rounds at the start (see the module docstring).
 
-    The engine's share returns the mean seconds per round; it lands in the
-    run's ``Summary.start_hook``.
+    The engine's tap reports the mean seconds per round: ``Summary.taps["floor"]``.
     """
 
     rounds: int
+    name: str = "floor"
 
     def prepare(self, plan: Any, registry: Registry) -> None:
         """Create the floor's semaphores (the supervisor owns and unlinks them)."""
@@ -55,8 +58,24 @@ class FloorRounds:
             for name in names:
                 registry.create_semaphore(name, 0).close()
 
-    def __call__(self, plan: Any, role: str, index: int) -> float | None:
-        return run_floor(plan, self.rounds, role, index)
+    def __call__(self, plan: Any, role: str, index: int) -> Tap | None:
+        if role not in ("engine", "renderer", "agent"):
+            return None
+        return _FloorTap(plan, self.rounds, role, index)
+
+
+class _FloorTap(Tap):
+    """One process's part of the floor rounds, done at the taps' start."""
+
+    def __init__(self, plan: Any, rounds: int, role: str, index: int) -> None:
+        self.plan, self.rounds, self.role, self.index = plan, rounds, role, index
+        self.seconds: float | None = None
+
+    def start(self) -> None:
+        self.seconds = run_floor(self.plan, self.rounds, self.role, self.index)
+
+    def result(self) -> float | None:
+        return self.seconds
 
 
 def run_floor(plan: Any, rounds: int, role: str, index: int) -> float | None:

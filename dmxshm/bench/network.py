@@ -50,7 +50,7 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
             progress(f"{robots} robot(s), camera {cam}")
         cfg = NetworkConfig(robots=robots, camera=camera, steps=steps, agent="idle")
         floor = FloorRounds(FLOOR_ROUNDS // (4 if quick else 1))
-        with Network(cfg, start_hook=floor) as net:
+        with Network(cfg, taps=[floor]) as net:
             s = net.run()
         t = s.timing
         rows.append(Row(
@@ -59,7 +59,7 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
             agents_us=t["agents_s"] * 1e6,
             overhead_us=(t["framework_s"] + t["metrics_s"]) * 1e6,
             overhead_fraction=(t["framework_s"] + t["metrics_s"]) / t["step_s"],
-            floor_us=s.start_hook * 1e6, busy_us=dict(s.busy_us)))
+            floor_us=s.taps["floor"] * 1e6, busy_us=dict(s.busy_us)))
     return rows
 
 

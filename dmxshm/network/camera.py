@@ -20,13 +20,13 @@ import time
 import numpy as np
 
 from dmxshm.errors import RingClosedError
-from dmxshm.logs import LogPart
 from dmxshm.matrix.camera import Camera
 from dmxshm.network.plan import Plan
-from dmxshm.network.renderer import Recorder, next_tick
+from dmxshm.network.renderer import next_tick
 from dmxshm.network.results import CameraResult
-from dmxshm.proc.outcome import Terminated
-from dmxshm.shm.ring import Ring
+from dmxshm.network.role import Role, run_role
+from dmxshm.network.taps.log import ImageLog
+from dmxshm.network.taps.record import Recorder
 from dmxshm.world.renderers import adopt_probe
 from dmxshm.world.world import World
 
@@ -41,36 +41,57 @@ def camera_slot_dtype(robots: int, camera_wh: tuple[int, int]) -> np.dtype:
                      ("missed", "<i8"), ("camera", "u1", (robots, h, w, 3))])
 
 
-def run_camera(plan: Plan, index: int) -> CameraResult:
-    """Main loop of camera process ``index`` (the camera of renderer ``index``)."""
-    cfg = plan.config
-    role = f"camera-{index}"
-    assert cfg.camera_wh is not None
-    adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
-    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
-                  renderer=cfg.renderer_used)
-    robots = plan.renderer_robots[index]
-    state_ring = Ring.attach(plan.ring(f"state.camera.{index}"), side="reader", role=role,
-                             spin_us=plan.spin_us)
-    out = Ring.attach(plan.ring(f"camera.{index}"), side="writer", role=role)
-    camera = Camera(cfg.camera_wh[0], cfg.camera_wh[1], renderer=cfg.renderer_used)
-    slot = np.zeros((), out.dtype)
-    done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
-    # Its frames are logged and recorded here, not in the renderer's loop: a PNG
-    # of 640x480 takes tens of ms, which would hold the renderer's sensors back.
-    part = LogPart(cfg.log, role) if cfg.log else None
-    recorder = Recorder(cfg, robots, "frame")
-    record = np.zeros(len(robots), [("camera", "u1", slot["camera"].shape[1:]),
-                                   ("step", "<u8"), ("camera_time_s", "<f8")])
-    t0 = time.monotonic()
-    try:
-        plan.wait_for_start("camera", index)
+class CameraProcess(Role[CameraResult]):
+    """Camera process ``index`` (see the module docstring): its loop renders its
+    robots at the camera's rate; the log and recording are its taps (here, not in
+    the renderer's loop: a PNG of 640x480 takes tens of ms, which would hold the
+    renderer's sensors back)."""
+
+    kind = "camera"
+
+    def attach(self) -> None:
+        cfg, plan, index = self.cfg, self.plan, self.index
+        assert cfg.camera_wh is not None
+        adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
+        self.world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
+                                    substeps=cfg.substeps, renderer=cfg.renderer_used))
+        self.robots = plan.renderer_robots[index]
+        self.state_ring = self.port(f"state.camera.{index}", "reader")
+        self.out = self.port(f"camera.{index}", "writer", spin_us=None)
+        self.camera = Camera(cfg.camera_wh[0], cfg.camera_wh[1], renderer=cfg.renderer_used)
+        self.done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
+        self.recorder = Recorder(cfg.record_dir, cfg.record_every, cfg.camera[0],
+                                 self.robots, "frame")
+        self.tap([ImageLog(cfg.log, self.name) if cfg.log else None, self.recorder])
+
+    def loop(self) -> CameraResult:
+        cfg, done = self.cfg, self.done
         try:
-            st = state_ring.read(cfg.wait_timeout_s)  # the engine's first state starts the clock
+            st = self.state_ring.read(cfg.wait_timeout_s)  # the first state starts the clock
         except RingClosedError:
             return done
-        period = 1.0 / cfg.sensor_rates_hz["camera"]
-        t0 = due_at = time.monotonic()
+        t0 = time.monotonic()
+        try:
+            self._render(st, t0)
+        finally:
+            done.elapsed_s = time.monotonic() - t0
+        return done
+
+    def partial(self, result: CameraResult | None) -> CameraResult:
+        return self.done  # what it made so far
+
+    def finish(self, result: CameraResult) -> CameraResult:
+        self.out.close_writer()
+        result.kept, result.recorded = self.recorder.frames, self.recorder.count
+        return result
+
+    def _render(self, st: np.void, t0: float) -> None:
+        """Render at each tick of the camera's grid from the newest state, until the end."""
+        world, camera, done, taps = self.world, self.camera, self.done, self.taps
+        robots, state_ring, out = self.robots, self.state_ring, self.out
+        slot = np.zeros((), out.dtype)
+        period = 1.0 / self.cfg.sensor_rates_hz["camera"]
+        due_at = t0
         while True:
             newer = state_ring.try_read(newest=True)
             if newer is not None:
@@ -95,25 +116,10 @@ def run_camera(plan: Plan, index: int) -> CameraResult:
             slot["step"], slot["sim_time_s"] = st["step"], st["sim_time_s"]
             slot["frame"], slot["missed"] = done.frames, done.missed
             out.write(slot)
-            sim_time_s = float(st["sim_time_s"])
-            if part is not None:
-                part.images(robots, slot["camera"], sim_time_s, time.time_ns())
-            if recorder.dir and done.frames % recorder.every == 0:
-                record["camera"], record["step"] = slot["camera"], st["step"]
-                record["camera_time_s"] = sim_time_s
-                recorder.maybe(done.frames, robots, record)
-                recorder.flush()
-        done.elapsed_s = time.monotonic() - t0
-        out.close_writer()
-        done.kept, done.recorded = recorder.frames, recorder.count
-        return done
-    except Terminated as exc:  # stopped: what it made still reaches the summary
-        done.elapsed_s = time.monotonic() - t0
-        exc.partial = done
-        raise
-    finally:
-        if part is not None:
-            part.close()
-        state_ring.close()
-        out.close()
-        world.close()
+            taps.images(done.frames, int(st["step"]), float(st["sim_time_s"]), robots,
+                        slot["camera"])
+
+
+def run_camera(plan: Plan, index: int) -> CameraResult:
+    """Main function of camera process ``index`` (the camera of renderer ``index``)."""
+    return run_role(CameraProcess(plan, index))

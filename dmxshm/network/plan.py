@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,23 +21,10 @@ from dmxshm import settings
 from dmxshm.matrix.obs import obs_dtype
 from dmxshm.network.config import NetworkConfig, role_name
 from dmxshm.proc.gate import wait_for_start
-from dmxshm.shm.registry import Registry
 from dmxshm.world.state import ROBOT_STATE_DTYPE
 
-
-class StartHook(Protocol):
-    """Work every process of a network does right after the start gate.
-
-    Production runs have none; ``dmxshm bench network`` times its floor with
-    one (:class:`dmxshm.bench.floor.FloorRounds`). It pickles (it travels to
-    every child with the plan).
-    """
-
-    def prepare(self, plan: Plan, registry: Registry) -> None:
-        """In the supervisor, before any child starts: create what it needs."""
-
-    def __call__(self, plan: Plan, role: str, index: int) -> Any:
-        """In each child; what it returns in the engine lands in the summary."""
+if TYPE_CHECKING:
+    from dmxshm.network.taps import TapSpec
 
 
 @dataclass(frozen=True)
@@ -73,7 +60,9 @@ class Plan:
     """Who serves which robots, and the names of the rings between them.
 
     ``rings`` maps each port of :data:`PORTS` that this run has (``N`` made a
-    number: ``"state.renderer.0"``) to its ring's name.
+    number: ``"state.renderer.0"``) to its ring's name; ``taps`` are those the
+    network was given (:class:`~dmxshm.network.taps.TapSpec`: a benchmark's floor, a
+    test's counter), made in every process beside the built-in ones.
     """
 
     config: NetworkConfig
@@ -82,7 +71,7 @@ class Plan:
     links: tuple[ObsLink, ...]
     rings: dict[str, str] = field(default_factory=dict)
     start_barrier: str = ""
-    start_hook: StartHook | None = None
+    taps: tuple[TapSpec, ...] = ()
 
     def ring(self, port: str) -> str:
         """The name of the ring of ``port`` (``"spine.frames"``, ``"cmd.agent.1"``).
@@ -116,17 +105,10 @@ class Plan:
             return None  # the user's default (read by the rings) wins
         return settings.SHARED_CORES_SPIN_US if self.parties > (os.cpu_count() or 1) else None
 
-    def wait_for_start(self, role: str, index: int) -> Any:
-        """Wait at the start gate, then run the start hook if there is one.
-
-        Returns:
-            what the start hook returned (None without one).
-        """
+    def wait_for_start(self, role: str, index: int) -> None:
+        """Wait at the start gate (every process of the run passes it at once)."""
         wait_for_start(self.start_barrier, self.party(role, index), role_name(role, index),
                        max(settings.START_TIMEOUT_S, self.config.wait_timeout_s))
-        if self.start_hook is None:
-            return None
-        return self.start_hook(self, role, index)
 
     @property
     def parties(self) -> int:

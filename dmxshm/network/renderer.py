@@ -17,29 +17,26 @@ sensor and the time each was made.
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Any
 
 import numpy as np
 
 from dmxshm.errors import RingClosedError, RingTimeoutError
-from dmxshm.logs import LogPart
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
 from dmxshm.network.plan import ObsLink, Plan
 from dmxshm.network.results import RendererResult
-from dmxshm.pngio import write_png
-from dmxshm.proc.outcome import Terminated
+from dmxshm.network.role import Role, run_role
+from dmxshm.network.taps.log import SampleLog
+from dmxshm.network.taps.record import Recorder
+from dmxshm.network.taps.view import SampleImages
 from dmxshm.shm.ring import Ring
-from dmxshm.view.rings import OBS_HZ, Throttle
-from dmxshm.world.state import yaw_of
 from dmxshm.world.renderers import adopt_probe
+from dmxshm.world.state import yaw_of
 from dmxshm.world.world import World
 
 SENSORS = ("camera", "imu", "encoders", "tof")
-CONTACT_FRAMES = 8  # frames per robot kept for the contact sheet
-CONTACT_WIDTH_PX = 160
 
 
 class _Sensing:
@@ -97,256 +94,177 @@ def next_tick(due_at: float, now: float, period: float) -> tuple[float, int]:
     return due_at + (behind + 1) * period, behind
 
 
-class ViewObs:
-    """A renderer's side of the live view: its robots' newest images and its sensor
-    counts, a few times a second, in an overwrite ring nobody waits on."""
+class Renderer(Role[RendererResult]):
+    """Renderer ``index`` (see the module docstring): its loop makes sensor samples and
+    sends them; the log, the live view's feed and recording are its taps."""
 
-    def __init__(self, plan: Plan, index: int, role: str) -> None:
-        port = f"view.obs.{index}"
-        self.ring = (Ring.attach(plan.ring(port), side="writer", role=role)
-                     if plan.has(port) else None)
-        self.throttle = Throttle(OBS_HZ)
-        self.slot = np.zeros((), self.ring.dtype) if self.ring is not None else None
-        robots = plan.renderer_robots[index]
-        self.where = {r: j for j, r in enumerate(robots)}
-        if self.slot is not None:
-            self.slot["robots"] = robots
-        self.due = False
+    kind = "renderer"
 
-    def start(self) -> bool:
-        """Whether this tick is one to show (then :meth:`take` its links, :meth:`send`)."""
-        self.due = self.ring is not None and self.throttle.due()
-        return self.due
+    def attach(self) -> None:
+        cfg, plan, index = self.cfg, self.plan, self.index
+        # With a camera process (realtime), this renderer draws nothing: no EGL here.
+        renders = cfg.camera_wh is not None and not cfg.camera_processes
+        if renders:
+            adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
+        self.world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
+                                    substeps=cfg.substeps,
+                                    renderer=cfg.renderer_used if renders else "tiny"))
+        self.robots = plan.renderer_robots[index]
+        self.state_ring = self.port(f"state.renderer.{index}", "reader")
+        self.links = plan.links_of_renderer(index)
+        self.obs_rings = [self.ring(link.ring, "writer") for link in self.links]
+        # Realtime with a camera: the images come from this renderer's camera process.
+        self.camera_ring = (self.port(f"camera.{index}", "reader", spin_us=None)
+                            if plan.has(f"camera.{index}") else None)
+        self.sensing = _Sensing(cfg, self.world)
+        self.recorder = Recorder(cfg.record_dir if cfg.camera_wh else None, cfg.record_every,
+                                 cfg.camera[0], tuple(r for link in self.links
+                                                      for r in link.robots),
+                                 "step" if cfg.mode == "gym" else "frame")
+        view = f"view.obs.{index}"
+        self.tap([SampleLog(cfg.log, self.name) if cfg.log else None,
+                  SampleImages(plan.ring(view), self.robots, self.name)
+                  if plan.has(view) else None,
+                  self.recorder])
+        self.steps = 0
+        self.elapsed_s = 0.0
+        self.missed: dict[str, int] = {}
 
-    def take(self, link_robots: tuple[int, ...], obs: np.ndarray) -> None:
-        if self.due and "camera" in (obs.dtype.names or ()):
-            assert self.slot is not None
-            for j, robot in enumerate(link_robots):
-                self.slot["camera"][self.where[robot]] = obs["camera"][j]
+    def loop(self) -> RendererResult:
+        if self.cfg.mode == "gym":
+            self._gym()
+        else:
+            self._realtime()
+        return self._result()
 
-    def send(self, step: int, produced: dict[str, int], missed: dict[str, int]) -> None:
-        if not self.due:
+    def partial(self, result: RendererResult | None) -> RendererResult:
+        if result is not None:
+            return result
+        # Stopped in its loop: what it produced (the contact sheet's frames are not kept).
+        return RendererResult(steps=min(self.sensing.produced.values()),
+                              render_s=self.sensing.render_s, produced=self.sensing.produced,
+                              frames={}, recorded=0, elapsed_s=self.elapsed_s)
+
+    def finish(self, result: RendererResult) -> RendererResult:
+        for ring in self.obs_rings:
+            ring.close_writer()
+        return result
+
+    def _result(self) -> RendererResult:
+        return RendererResult(steps=self.steps, render_s=self.sensing.render_s,
+                              produced=self.sensing.produced, frames=self.recorder.frames,
+                              recorded=self.recorder.count, elapsed_s=self.elapsed_s,
+                              missed=self.missed)
+
+    def _gym(self) -> None:
+        cfg, world, sensing, taps = self.cfg, self.world, self.sensing, self.taps
+        sources = list(zip(self.links, self.obs_rings, strict=True))
+        timeout_s = cfg.wait_timeout_s
+        produced = sensing.produced
+        while True:
+            try:
+                st = self.state_ring.read(timeout_s)
+            except RingClosedError:
+                break
+            states = st["robots"]
+            t0 = time.perf_counter()
+            world.set_state(states)
+            sensing.render_s += time.perf_counter() - t0
+            k = int(st["step"])
+            sim_time_s = float(st["sim_time_s"])
+            for link, ring in sources:
+                with ring.writing(timeout_s) as slot:
+                    slot["step"] = k
+                    obs = slot["obs"]
+                    sensing.fill(obs, link.robots, states, k, sim_time_s, SENSORS)
+                    taps.samples(k, sim_time_s, link.robots, obs, SENSORS)
+            for name in SENSORS:
+                produced[name] += 1
+            taps.sent(k, produced, {})
+            self.steps += 1
+
+    def _realtime(self) -> None:
+        cfg, state_ring, camera_ring = self.cfg, self.state_ring, self.camera_ring
+        # The sensors this loop times and makes itself; with a camera process the
+        # camera's images arrive ready, each new one sent at once.
+        sensors = [s for s in SENSORS
+                   if s != "camera" or (cfg.camera_wh and camera_ring is None)]
+        where = {r: j for j, r in enumerate(self.robots)}
+        period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
+        obs = [np.zeros((), ring.dtype) for ring in self.obs_rings]  # newest of every sensor
+        for o in obs:
+            for s in SENSORS:
+                if f"{s}_time_s" in o.dtype["obs"].base.names:
+                    o["obs"][f"{s}_time_s"] = -1.0
+        sources = list(zip(obs, self.links, self.obs_rings, strict=True))
+        self.missed = missed = dict.fromkeys(sensors, 0)
+        if camera_ring is not None:
+            missed["camera"] = 0
+        try:
+            st = state_ring.read(cfg.wait_timeout_s)  # the engine's first state starts the clocks
+        except RingClosedError:
             return
-        slot = self.slot
-        assert slot is not None and self.ring is not None
-        slot["wall_time_s"], slot["step"] = time.time(), step
-        slot["produced"] = [produced.get(s, 0) for s in SENSORS]
-        slot["missed"] = [missed.get(s, 0) for s in SENSORS]
-        self.ring.write(slot)
-        self.due = False
+        t0 = time.monotonic()
+        due_at = dict.fromkeys(sensors, t0)
+        try:
+            self._sense(t0, st, due_at, sensors, period, sources, where)
+        finally:  # the sensors' rates count from the first state, stopped or not
+            self.elapsed_s = time.monotonic() - t0
 
-    def close(self) -> None:
-        if self.ring is not None:
-            self.ring.close_writer()
-            self.ring.close()
+    def _sense(self, t0: float, st: np.void, due_at: dict[str, float], sensors: list[str],
+               period: dict[str, float], sources: list[tuple[np.ndarray, ObsLink, Ring]],
+               where: dict[int, int]) -> None:
+        """Realtime: each sensor at its own rate, from the newest state, until the end."""
+        world, sensing, taps = self.world, self.sensing, self.taps
+        state_ring, camera_ring = self.state_ring, self.camera_ring
+        produced, missed = sensing.produced, self.missed
+        while True:
+            newer = state_ring.try_read(newest=True)
+            if newer is not None:
+                st = newer
+            elif state_ring.closed:
+                break
+            now = time.monotonic()
+            due = tuple(s for s in sensors if due_at[s] <= now)
+            frame = camera_ring.try_read(newest=True) if camera_ring is not None else None
+            if not due and frame is None:
+                wait_s = max(min(due_at.values()) - now, 0.0)
+                if camera_ring is not None and not camera_ring.closed:
+                    # Wake for the next sensor tick or a new image, whichever comes first:
+                    # each image goes out as soon as it is made.
+                    try:
+                        frame = camera_ring.read(wait_s, newest=True)
+                    except (RingTimeoutError, RingClosedError):
+                        continue
+                else:
+                    time.sleep(wait_s)
+                    continue
+            states = st["robots"]
+            if due:
+                world.set_state(states)
+            k = int(st["step"])
+            sim_time_s = float(st["sim_time_s"])
+            for o, link, ring in sources:
+                o["step"] = k
+                sensing.fill(o["obs"], link.robots, states, k, sim_time_s, due)
+                if frame is not None:  # the camera process's newest images
+                    for j, robot in enumerate(link.robots):
+                        o["obs"]["camera"][j] = frame["camera"][where[robot]]
+                        o["obs"]["camera_time_s"][j] = frame["sim_time_s"]
+                ring.write(o)
+                # (a camera process logs and records its own frames: not due here)
+                taps.samples(k, sim_time_s, link.robots, o["obs"], due)
+            if frame is not None:  # forwarded; the camera process counts its frames
+                produced["camera"] += 1
+                missed["camera"] = int(frame["missed"])
+            for s in due:
+                produced[s] += 1
+                due_at[s], behind = next_tick(due_at[s], now, period[s])
+                missed[s] += behind
+            taps.sent(k, produced, missed)
+            self.steps += 1
 
 
 def run_renderer(plan: Plan, index: int) -> RendererResult:
-    """Main loop of renderer ``index``; returns its part of the summary."""
-    cfg = plan.config
-    role = f"renderer-{index}"
-    # With a camera process (realtime), this renderer draws nothing: no EGL here.
-    renders = cfg.camera_wh is not None and not cfg.camera_processes
-    if renders:
-        adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
-    world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s, substeps=cfg.substeps,
-                  renderer=cfg.renderer_used if renders else "tiny")
-    state_ring = Ring.attach(plan.ring(f"state.renderer.{index}"), side="reader", role=role,
-                             spin_us=plan.spin_us)
-    links = plan.links_of_renderer(index)
-    obs_rings = [Ring.attach(link.ring, side="writer", role=role, spin_us=plan.spin_us)
-                 for link in links]
-    sensing = _Sensing(cfg, world)
-    part = LogPart(cfg.log, role) if cfg.log else None
-    view = ViewObs(plan, index, role)
-    # Realtime with a camera: the images come from this renderer's camera process.
-    camera_ring = (Ring.attach(plan.ring(f"camera.{index}"), side="reader", role=role)
-                   if plan.has(f"camera.{index}") else None)
-    try:
-        plan.wait_for_start("renderer", index)
-        started = time.monotonic()
-        try:
-            if cfg.mode == "gym":
-                result = _gym_loop(cfg, world, state_ring, links, obs_rings, sensing, part, view)
-            else:
-                result = _realtime_loop(cfg, world, state_ring, links, obs_rings, sensing, part,
-                                        view, camera_ring, plan.renderer_robots[index])
-        except Terminated as exc:  # stopped: what it produced still reaches the summary
-            exc.partial = RendererResult(
-                steps=min(sensing.produced.values()), render_s=sensing.render_s,
-                produced=sensing.produced, frames={}, recorded=0,
-                elapsed_s=time.monotonic() - started)
-            raise
-        for ring in obs_rings:
-            ring.close_writer()
-        return RendererResult(render_s=sensing.render_s, produced=sensing.produced, **result)
-    finally:
-        if part is not None:
-            part.close()
-        view.close()
-        for ring in (state_ring, *obs_rings, *([camera_ring] if camera_ring else [])):
-            ring.close()
-        world.close()
-
-
-class Recorder:
-    """Writes camera frames as PNG and keeps a few for the contact sheet."""
-
-    def __init__(self, cfg: Any, robots: tuple[int, ...], unit: str) -> None:
-        self.dir = cfg.record_dir if cfg.camera_wh else None
-        self.every = cfg.record_every
-        self.unit = unit  # "step" (gym) or "frame" (realtime: camera frames)
-        # Per robot: (small frame, engine step, simulated time), for the contact sheet.
-        self.frames: dict[int, list[tuple[np.ndarray, int, float]]] = {r: [] for r in robots}
-        self.pending: list[tuple[str, np.ndarray]] = []
-        self.count = 0
-        # Frames on the contact sheet are at most this wide (every n-th pixel).
-        self.stride = max(1, -(-cfg.camera[0] // CONTACT_WIDTH_PX))
-        if self.dir:
-            os.makedirs(self.dir, exist_ok=True)
-
-    def maybe(self, k: int, link_robots: tuple[int, ...], obs: np.ndarray) -> None:
-        """Copy the frames of tick ``k`` if it is one to record (cheap)."""
-        if not self.dir or k % self.every:
-            return
-        for j, robot in enumerate(link_robots):
-            frame = obs["camera"][j].copy()
-            self.pending.append((f"robot{robot:02d}_{self.unit}{k:06d}.png", frame))
-            kept = self.frames[robot]
-            kept.append((frame[::self.stride, ::self.stride].copy(), int(obs["step"][j]),
-                         float(obs["camera_time_s"][j])))
-            if len(kept) > CONTACT_FRAMES:  # keep frames spread over the whole run
-                del kept[1::2]
-
-    def flush(self) -> None:
-        """Encode and write the copied frames (after the slots are released)."""
-        for name, frame in self.pending:
-            write_png(os.path.join(self.dir or ".", name), frame)
-            self.count += 1
-        self.pending.clear()
-
-
-def _gym_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
-              obs_rings: list[Ring], sensing: _Sensing,
-              part: LogPart | None = None, view: ViewObs | None = None) -> dict[str, Any]:
-    recorder = Recorder(cfg, tuple(r for link in links for r in link.robots), "step")
-    logged: list[tuple[tuple[int, ...], np.ndarray]] = []
-    steps = 0
-    while True:
-        try:
-            st = state_ring.read(cfg.wait_timeout_s)
-        except RingClosedError:
-            break
-        states = st["robots"]
-        t0 = time.perf_counter()
-        world.set_state(states)
-        sensing.render_s += time.perf_counter() - t0
-        k = int(st["step"])
-        show = view is not None and view.start()
-        for link, ring in zip(links, obs_rings, strict=True):
-            with ring.writing(cfg.wait_timeout_s) as slot:
-                slot["step"] = k
-                sensing.fill(slot["obs"], link.robots, states, k, float(st["sim_time_s"]),
-                             SENSORS)
-                recorder.maybe(k, link.robots, slot["obs"])
-                if part is not None:  # logged once the slot is released
-                    logged.append((link.robots, slot["obs"].copy()))
-                if show:
-                    view.take(link.robots, slot["obs"])  # type: ignore[union-attr]
-        recorder.flush()
-        if part is not None:
-            wall_ns = time.time_ns()
-            for robots, obs in logged:
-                part.sensors(robots, obs, SENSORS, wall_ns)
-            logged.clear()
-        for name in SENSORS:
-            sensing.produced[name] += 1
-        if show:
-            view.send(k, sensing.produced, {})  # type: ignore[union-attr]
-        steps += 1
-    return {"steps": steps, "frames": recorder.frames, "recorded": recorder.count}
-
-
-def _realtime_loop(cfg: Any, world: World, state_ring: Ring, links: list[ObsLink],
-                   obs_rings: list[Ring], sensing: _Sensing,
-                   part: LogPart | None = None, view: ViewObs | None = None,
-                   camera_ring: Ring | None = None,
-                   robots: tuple[int, ...] = ()) -> dict[str, Any]:
-    recorder = Recorder(cfg, tuple(r for link in links for r in link.robots), "frame")
-    # The sensors this loop times and makes itself; with a camera process the
-    # camera's images arrive ready, each new one sent at once.
-    sensors = [s for s in SENSORS if s != "camera" or (cfg.camera_wh and camera_ring is None)]
-    where = {r: j for j, r in enumerate(robots)}
-    camera_missed = 0
-    period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
-    obs = [np.zeros((), ring.dtype) for ring in obs_rings]  # newest value of every sensor
-    for o in obs:
-        for s in SENSORS:
-            if f"{s}_time_s" in o.dtype["obs"].base.names:
-                o["obs"][f"{s}_time_s"] = -1.0
-    try:
-        st = state_ring.read(cfg.wait_timeout_s)  # the engine's first state starts the clocks
-    except RingClosedError:
-        return {"steps": 0, "frames": recorder.frames, "recorded": 0, "elapsed_s": 0.0}
-    t0 = time.monotonic()
-    due_at = dict.fromkeys(sensors, t0)
-    missed = dict.fromkeys(sensors, 0)
-    events = 0
-    while True:
-        newer = state_ring.try_read(newest=True)
-        if newer is not None:
-            st = newer
-        elif state_ring.closed:
-            break
-        now = time.monotonic()
-        due = tuple(s for s in sensors if due_at[s] <= now)
-        frame = camera_ring.try_read(newest=True) if camera_ring is not None else None
-        if not due and frame is None:
-            wait_s = max(min(due_at.values()) - now, 0.0)
-            if camera_ring is not None and not camera_ring.closed:
-                # Wake for the next sensor tick or a new image, whichever comes first:
-                # each image goes out as soon as it is made.
-                try:
-                    frame = camera_ring.read(wait_s, newest=True)
-                except (RingTimeoutError, RingClosedError):
-                    continue
-            else:
-                time.sleep(wait_s)
-                continue
-        states = st["robots"]
-        if due:
-            world.set_state(states)
-        k = int(st["step"])
-        for o, link, ring in zip(obs, links, obs_rings, strict=True):
-            o["step"] = k
-            sensing.fill(o["obs"], link.robots, states, k, float(st["sim_time_s"]), due)
-            if frame is not None:  # the camera process's newest images
-                for j, robot in enumerate(link.robots):
-                    o["obs"]["camera"][j] = frame["camera"][where[robot]]
-                    o["obs"]["camera_time_s"][j] = frame["sim_time_s"]
-            ring.write(o)
-            if "camera" in due:  # (a camera process records its own frames)
-                recorder.maybe(sensing.produced["camera"], link.robots, o["obs"])
-        recorder.flush()
-        if frame is not None:  # forwarded; the camera process logs and counts its frames
-            sensing.produced["camera"] += 1
-            camera_missed = int(frame["missed"])
-        if part is not None:
-            wall_ns = time.time_ns()
-            for o, link in zip(obs, links, strict=True):
-                part.sensors(link.robots, o["obs"], due, wall_ns)
-        for s in due:
-            sensing.produced[s] += 1
-            due_at[s], behind = next_tick(due_at[s], now, period[s])
-            missed[s] += behind
-        if view is not None and view.start():  # the newest of every sensor, a few times a second
-            for o, link in zip(obs, links, strict=True):
-                view.take(link.robots, o["obs"])
-            view.send(k, sensing.produced, missed | ({"camera": camera_missed}
-                                                     if camera_ring is not None else {}))
-        events += 1
-    elapsed = time.monotonic() - t0
-    if camera_ring is not None:
-        missed["camera"] = camera_missed
-    return {"steps": events, "frames": recorder.frames, "recorded": recorder.count,
-            "elapsed_s": elapsed, "missed": missed}
+    """Main function of renderer ``index``; returns its part of the summary."""
+    return run_role(Renderer(plan, index))

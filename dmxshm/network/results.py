@@ -18,8 +18,8 @@ class EngineResult:
     late by construction; with a realtime spine the spine expires commands and
     keeps the schedule (its report has them).
 
-    ``start_hook`` is what the plan's start hook returned in the engine (see
-    :class:`~dmxshm.network.plan.StartHook`; ``dmxshm bench network``'s floor).
+    ``taps`` is what the taps the network was given report in the engine, by name
+    (:class:`~dmxshm.network.taps.TapSpec`; ``dmxshm bench network``'s floor).
     """
 
     steps: int
@@ -38,7 +38,7 @@ class EngineResult:
     final_poses: list[list[float]] = field(default_factory=list)
     cmd_drops: int = 0
     state_drops: int = 0
-    start_hook: Any = None
+    taps: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

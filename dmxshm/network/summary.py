@@ -32,9 +32,10 @@ class Summary:
     semaphores), counted once. With profiling on, ``processes`` holds one
     row per process (see :meth:`dmxshm.profiling.Profiler.processes`) and
     ``profile`` the sampling itself: interval, CPU% timeline per process,
-    the shared-memory objects and the sampler's own cost. ``start_hook`` is
-    what the plan's start hook returned in the engine (``dmxshm bench
-    network``: the floor's seconds per round; None in a plain run).
+    the shared-memory objects and the sampler's own cost. ``taps`` is what
+    the taps the network was given report in the engine, by name (``dmxshm
+    bench network``: ``{"floor": seconds per round}``; empty in a plain run;
+    the JSON's ``start_hook``, null when empty).
     ``received_commands`` counts the commands that reached each robot, and
     ``first_rejections`` describes each robot's first rejected one.
     ``busy_us`` is each process's own work per step, in microseconds (the
@@ -85,7 +86,7 @@ class Summary:
     shm_bytes: int = 0
     processes: list[dict[str, Any]] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
-    start_hook: Any = None
+    taps: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     busy_us: dict[str, float] = field(default_factory=dict)
     received_commands: list[int] = field(default_factory=list)
@@ -95,7 +96,10 @@ class Summary:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
         # NaN (a figure without data) as null: the file is valid JSON for any reader.
-        return no_nan({"schema_version": SCHEMA_VERSION, **asdict(self)})
+        # The given taps' reports keep the schema's name of version 1, start_hook.
+        fields = {("start_hook" if k == "taps" else k): (v or None if k == "taps" else v)
+                  for k, v in asdict(self).items()}
+        return no_nan({"schema_version": SCHEMA_VERSION, **fields})
 
 
 def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
@@ -195,7 +199,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         sensor_ticks=ticks,
         renderer=cfg.renderer_used,
         renderer_device=egl_device() if cfg.renderer_used == "egl" else None,
-        start_hook=eng.start_hook, received_commands=eng.received_commands,
+        taps=eng.taps, received_commands=eng.received_commands,
         busy_us={name: b / steps * 1e6 for name, b in busy_s.items()},
         busy_fraction={name: b / max(eng.wall_time_s, 1e-9) for name, b in busy_s.items()},
         first_rejections=eng.first_rejections,

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dmxshm import logs
@@ -32,7 +32,6 @@ from dmxshm.network.config import NetworkConfig, role_name
 from dmxshm.network.engine import run_engine
 from dmxshm.network.plan import (
     Plan,
-    StartHook,
     cmd_slot_dtype,
     make_plan,
     obs_slot_dtype,
@@ -40,6 +39,7 @@ from dmxshm.network.plan import (
 )
 from dmxshm.network.renderer import run_renderer
 from dmxshm.network.summary import Summary, summarize
+from dmxshm.network.taps import TapSpec
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Supervisor
 from dmxshm.proc.watch import WATCH_INTERVAL_S, Watch, explain
@@ -207,13 +207,17 @@ class Network:
 
     Args:
         config: what the run is made of.
-        start_hook: work every process does right after the start gate
-            (benchmarks only; see :class:`~dmxshm.network.plan.StartHook`).
+        taps: taps to add to the run's processes, beside the built-in ones
+            (:class:`~dmxshm.network.taps.TapSpec`: a benchmark's floor, a test's
+            counter); what each reports in the engine is ``Summary.taps[name]``.
     """
 
-    def __init__(self, config: NetworkConfig, start_hook: StartHook | None = None) -> None:
+    def __init__(self, config: NetworkConfig, taps: Sequence[TapSpec] = ()) -> None:
         self.config = config
-        self.start_hook = start_hook
+        self.taps = tuple(taps)
+        names = [spec.name for spec in self.taps]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two taps of one name: {names}")
         self.registry: Registry | None = None
         self.plan: Plan | None = None
         self.supervisor = Supervisor()
@@ -246,8 +250,8 @@ class Network:
         self.registry = reg = Registry()
         try:
             self.plan = plan = self._create_rings(reg, make_plan(cfg))
-            if self.start_hook is not None:
-                self.start_hook.prepare(plan, reg)
+            for spec in self.taps:
+                spec.prepare(plan, reg)
             for role, index in cfg.processes():
                 name = role_name(role, index)
                 # The spine's handlers only record a stop: it goes to SHUTDOWN and sends
@@ -322,7 +326,7 @@ class Network:
         ports.update({"view.meta": view[0].name, "view.state": view[1].name})
         ports.update({f"view.obs.{r}": ring.name for r, ring in enumerate(view[2:])})
         return dataclasses.replace(plan, links=tuple(links), rings=ports,
-                                   start_barrier=start.name, start_hook=self.start_hook)
+                                   start_barrier=start.name, taps=self.taps)
 
     def _catch_sigterm(self) -> None:
         # SIGTERM must unwind like Ctrl-C so that close() runs. Only from the
@@ -498,14 +502,14 @@ class Network:
         return True
 
 
-def run(config: NetworkConfig, *, start_hook: StartHook | None = None,
+def run(config: NetworkConfig, *, taps: Sequence[TapSpec] = (),
         on_progress: Callable[[int], None] | None = None,
         on_profile: Callable[[Profiler], None] | None = None) -> Summary:
     """One whole run, what ``dmxshm run`` does: start, watch, summarise, tear down.
 
     Args:
         config: the run.
-        start_hook: work every process does after the start gate (benchmarks).
+        taps: taps added to the run's processes (:class:`~dmxshm.network.taps.TapSpec`).
         on_progress: called with the engine's step count while it runs.
         on_profile: with ``config.profile``, called after each sample.
 
@@ -513,5 +517,5 @@ def run(config: NetworkConfig, *, start_hook: StartHook | None = None,
         NetworkError: a process died or raised; names it and the cause.
         ConfigError, AgentError, MapError: the run could not start.
     """
-    with Network(config, start_hook=start_hook) as net:
+    with Network(config, taps=taps) as net:
         return net.run(on_progress, on_profile)
