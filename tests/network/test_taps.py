@@ -1,0 +1,127 @@
+"""Taps: added to a run from outside, without touching a role, and called at their
+declared points only (dmxshm.network.taps)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dmxshm.network import Network, NetworkConfig
+from dmxshm.network.taps import Tap, Taps
+from dmxshm.shm.names import list_entries
+
+RUN_TIMEOUT_S = 120
+
+
+class _Counts(Tap):
+    """Counts what the engine shows it: each published state, each applied command."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+        self.applied: list[int] = []
+        self.ended_at: int | None = None
+
+    def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
+        self.seen.append(step)
+
+    def commands(self, step: int, sim_time_s: float, applied: np.ndarray,
+                 expired: np.ndarray | None) -> None:
+        self.applied.append(step)
+
+    def end(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
+        self.ended_at = step
+
+    def result(self) -> dict[str, Any]:
+        return {"states": self.seen, "commands": self.applied, "ended_at": self.ended_at}
+
+
+@dataclass(frozen=True)
+class CountStates:
+    """A tap given to a network from a test: one per engine, none elsewhere."""
+
+    name: str = "count"
+
+    def prepare(self, plan: Any, registry: Any) -> None:
+        """Nothing to create."""
+
+    def __call__(self, plan: Any, role: str, index: int) -> Tap | None:
+        return _Counts() if role == "engine" else None
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+@pytest.mark.parametrize("robots,agents", [(1, 1), (3, 2)])
+def test_a_tap_added_from_outside_sees_every_published_state_once(robots: int,
+                                                                  agents: int) -> None:
+    cfg = NetworkConfig(robots=robots, agents=agents, camera=(0, 0), steps=25,
+                        wait_timeout_s=5.0)
+    with Network(cfg, taps=[CountStates()]) as net:
+        summary = net.run()
+    counted = summary.taps["count"]
+    # Once per step for every robot at once, in order: states 0..24, commands 0..24.
+    assert counted["states"] == list(range(25))
+    assert counted["commands"] == list(range(25))
+    assert counted["ended_at"] == summary.steps == 25
+    assert summary.to_dict()["start_hook"] == {"count": counted}
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_plain_run_reports_no_given_taps() -> None:
+    with Network(NetworkConfig(camera=(0, 0), steps=5, wait_timeout_s=5.0)) as net:
+        summary = net.run()
+    assert summary.taps == {}
+    assert summary.to_dict()["start_hook"] is None
+
+
+def test_two_given_taps_of_one_name_are_refused() -> None:
+    with pytest.raises(ValueError, match="two taps of one name"):
+        Network(NetworkConfig(), taps=[CountStates(), CountStates()])
+
+
+class _StatesOnly(Tap):
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
+        self.log.append(f"state {step}")
+
+    def close(self) -> None:
+        self.log.append("closed states")
+
+
+class _Broken(Tap):
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def close(self) -> None:
+        self.log.append("closed broken")
+        raise RuntimeError("cannot close")
+
+
+def test_only_the_points_a_tap_overrides_are_watched() -> None:
+    log: list[str] = []
+    taps = Taps([_StatesOnly(log), None])
+    assert taps.watched("state") and not taps.watched("samples") and not taps.watched("end")
+    taps.state(3, 0.1, np.zeros(1))
+    taps.samples(3, 0.1, (0,), np.zeros(1), ("imu",))  # nobody watches: nothing happens
+    assert log == ["state 3"]
+
+
+def test_every_tap_is_closed_last_first_even_when_one_fails() -> None:
+    log: list[str] = []
+    taps = Taps([_StatesOnly(log), _Broken(log)])
+    with pytest.raises(RuntimeError, match="cannot close"):
+        taps.close()
+    assert log == ["closed broken", "closed states"]
+
+
+def test_a_role_finds_its_built_in_taps_by_type() -> None:
+    taps = Taps([_StatesOnly([])])
+    assert isinstance(taps.get(_StatesOnly), _StatesOnly)
+    assert taps.find(_Broken) is None
+    with pytest.raises(LookupError, match="_Broken"):
+        taps.get(_Broken)
