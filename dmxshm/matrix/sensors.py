@@ -37,7 +37,7 @@ from dmxshm.world.world import GRAVITY_M_S2
 __all__ = [
     "CAMERA_RATE_HZ", "DEFAULT_RATES_HZ", "ENCODER_RATE_HZ", "ENCODER_TICKS_PER_REV",
     "IMU_RATE_HZ", "TOF_MOUNT_M", "TOF_RATE_HZ", "Camera", "CameraError", "TimeOfFlight",
-    "encoders", "imu", "obs_dtype",
+    "encoders", "encoders_many", "imu", "imu_many", "obs_dtype",
 ]
 
 CAMERA_RATE_HZ = 30.0
@@ -90,6 +90,33 @@ def imu(state_row: np.void) -> tuple[np.ndarray, np.ndarray]:
             (rot.T @ state_row["ang_vel_rad_s"]).astype(np.float32))
 
 
+def imu_many(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`imu` of many robots at once: ``(n, 3)`` float32 accelerations and angular
+    velocities from ``n`` state records (one numpy pass, not one per robot).
+
+    Example:
+        >>> from dmxshm.world.state import ROBOT_STATE_DTYPE
+        >>> s = np.zeros(2, ROBOT_STATE_DTYPE)
+        >>> s["quat_xyzw"] = [0.0, 0.0, 0.0, 1.0]
+        >>> s["ang_vel_rad_s"][1] = [0.0, 0.0, 0.5]
+        >>> acc, gyro = imu_many(s)
+        >>> acc[:, 2].tolist(), gyro[1].tolist()
+        ([9.8100004196167, 9.8100004196167], [0.0, 0.0, 0.5])
+    """
+    q = rows["quat_xyzw"]
+    x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    # The columns of the robot-to-world rotation are the rows of its transpose.
+    rot_t = np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 2 * (x * z - y * w)], -1),
+        np.stack([2 * (x * y - z * w), 1 - 2 * (x * x + z * z), 2 * (y * z + x * w)], -1),
+        np.stack([2 * (x * z + y * w), 2 * (y * z - x * w), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+    specific = rows["lin_acc_m_s2"] + (0.0, 0.0, GRAVITY_M_S2)
+    acc = np.einsum("nij,nj->ni", rot_t, specific)
+    gyro = np.einsum("nij,nj->ni", rot_t, rows["ang_vel_rad_s"])
+    return acc.astype(np.float32), gyro.astype(np.float32)
+
+
 def encoders(state_row: np.void) -> np.ndarray:
     """Cumulative encoder ticks of the left and right wheel (int64, may be negative).
 
@@ -102,6 +129,20 @@ def encoders(state_row: np.void) -> np.ndarray:
     """
     revolutions = state_row["wheel_angle_rad"] / (2 * math.pi)
     # A hair of slack so that exactly n revolutions reads n * 135, not one less.
+    return np.floor(revolutions * ENCODER_TICKS_PER_REV + 1e-9).astype(np.int64)
+
+
+def encoders_many(rows: np.ndarray) -> np.ndarray:
+    """:func:`encoders` of many robots at once: ``(n, 2)`` int64 from ``n`` state records.
+
+    Example:
+        >>> from dmxshm.world.state import ROBOT_STATE_DTYPE
+        >>> s = np.zeros(2, ROBOT_STATE_DTYPE)
+        >>> s["wheel_angle_rad"][1] = [2 * np.pi, -np.pi]
+        >>> encoders_many(s).tolist()
+        [[0, 0], [135, -68]]
+    """
+    revolutions = rows["wheel_angle_rad"] / (2 * math.pi)
     return np.floor(revolutions * ENCODER_TICKS_PER_REV + 1e-9).astype(np.int64)
 
 
@@ -134,6 +175,17 @@ class TimeOfFlight:
         """
         return self.measure_pose(client, tuple(state_row["pos_m"].tolist()),
                                  quat_matrix(tuple(state_row["quat_xyzw"].tolist())))
+
+    def measure_many(self, client: int, rows: np.ndarray) -> list[float]:
+        """:meth:`measure` of many robots (state records), in one batch of rays."""
+        starts, ends = [], []
+        for pos, quat in zip(rows["pos_m"].tolist(), rows["quat_xyzw"].tolist(), strict=True):
+            rot = quat_matrix(tuple(quat))
+            starts.append(to_world(rot, pos, self.mount_m))
+            ends.append(to_world(rot, pos, (self.mount_m[0] + self.max_range_m,
+                                            *self.mount_m[1:])))
+        hits = pb.rayTestBatch(starts, ends, numThreads=1, physicsClientId=client)
+        return [self.max_range_m if hit[0] < 0 else hit[2] * self.max_range_m for hit in hits]
 
     def measure_pose(self, client: int, pos: tuple[float, ...],
                      rot: tuple[tuple[float, ...], ...]) -> float:

@@ -24,7 +24,7 @@ import numpy as np
 
 from dmxshm.errors import RingClosedError, RingTimeoutError
 from dmxshm.matrix.camera import Camera
-from dmxshm.matrix.sensors import TimeOfFlight, encoders, imu
+from dmxshm.matrix.sensors import TimeOfFlight, encoders_many, imu_many
 from dmxshm.network.plan import ObsLink, Plan
 from dmxshm.network.results import RendererResult
 from dmxshm.network.role import Role, run_role
@@ -49,37 +49,46 @@ class _Sensing:
         self.tof = TimeOfFlight()
         self.render_s = 0.0
         self.produced = dict.fromkeys(SENSORS, 0)
+        self._index: dict[tuple[int, ...], np.ndarray] = {}
 
     def fill(self, obs: np.ndarray, robots: tuple[int, ...], states: np.ndarray,
              step: int, sim_time_s: float, due: tuple[str, ...]) -> None:
-        """Update the ``due`` sensors of ``robots`` in ``obs`` (one record each)."""
+        """Update the ``due`` sensors of ``robots`` in ``obs`` (one record each): each
+        sensor for every robot at once (one numpy pass, one batch of rays), the
+        camera robot by robot."""
         t0 = time.perf_counter()
         client = self.world.client
         obs["step"] = step
         obs["sim_time_s"] = sim_time_s
-        has_lane = "lane" in (obs.dtype.names or ())
-        for j, robot in enumerate(robots):
-            row = states[robot]
-            if "camera" in due and self.camera is not None:
-                self.camera.render(client, row, out=obs["camera"][j])
-                obs["camera_time_s"][j] = sim_time_s
-            if "imu" in due:
-                acc, gyro = imu(row)
-                obs["imu"][j, :3] = acc
-                obs["imu"][j, 3:] = gyro
-                obs["imu_time_s"][j] = sim_time_s
-            if "encoders" in due:
-                obs["encoders"][j] = encoders(row)
-                obs["encoders_time_s"][j] = sim_time_s
-            if "tof" in due:
-                obs["tof_m"][j] = self.tof.measure(client, row)
-                obs["tof_time_s"][j] = sim_time_s
-            if has_lane:
-                x, y = row["pos_m"][:2]
-                lane = self.world.road_map.lane_pose(float(x), float(y),
-                                                     float(yaw_of(row["quat_xyzw"])))
+        rows = states[self._rows(robots)]
+        if "camera" in due and self.camera is not None:
+            for j, robot in enumerate(robots):
+                self.camera.render(client, states[robot], out=obs["camera"][j])
+            obs["camera_time_s"] = sim_time_s
+        if "imu" in due:
+            acc, gyro = imu_many(rows)
+            obs["imu"][:, :3] = acc
+            obs["imu"][:, 3:] = gyro
+            obs["imu_time_s"] = sim_time_s
+        if "encoders" in due:
+            obs["encoders"] = encoders_many(rows)
+            obs["encoders_time_s"] = sim_time_s
+        if "tof" in due:
+            obs["tof_m"] = self.tof.measure_many(client, rows)
+            obs["tof_time_s"] = sim_time_s
+        if "lane" in (obs.dtype.names or ()):
+            lane_pose = self.world.road_map.lane_pose
+            xy = rows["pos_m"][:, :2].tolist()
+            for j, yaw in enumerate(yaw_of(rows["quat_xyzw"]).tolist()):
+                lane = lane_pose(xy[j][0], xy[j][1], yaw)
                 obs["lane"][j] = (lane.offset_m, lane.heading_err_rad, float(lane.on_road))
         self.render_s += time.perf_counter() - t0
+
+    def _rows(self, robots: tuple[int, ...]) -> np.ndarray:
+        index = self._index.get(robots)
+        if index is None:
+            index = self._index[robots] = np.array(robots, np.intp)
+        return index
 
 
 def next_tick(due_at: float, now: float, period: float) -> tuple[float, int]:
@@ -109,6 +118,8 @@ class Renderer(Role[RendererResult]):
         self.world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
                                     substeps=cfg.substeps,
                                     renderer=cfg.renderer_used if renders else "tiny"))
+        # Without a camera here, the scene serves the time of flight's rays: poses only.
+        self.mirror = self.world.set_state if renders else self.world.set_poses
         self.robots = plan.renderer_robots[index]
         self.state_ring = self.port(f"state.renderer.{index}", "reader")
         self.links = plan.links_of_renderer(index)
@@ -168,7 +179,7 @@ class Renderer(Role[RendererResult]):
                 break
             states = st["robots"]
             t0 = time.perf_counter()
-            world.set_state(states)
+            self.mirror(states)
             sensing.render_s += time.perf_counter() - t0
             k = int(st["step"])
             sim_time_s = float(st["sim_time_s"])
@@ -241,7 +252,7 @@ class Renderer(Role[RendererResult]):
                     continue
             states = st["robots"]
             if due:
-                world.set_state(states)
+                self.mirror(states)
             k = int(st["step"])
             sim_time_s = float(st["sim_time_s"])
             for o, link, ring in sources:

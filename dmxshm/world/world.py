@@ -300,6 +300,27 @@ class World:
                 pb.resetJointState(body, joint, angle, rate, physicsClientId=c)
         self._state = states.copy()
 
+    def set_poses(self, states: np.ndarray) -> None:
+        """Put the robots' bodies at the poses of ``states``, nothing else: for a world
+        that only looks (ray tests of the time-of-flight sensor), never steps and never
+        draws (a camera sees the wheels turn: use :meth:`set_state`). A third of
+        :meth:`set_state`'s cost.
+
+        Raises:
+            WorldError: wrong dtype or shape.
+        """
+        if states.dtype != ROBOT_STATE_DTYPE or states.shape != (self.num_robots,):
+            raise WorldError(f"set_poses needs shape ({self.num_robots},) of "
+                             f"ROBOT_STATE_DTYPE, got shape {states.shape} of {states.dtype}")
+        c = self.client
+        rows = np.ascontiguousarray(states).view(np.float64).reshape(-1, _STATE_FLOATS)
+        for body, row in zip(self.robot_ids, rows[:, :7].tolist(), strict=True):
+            px, py, pz, x, y, z, w = row
+            ox, oy, oz = _com_offset(x, y, z, w)
+            pb.resetBasePositionAndOrientation(body, (px + ox, py + oy, pz + oz), (x, y, z, w),
+                                               physicsClientId=c)
+        self._state = states.copy()
+
     def contacts(self) -> list[tuple[int, int]]:
         """Pairs ``(i, j)``, ``i < j``, of robots touching after the last step, sorted."""
         pairs = set()
