@@ -93,6 +93,7 @@ from dmxshm.batch.worker import (
     RESET,
     STEP,
     Arrays,
+    BatchPorts,
     fields,
     render_shape,
     run_worker,
@@ -218,23 +219,22 @@ class DmxVectorEnv(VectorEnv):
                 "batch", Arrays.size(num_envs, self._fields, workers, render, self._final))
             self._arrays = Arrays(seg, num_envs, self._fields, workers, render, self._final)
             self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
-            names = {"arrays": seg.name}
-            names["ready"] = make_name(self._registry.token, "batch.ready")
-            self._ready = self._registry.create_semaphore(names["ready"], 0)
-            names["done"] = make_name(self._registry.token, "batch.done")
-            self._done = self._registry.create_semaphore(names["done"], 0)
-            self._go: list[Any] = []
-            for w in range(workers):
-                name = make_name(self._registry.token, f"batch.go.{w}")
-                self._go.append(self._registry.create_semaphore(name, 0))
-                names[f"go.{w}"] = name
+            token = self._registry.token
+            ports = BatchPorts(arrays=seg.name, ready=make_name(token, "batch.ready"),
+                               done=make_name(token, "batch.done"),
+                               go=tuple(make_name(token, f"batch.go.{w}")
+                                        for w in range(workers)))
+            self._ready = self._registry.create_semaphore(ports.ready, 0)
+            self._done = self._registry.create_semaphore(ports.done, 0)
+            self._go: list[Any] = [self._registry.create_semaphore(name, 0)
+                                   for name in ports.go]
             bounds = np.array_split(np.arange(num_envs), workers)
             self._owner = np.repeat(np.arange(workers), [len(b) for b in bounds]).tolist()
             self._collector = Collector(self._arrays.views,
                                         [(int(b[0]), int(b[-1]) + 1) for b in bounds])
             for w, block in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
-                    f"batch-{w}", run_worker, w, names, int(block[0]), int(block[-1]) + 1,
+                    f"batch-{w}", run_worker, w, ports, int(block[0]), int(block[-1]) + 1,
                     num_envs, workers, kwargs, os.getpid(), self._spin_s, mode.value,
                     egl_device()))
             self._profiler: Profiler | None = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -66,6 +67,25 @@ def render_shape(n: int, env_kwargs: dict[str, Any]) -> tuple[int, ...] | None:
         return None
     width, height = env_kwargs["camera"]
     return (min(n, RENDER_ENVS), height, width, 3)
+
+
+@dataclass(frozen=True)
+class BatchPorts:
+    """The shared-memory objects of a batch, by what they are for (names of each).
+
+    ``arrays``: the segment every array lives in (:class:`Arrays`); ``ready``: the
+    asynchronous API's wake-up of the parent; ``done``: the last worker's post
+    when a whole-shard command is finished; ``go``: each worker's command post.
+    """
+
+    arrays: str
+    ready: str
+    done: str
+    go: tuple[str, ...]
+
+    def semaphores(self) -> list[str]:
+        """Every semaphore's name."""
+        return [self.ready, self.done, *self.go]
 
 
 class Arrays:
@@ -233,7 +253,7 @@ class Shard:
         self.announcer.announce(envs)
 
 
-def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, workers: int,
+def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers: int,
                env_kwargs: dict[str, Any], parent_pid: int, spin_s: float,
                mode: str = NEXT_STEP, egl_device: str | None = None) -> None:
     """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``.
@@ -251,15 +271,15 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
     envs: list[DuckieLaneEnv] = []
     try:
         envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]
-        seg = Segment.attach(names["arrays"])
+        seg = Segment.attach(ports.arrays)
         render = render_shape(n, env_kwargs)
         arrays = Arrays(seg, n, fields(envs[0].observation_space), workers, render,
                         final=mode == SAME_STEP)
         v = arrays.views
-        go = posix_ipc.Semaphore(names[f"go.{index}"])
-        done = posix_ipc.Semaphore(names["done"])
+        go = posix_ipc.Semaphore(ports.go[index])
+        done = posix_ipc.Semaphore(ports.done)
         finished = v["finished"]
-        shard = Shard(index, lo, hi, v, envs, render, posix_ipc.Semaphore(names["ready"]),
+        shard = Shard(index, lo, hi, v, envs, render, posix_ipc.Semaphore(ports.ready),
                       mode)
         last_sequence = 0
 
@@ -305,4 +325,4 @@ def run_worker(index: int, names: dict[str, str], lo: int, hi: int, n: int, work
             # It died without unlinking (SIGKILL: a killed Ray actor, the OOM
             # killer). Every worker gets here (death signal, or the liveness
             # check above); whichever is first removes the batch's objects.
-            unlink_names([names["arrays"]], [n for k, n in names.items() if k != "arrays"])
+            unlink_names([ports.arrays], ports.semaphores())
