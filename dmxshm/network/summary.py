@@ -192,7 +192,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         expired_commands=spine.expired_commands if spine is not None else eng.expired_commands,
         timing=timing,
         lane=eng.lane, recorded_frames=recorded, contact_sheet=sheet,
-        spine=asdict(spine) if spine is not None else {},
+        spine=spine.to_dict() if spine is not None else {},  # the typed report, as JSON
         late_steps=eng.late_steps,
         max_lag_s=float(eng.max_lag_s) if eng.max_lag_s is not None else None,
         missed_sensor_ticks=missed,

@@ -43,7 +43,7 @@ from dmxshm.network.taps import TapSpec
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Supervisor
 from dmxshm.proc.watch import WATCH_INTERVAL_S, Watch, explain
-from dmxshm.profiling import Profiler, shm_sizes, steal_s
+from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
@@ -384,7 +384,6 @@ class Network:
             self.start()
         assert self.plan is not None
         sup = self.supervisor
-        steal_at_start = steal_s()
         try:
             self._watch(on_progress, on_profile)
         except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: tell what was done
@@ -401,9 +400,6 @@ class Network:
             print(f"dmxshm: warning: {name} did not finish: it was still in its policy "
                   f"{END_GRACE_S:g} s after the run's end and was stopped; its robots' "
                   "commands expired.", file=sys.stderr, flush=True)
-        if summary.spine and steal_at_start is not None:
-            # Was the machine itself off the CPU while the spine overran?
-            summary.spine["host_steal_s"] = steal_s() - steal_at_start  # type: ignore[operator]
         if self.registry is not None:
             summary.shm_bytes = sum(shm_sizes(self.registry.names).values())
         if self.profiler is not None:
