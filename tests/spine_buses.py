@@ -20,6 +20,7 @@ from dmxshm.proc.gate import wait_for_start
 from dmxshm.settings import START_TIMEOUT_S
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.can import BusResult
+from dmxshm.spine.gate import party
 
 REPLIES = 30  # CAN cycles answered before the bus fails: acting has begun by then
 
@@ -27,7 +28,7 @@ REPLIES = 30  # CAN cycles answered before the bus fails: acting has begun by th
 def _serve(names: dict[str, str], deaf: bool) -> BusResult:
     cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
     reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
-    wait_for_start(names["start"], party=1, role="can-bus")
+    wait_for_start(names["start"], party=party("can-bus"), role="can-bus")
     out = np.zeros((), reply.dtype)
     replies = 0
     try:

@@ -12,7 +12,7 @@ newest action there is, reuses it until it is too old, then sends stops.
 The agent also measures its round trip through the spine: from writing an
 action to reading the first observation published after it.
 
-:class:`AgentLink` is the spine's side of the link.
+:class:`AgentLink` is the spine's side of the link, one :class:`AgentSide`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -51,6 +51,37 @@ class AgentResult:
     failed: str | None = None
 
 
+class AgentSide(Protocol):
+    """Where a spine's actions come from, when not from its built-in planner: an
+    agent that answers its observations (:class:`AgentLink`), or a network's
+    agents (:class:`~dmxshm.spine.agent_commands.AgentCommands`).
+
+    Attributes:
+        observes: its actions answer the observations it is published (the
+            loop records that observation with the action); False: they do
+            not, and a frame's observation is the newest reply held at its send.
+        started: it sent something (it starts the spine).
+        expired: actions dropped for being too old.
+    """
+
+    observes: bool
+    started: bool
+
+    @property
+    def expired(self) -> int: ...
+
+    def publish(self, k: int, obs_cycle: int, t_obs: float, state: State) -> None:
+        """Tell the agent of cycle ``k``'s observation and of the spine's state."""
+
+    def take(self, answer_to: int | None = None, until: float = -math.inf
+             ) -> np.ndarray | None:
+        """The action to send now (a record with ``obs_cycle``, ``t_obs``,
+        ``t_act`` and ``wheels_rad_s``), or None: a stop."""
+
+    def forget(self) -> None:
+        """Drop the last action (RESET): only a fresh one is sent."""
+
+
 class AgentLink:
     """The spine's side of the agent link: observations out, actions in.
 
@@ -59,9 +90,12 @@ class AgentLink:
     until it is ``timeout_s`` old; then the spine sends stops.
 
     Attributes:
+        observes: True: the agent answers the observations the spine publishes it.
         started: an action has come (the agent starts the spine by sending one).
         expired: actions dropped for being too old.
     """
+
+    observes = True
 
     def __init__(self, names: dict[str, str], timeout_s: float) -> None:
         self.obs = Ring.attach(names["agent_obs"], side="writer", role="spine")

@@ -1,4 +1,5 @@
-"""A standalone spine run's configuration, and its errors."""
+"""The spine's configuration: what its loop needs (:class:`LoopSettings`), a standalone
+run's (:class:`SpineConfig`), and a standalone run's errors."""
 
 from __future__ import annotations
 
@@ -72,6 +73,44 @@ class SpineBusError(SpineShutDown):
     The spine went to SHUTDOWN at once and tried to send its stop commands,
     which the bus could not confirm; the message names the bus and what failed.
     """
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What the loop needs of its run (:meth:`SpineConfig.loop_settings`, or a network spine's).
+
+    Attributes:
+        frequency_hz: the spine's frequency (1/T).
+        schedule: ``after-action`` or ``after-sleep``.
+        stop_cycles: stop commands sent before acting and before ending.
+        acting_cycles: IDLE and ACT cycles to run, then SHUTDOWN.
+        start_limit: with an agent, the most SEND_STOPS cycles to wait for it.
+        bus_timeout_s: the longest the spine waits for its bus (a reply, room for a command).
+        plan_s: the plan's time T_p (the built-in planner works it; an agent
+            that answers observations has it to answer).
+        wheel_speed_rad_s: what the built-in planner commands.
+    """
+
+    frequency_hz: float
+    schedule: str
+    stop_cycles: int
+    acting_cycles: int
+    start_limit: int
+    bus_timeout_s: float
+    plan_s: float
+    wheel_speed_rad_s: float = 0.0
+
+    @property
+    def shutdown_cycles(self) -> int:
+        """SHUTDOWN cycles: after-sleep sends each action one cycle after planning
+        it, so one more cycle makes its last ``stop_cycles`` sends all stops."""
+        return self.stop_cycles + int(self.schedule == "after-sleep")
+
+    @property
+    def most_cycles(self) -> int:
+        """The most cycles a loop runs: its stops until its agent starts it (at
+        most ``start_limit``), a reset, the acting cycles, the shutdown stops."""
+        return self.start_limit + 1 + self.acting_cycles + self.shutdown_cycles
 
 
 @dataclass(frozen=True)
@@ -163,6 +202,17 @@ class SpineConfig:
                 resolve_policy(self.agent)  # a bad agent fails here, not in a child
             except DmxError as exc:
                 raise SpineError(str(exc)) from None
+
+    def loop_settings(self) -> LoopSettings:
+        """What the loop needs of this run: it waits ``timeout_s`` for its bus, and
+        as long (after its stops) for its agent to start it."""
+        return LoopSettings(
+            frequency_hz=self.frequency_hz, schedule=self.schedule,
+            stop_cycles=self.stop_cycles,
+            acting_cycles=int(round(self.duration_s * self.frequency_hz)),
+            start_limit=self.stop_cycles + int(self.timeout_s * self.frequency_hz),
+            bus_timeout_s=self.timeout_s, plan_s=self.plan_s,
+            wheel_speed_rad_s=self.wheel_speed_rad_s)
 
     @property
     def reply_at(self) -> float:

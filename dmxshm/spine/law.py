@@ -20,7 +20,35 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 SCHEDULES = ("after-action", "after-sleep")
+
+
+@dataclass(frozen=True)
+class Law:
+    """The latency law from the configuration alone (nothing measured), in seconds.
+
+    Attributes:
+        schedule: the schedule it is the law of.
+        reply_at_s: the configured T_o it takes.
+        send_minus_obs_s: t_send - t_obs.
+        send_minus_act_s: t_send - t_act (None: no law, as with an agent).
+    """
+
+    schedule: str
+    reply_at_s: float
+    send_minus_obs_s: float
+    send_minus_act_s: float | None
+
+    @classmethod
+    def of(cls, schedule: str, period_s: float, plan_s: float, reply_at_s: float,
+           agent: bool = False) -> Law:
+        """The law of a ``dmxshm spine`` run (:func:`predicted`); with an agent,
+        t_send - t_act has none (t_act is when the agent wrote its answer)."""
+        p = predicted(schedule, period_s, plan_s, reply_at_s)
+        return cls(schedule, reply_at_s, p["send_minus_obs_s"],
+                   None if agent else p["send_minus_act_s"])
 
 
 def predicted(schedule: str, period_s: float, plan_s: float, reply_at_s: float) -> dict[str, float]:

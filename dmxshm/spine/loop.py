@@ -1,7 +1,7 @@
 """The spine's cycle, in Vulp's order, for both schedules.
 
 Each cycle: (1) build the observation from the latest servo replies, (2)
-take the action (plan), (3) wait for the CAN cycle started in the previous
+take the action (plan), (3) collect the CAN cycle started in the previous
 cycle and keep its replies, (4) start the next CAN cycle with the new
 commands. The schedules order these steps differently:
 
@@ -11,11 +11,18 @@ commands. The schedules order these steps differently:
   CAN cycle starts at the tick with the action planned in the previous
   cycle, and runs while the spine plans.
 
+The loop drives a :class:`~dmxshm.spine.bus.Bus`: a ``dmxshm spine`` bus
+process (:class:`~dmxshm.spine.bus.CanLink`), or a network's engine
+(:class:`~dmxshm.spine.engine_bus.EngineBus`). Its actions come from the
+built-in planner or an agent side: an agent that answers the spine's
+observations (:class:`~dmxshm.spine.agent.AgentLink`), or a network's agents
+(:class:`~dmxshm.spine.agent_commands.AgentCommands`).
+
 The spine sends stop commands for ``stop_cycles`` cycles before it acts and
 again before it ends, and never waits for anything but the bus.
 
 Every end goes through SHUTDOWN (:mod:`~dmxshm.spine.state_machine`); the
-loop never raises. A bus that falls silent (no reply within ``timeout_s``),
+loop never raises. A bus that falls silent (no reply within its timeout),
 dies or refuses a command sends the spine to SHUTDOWN in that very cycle,
 whose command becomes a stop. The spine then still tries to send its stops,
 each waiting at most half a period for room, since they cannot be confirmed;
@@ -28,18 +35,23 @@ import gc
 import math
 import time
 import traceback
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.agent import AgentLink
+from dmxshm.spine.agent import AgentLink, AgentSide
+from dmxshm.spine.bus import Bus, CanLink
 from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
+from dmxshm.spine.config import LoopSettings, SpineConfig
 from dmxshm.spine.gate import party
 from dmxshm.spine.records import RECORD_DTYPE
+from dmxshm.spine.result import SpineResult
 from dmxshm.spine.state_machine import ShutdownReason, State, StateMachine
 
 START_DELAY_S = 0.01  # from the end of the start gate to the first tick
@@ -57,9 +69,11 @@ _stop_requested: int | None = None  # the signal that asked for a stop
 
 
 def request_stop(signum: int, frame: object) -> None:
-    """Signal handler: only record; the loop moves to SHUTDOWN and sends stops."""
+    """Signal handler: only record (the first signal: Ctrl-C, then its SIGTERM, is a
+    Ctrl-C); the loop moves to SHUTDOWN and sends stops."""
     global _stop_requested
-    _stop_requested = signum
+    if _stop_requested is None:
+        _stop_requested = signum
 
 
 class Observation(NamedTuple):
@@ -75,7 +89,7 @@ class Command(NamedTuple):
     t_act: float  # when it was computed (the end of its plan)
     act_cycle: int  # the cycle whose plan computed it
     obs: Observation  # the observation it answers
-    wheels_rad_s: np.ndarray  # the servo commands
+    wheels_rad_s: np.ndarray  # the servo commands (one pair, or one per robot)
     acted: bool  # an action, not a stop
 
 
@@ -96,89 +110,65 @@ class Step(NamedTuple):
     sent: Command
 
 
-_STOP = np.zeros(2)
+_STOP = np.zeros(2)  # every robot's stop: a bus broadcasts one pair to all
 _NOTHING = Command(math.nan, -1, Observation(), _STOP, False)  # after-sleep's first cycle
 _FAILED_STEP = Step(math.nan, math.nan, math.nan, _NOTHING)
 
 
-@dataclass(frozen=True)
-class SpineResult:
-    """What the spine did, returned by :func:`run_spine` to its supervisor.
-
-    Attributes:
-        cycles: cycles run (one record each).
-        acting_cycles: cycles in ACT.
-        skipped_cycles: clock ticks missed.
-        states: cycles run in each state, by state name.
-        shutdown_reason: why it went to SHUTDOWN.
-        stop_signal: the signal that stopped it, if one did.
-        bus_error: how the bus failed (it fell silent, died or refused a
-            command), if it did: the stops could not all be confirmed.
-        error: the traceback of a step that raised, if one did.
-        unsent_commands: commands the bus did not take (their ``t_send`` is NaN).
-        expired_actions: agent actions dropped for being too old.
-        agent_started: its agent started it (None: no agent).
-        scheduling: the scheduling policy it got.
-    """
-
-    cycles: int
-    acting_cycles: int
-    skipped_cycles: int
-    states: dict[str, int]
-    shutdown_reason: ShutdownReason
-    stop_signal: int | None = None
-    bus_error: str | None = None
-    error: str | None = None
-    unsent_commands: int = 0
-    expired_actions: int = 0
-    agent_started: bool | None = None
-    scheduling: str = ""
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """A real-time loop takes no garbage-collection pauses: collect, then none until
+    the end."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
-def run_spine(cfg: Any, names: dict[str, str]) -> SpineResult:
+def run_spine(cfg: SpineConfig, names: dict[str, str]) -> SpineResult:
     """Main process of the spine: attach, wait at the start gate, run :class:`SpineLoop`."""
     scheduling = ask_realtime() if cfg.realtime_priority else "SCHED_OTHER (not asked)"
-    cmd = Ring.attach(names["cmd"], side="writer", role="spine", spin_us=0)
-    reply = Ring.attach(names["reply"], side="reader", role="spine", spin_us=REPLY_POLL_US)
+    bus = CanLink(Ring.attach(names["cmd"], side="writer", role="spine", spin_us=0),
+                  Ring.attach(names["reply"], side="reader", role="spine",
+                              spin_us=REPLY_POLL_US))
     records = Ring.attach(names["records"], side="writer", role="spine")
     agent = AgentLink(names, cfg.action_timeout_s) if cfg.agent else None
     wait_for_start(names["start"], party=party("spine"), role="spine")
-    gc.collect()
-    gc.disable()  # a real-time loop takes no garbage-collection pauses
     try:
-        return replace(SpineLoop(cfg, cmd, reply, records, agent).run(), scheduling=scheduling)
+        with no_gc():
+            done = SpineLoop(cfg.loop_settings(), bus, records, agent).run()
+        return replace(done, scheduling=scheduling)
     finally:
-        gc.enable()
         if agent is not None:
             agent.close()
-        for ring in (cmd, reply, records):
-            ring.close()
+        bus.close()
+        records.close()
 
 
 class SpineLoop:
     """The spine's loop: its state, and the steps of a cycle as methods.
 
     Args:
-        cfg: the run (a :class:`~dmxshm.spine.run.SpineConfig`).
-        cmd: ring of CAN commands to the bus (writer side).
-        reply: ring of the bus's replies (reader side).
+        settings: the run.
+        bus: the bus it drives.
         records: ring of the per-cycle records (writer side).
-        agent: the link to an agent, or None for the built-in planner.
+        agent: the agent side, or None for the built-in planner.
+        history: also keep each cycle's record here, by cycle (the records
+            ring holds the newest only); :attr:`LoopSettings.most_cycles` long.
     """
 
-    def __init__(self, cfg: Any, cmd: Ring, reply: Ring, records: Ring,
-                 agent: AgentLink | None = None) -> None:
-        self.cfg = cfg
-        self.cmd, self.reply, self.records, self.agent = cmd, reply, records, agent
-        self.period_s = 1.0 / cfg.frequency_hz
-        self.after_sleep = cfg.schedule == "after-sleep"
+    def __init__(self, settings: LoopSettings, bus: Bus, records: Ring,
+                 agent: AgentSide | None = None, history: np.ndarray | None = None) -> None:
+        self.settings = settings
+        self.bus, self.records, self.agent, self.history = bus, records, agent, history
+        self.period_s = 1.0 / settings.frequency_hz
+        self.after_sleep = settings.schedule == "after-sleep"
+        self.observed = agent is None or agent.observes
         self.machine = StateMachine(
-            stop_cycles=cfg.stop_cycles,
-            acting_cycles=int(round(cfg.duration_s * cfg.frequency_hz)),
-            # after-sleep sends each action one cycle after planning it: one more
-            # cycle at the end, so that the last stop_cycles sends are all stops.
-            shutdown_cycles=cfg.stop_cycles + int(self.after_sleep),
-            start_limit=cfg.stop_cycles + int(cfg.timeout_s * cfg.frequency_hz),
+            stop_cycles=settings.stop_cycles, acting_cycles=settings.acting_cycles,
+            shutdown_cycles=settings.shutdown_cycles, start_limit=settings.start_limit,
             has_agent=agent is not None)
         self.clock = SynchronousClock(self.period_s, start=time.perf_counter() + START_DELAY_S)
         self.latest = Observation()  # from the last CAN cycle collected
@@ -187,9 +177,9 @@ class SpineLoop:
         # start, reply, end of the CAN cycle collected; when the spine began to
         # collect it, and when its replies reached the spine
         self.can = np.full(5, math.nan)
+        self.can_cycle = -1  # the cycle that started the CAN cycle collected
         self.unsent = 0
-        self._forward = np.full(2, cfg.wheel_speed_rad_s)  # the built-in planner's action
-        self._slot = np.zeros((), cmd.dtype)
+        self._forward = np.full(2, settings.wheel_speed_rad_s)  # the built-in planner's action
         self._rec = np.zeros((), RECORD_DTYPE)
 
     def run(self) -> SpineResult:
@@ -204,6 +194,7 @@ class SpineLoop:
                 agent.forget()
             t_tick = self.clock.wait_for_next_tick()
             self.can[:] = math.nan
+            self.can_cycle = -1
             try:
                 if agent is not None and machine.state is State.SEND_STOPS:
                     agent.take()  # an agent starts the spine by sending anything
@@ -215,7 +206,7 @@ class SpineLoop:
             self._record(k, t_tick, step)
             k += 1
         self._collect()  # the last CAN cycle: its replies confirm the last stop
-        self.cmd.close_writer()
+        self.bus.end()
         self.records.close_writer()
         return self._result(k)
 
@@ -246,7 +237,7 @@ class SpineLoop:
         if not machine.acting:
             return Plan(start, start, Command(start, k, obs, _STOP, False))
         if agent is None:  # the built-in planner works T_p
-            end = spin_until_time(start + self.cfg.plan_s)
+            end = spin_until_time(start + self.settings.plan_s)
             machine.planned(True)
             return Plan(start, end, Command(end, k, obs, self._forward, True))
         # The agent plans in the spine's planning time: its answer to this
@@ -256,7 +247,7 @@ class SpineLoop:
         # end earlier, and the next cycle's step 3 would wait for the one
         # after it, each a little later (T - T_c is only 100 us at 1 kHz):
         # measured, such sends drifted by tens of us a cycle into a skipped tick.
-        until = start + self.cfg.plan_s
+        until = start + self.settings.plan_s
         action = agent.take(answer_to=obs.cycle, until=until)
         end = spin_until_time(until)
         machine.planned(action is not None)
@@ -270,28 +261,28 @@ class SpineLoop:
     def _collect(self) -> None:
         """Step 3: the replies of the CAN cycle started last cycle.
 
-        It waits up to ``timeout_s`` for them; a bus that already failed is
-        not waited for. A failure sends the spine to SHUTDOWN.
+        It waits up to the bus timeout for them (a bus that is never waited
+        for gives what it has); a bus that already failed is not waited for.
+        A failure sends the spine to SHUTDOWN.
         """
         started_in, self.inflight = self.inflight, None
         if started_in is None:
             return
         collect_start = time.perf_counter()
+        wait_s = self.settings.bus_timeout_s if self.machine.bus_error is None else None
         try:
-            if self.machine.bus_error is None:
-                r = self.reply.read(self.cfg.timeout_s)
-            elif (late := self.reply.try_read()) is not None:
-                r = late
-            else:
-                return
+            r = self.bus.collect(wait_s)
         except DmxError as exc:
             self.machine.fail(ShutdownReason.BUS, f"no reply to the CAN cycle started in "
                                                   f"cycle {started_in}: "
                                                   f"{type(exc).__name__}: {exc}")
             return
+        if r is None:
+            return
         seen = time.perf_counter()
-        self.latest = Observation(int(r["cycle"]), float(r["t_reply"]))
-        self.can[:] = (r["t_start"], r["t_reply"], r["t_end"], collect_start, seen)
+        self.latest = Observation(r.cycle, r.t_reply)
+        self.can[:] = (r.t_start, r.t_reply, r.t_end, collect_start, seen)
+        self.can_cycle = r.cycle
 
     def _send(self, k: int, command: Command) -> tuple[Command, float]:
         """Step 4: start the next CAN cycle with ``command``.
@@ -303,15 +294,13 @@ class SpineLoop:
         failed = machine.bus_error is not None or machine.error is not None
         if command.acted and failed:
             command = command._replace(wheels_rad_s=_STOP, acted=False)
-        wait_s = self.cfg.timeout_s if machine.bus_error is None else \
+        if not self.observed:  # the observation behind the frame: the newest reply
+            command = command._replace(obs=self.latest)
+        wait_s = self.settings.bus_timeout_s if machine.bus_error is None else \
             FAILED_BUS_WAIT_PERIODS * self.period_s
-        slot = self._slot
         t_send = time.perf_counter()
-        slot["cycle"] = k
-        slot["t_send"] = t_send
-        slot["wheels_rad_s"] = command.wheels_rad_s
         try:
-            self.cmd.write(slot, wait_s)
+            self.bus.send(k, t_send, command.wheels_rad_s, wait_s)
         except DmxError as exc:
             self.unsent += 1
             machine.fail(ShutdownReason.BUS, f"the command of cycle {k} was not taken: "
@@ -332,6 +321,7 @@ class SpineLoop:
         rec["t_obs"] = sent.obs.t_reply
         rec["plan_start"] = step.plan_start
         rec["plan_end"] = step.plan_end
+        rec["can_cycle"] = self.can_cycle
         (rec["can_start"], rec["can_reply"], rec["can_end"], rec["collect_start"],
          rec["can_seen"]) = self.can
         rec["period_s"] = clock.measured_period_s
@@ -339,8 +329,11 @@ class SpineLoop:
         rec["skipped"] = clock.skipped
         rec["stopping"] = int(not sent.acted)  # a stop, not an action, was sent
         rec["state"] = int(self.machine.state)
-        rec["wheels_rad_s"] = sent.wheels_rad_s
+        wheels = sent.wheels_rad_s  # with a command per robot, the first robot's
+        rec["wheels_rad_s"] = wheels if wheels.ndim == 1 else wheels[0]
         self.records.write(rec)
+        if self.history is not None and k < len(self.history):
+            self.history[k] = rec
 
     def _result(self, cycles: int) -> SpineResult:
         machine, agent = self.machine, self.agent

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,7 +37,8 @@ from dmxshm.spine.config import (
     SpineStopped,
 )
 from dmxshm.spine.gate import parties
-from dmxshm.spine.loop import SpineResult, request_stop, run_spine
+from dmxshm.spine.law import Law
+from dmxshm.spine.loop import request_stop, run_spine
 from dmxshm.spine.records import (
     AGENT_ACTION_DTYPE,
     AGENT_OBS_DTYPE,
@@ -45,7 +46,8 @@ from dmxshm.spine.records import (
     CAN_REPLY_DTYPE,
     RECORD_DTYPE,
 )
-from dmxshm.spine.report import no_nan, percentile, report
+from dmxshm.spine.report import measure, no_nan, percentile
+from dmxshm.spine.result import SpineResult
 from dmxshm.spine.state_machine import State
 
 __all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError",
@@ -171,8 +173,12 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
             records.close()
     recs = np.array(rows, dtype=RECORD_DTYPE) if rows else np.zeros(0, RECORD_DTYPE)
     done = results.spine
-    rep = report(cfg, recs, done, (spine_cpu, bus_cpu))
-    rep = no_nan(rep)
+    # CPU time the hypervisor gave to others during the run, summed over CPUs:
+    # tells overruns of a virtual machine's own descheduling from the spine's.
+    steal_now = steal_s()
+    rep = report(cfg, recs, done, (spine_cpu, bus_cpu),
+                 host_steal_s=None if steal_at_start is None or steal_now is None
+                 else steal_now - steal_at_start)
     if cfg.agent:
         agent = results.agent if results.agent is not None else AgentResult()
         rtt = np.array(agent.round_trips_s)
@@ -185,15 +191,8 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
             "round_trip_us": {"p50": percentile(rtt * 1e6, 50), "p99": percentile(rtt * 1e6, 99),
                               "samples": len(rtt)},
         }
-    rep["schema_version"] = JSON_SCHEMA_VERSION  # docs/json.md
-    rep["states"] = done.states
     rep["bus_scheduling"] = results.bus.scheduling if results.bus is not None else None
     rep["shm_bytes"] = shm_bytes
-    # CPU time the hypervisor gave to others during the run, summed over CPUs:
-    # tells overruns of a virtual machine's own descheduling from the spine's.
-    steal_now = steal_s()
-    rep["host_steal_s"] = (None if steal_at_start is None or steal_now is None
-                           else steal_now - steal_at_start)
     if profiler is not None:
         profiler.stop()
         prof = profiler.report()
@@ -201,6 +200,19 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         rep["profile"] = prof
     _raise_unless_done(cfg, done, spine.pid, bus.pid, rep, recs, results.bus_failure)
     return SpineRun(rep, recs)
+
+
+def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
+           cpus: tuple[int, int | None], host_steal_s: float | None = None) -> dict[str, Any]:
+    """The JSON report of a run (``dmxshm spine --json``, docs/json.md): its
+    :class:`~dmxshm.spine.report.SpineReport` with the law of ``cfg``'s
+    configuration alone, and the run's configuration; NaN (no data) as null."""
+    law = Law.of(cfg.schedule, 1.0 / cfg.frequency_hz, cfg.plan_s, cfg.reply_at,
+                 agent=bool(cfg.agent))
+    figures = measure(recs, spine, law, frequency_hz=cfg.frequency_hz, cpu=cpus[0],
+                      round_trips=bool(cfg.agent), host_steal_s=host_steal_s)
+    return no_nan({"schema_version": JSON_SCHEMA_VERSION, **figures.to_dict(),
+                   "actuation": cfg.actuation, "bus_cpu": cpus[1], "config": asdict(cfg)})
 
 
 def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_pid: int,

@@ -1,4 +1,4 @@
-"""The spine loop in this process, over rings that stand in for the bus: a step that
+"""The spine loop in this process, over a bus in this process: a step that
 raises sends the spine to SHUTDOWN; the loop still sends its stops and never raises."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from dmxshm.spine.bus import BusReply
 from dmxshm.spine.loop import SpineLoop
-from dmxshm.spine.records import CAN_CMD_DTYPE, CAN_REPLY_DTYPE
 from dmxshm.spine.run import SpineConfig
 from dmxshm.spine.state_machine import ShutdownReason, State
 
@@ -20,30 +20,23 @@ BROKEN_CYCLE = 12  # acting by then: 5 stops, a reset, then actions
 
 
 class InstantBus:
-    """The command and reply rings of a bus that answers each command at once."""
+    """A bus (:class:`~dmxshm.spine.bus.Bus`) that answers each command at once."""
 
     def __init__(self, broken_cycle: int) -> None:
         self.broken_cycle = broken_cycle
         self.taken: list[tuple[int, np.ndarray]] = []  # (cycle, wheels) of each command
-        self.replies: list[np.ndarray] = []
-        self.dtype = CAN_CMD_DTYPE
+        self.replies: list[BusReply] = []
 
-    def write(self, slot: np.ndarray, timeout_s: float) -> None:
-        if int(slot["cycle"]) == self.broken_cycle:
+    def send(self, cycle: int, t_send: float, wheels_rad_s: np.ndarray, wait_s: float) -> None:
+        if cycle == self.broken_cycle:
             raise ValueError("a bug in a step, on purpose")
-        self.taken.append((int(slot["cycle"]), slot["wheels_rad_s"].copy()))
-        reply = np.zeros((), CAN_REPLY_DTYPE)
-        reply["cycle"] = slot["cycle"]
-        reply["t_start"] = reply["t_reply"] = reply["t_end"] = slot["t_send"]
-        self.replies.append(reply)
+        self.taken.append((cycle, wheels_rad_s.copy()))
+        self.replies.append(BusReply(cycle, t_send, t_send, t_send))
 
-    def read(self, timeout_s: float) -> np.ndarray:
-        return self.replies.pop(0)
-
-    def try_read(self) -> np.ndarray | None:
+    def collect(self, wait_s: float | None) -> BusReply | None:
         return self.replies.pop(0) if self.replies else None
 
-    def close_writer(self) -> None:
+    def end(self) -> None:
         pass
 
 
@@ -62,7 +55,7 @@ class Records:
 def test_a_step_that_raises_shuts_the_spine_down_with_its_stops(schedule: str) -> None:
     cfg = replace(CFG, schedule=schedule)
     bus, records = InstantBus(BROKEN_CYCLE), Records()
-    result = SpineLoop(cfg, bus, bus, records).run()  # type: ignore[arg-type]  # never raises
+    result = SpineLoop(cfg.loop_settings(), bus, records).run()  # type: ignore[arg-type]  # never raises
     recs = np.array(records.rows)
     assert result.shutdown_reason is ShutdownReason.ERROR
     assert result.error is not None and f"cycle {BROKEN_CYCLE}" in result.error
