@@ -8,7 +8,7 @@ any process starts.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,6 +248,33 @@ class NetworkConfig:
             # In a child process: where EGL fails, the plugin ends its process. Its
             # result travels to the renderers in this config (they need not probe again).
             object.__setattr__(self, "_egl_device", probe_egl())
+
+    def unused_fields(self, given: Iterable[str]) -> list[tuple[str, str, str]]:
+        """The fields of ``given`` (those the caller set) that have no effect in this
+        run, each as ``(field, where it applies, why)``; where it applies is a mode
+        (``gym``, ``realtime``) or ``spine`` (a realtime run with ``spine``). A caller
+        refuses them, or says so: ``dmxshm run`` refuses such an option typed, and
+        notes one set from the environment.
+
+        Example:
+            >>> NetworkConfig(mode="gym").unused_fields(["steps", "duration_s"])
+            [('duration_s', 'realtime', 'a gym run lasts --steps steps')]
+        """
+        mode_only = {
+            "steps": ("gym", "a realtime run lasts --duration seconds"),
+            "duration_s": ("realtime", "a gym run lasts --steps steps"),
+            "sensor_rates_hz": ("realtime", "in gym mode every sensor produces once a step"),
+            "command_timeout_s": ("realtime", "in gym mode every step waits for every command"),
+            "spine_reply_at_s": ("realtime", "a gym spine is the engine's lockstep pipeline, "
+                                             "with no frames to reply to")}
+        unused = []
+        for name in given:
+            only, why = mode_only.get(name, (self.mode, ""))
+            if only != self.mode:
+                unused.append((name, only, why))
+            elif name == "spine_reply_at_s" and not self.spine_process:
+                unused.append((name, "spine", "it is the network spine's T_o"))
+        return unused
 
     @property
     def egl_device(self) -> str | None:
