@@ -7,7 +7,8 @@ message per robot per step, an expired command as zeros). Replay re-runs
 the same map, seed, robots and physics step in gym mode, where an agent
 answers each step with the command recorded for that step, and compares the
 trajectory digest with the recorded run's: equal means the replay went
-through the same states, bit for bit.
+through the same states, bit for bit. :func:`replay` returns a
+:class:`ReplayResult` that carries that verdict (``digest_equal``).
 
 A realtime run through the spine (``--spine``) is replayed physics only, in
 this process: its physics steps are the spine's CAN cycles, each logged
@@ -27,18 +28,23 @@ replay's own, beside a small agent file (:data:`AGENT_FILE`) that subclasses
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.logs import CONFIG_TOPIC, LOG_FORMAT, SUMMARY_TOPIC, LogError, messages
+
+if TYPE_CHECKING:
+    from dmxshm.network.config import NetworkConfig
+    from dmxshm.network.summary import Summary
 
 AGENT_FILE = '''"""The agent of one replay (dmxshm.replay): its commands are in commands.npy here."""
 from pathlib import Path
@@ -68,6 +74,21 @@ class Recording:
     @property
     def steps(self) -> int:
         return int(self.commands.shape[0])
+
+    @property
+    def mode(self) -> str:
+        """The recorded run's mode."""
+        return str(self.config["mode"])
+
+    @property
+    def wall_time_s(self) -> float:
+        """The recorded run's wall time."""
+        return float(self.summary["wall_time_s"])
+
+    @property
+    def trajectory_digest(self) -> str:
+        """The recorded run's trajectory digest, which the replay's must equal."""
+        return str(self.summary["trajectory_digest"])
 
 
 def load(path: str) -> Recording:
@@ -155,24 +176,74 @@ def commands_agent(commands: np.ndarray) -> Iterator[str]:
 
 
 def replay_config(rec: Recording, agent: str, log: str | None = None,
-                  camera: tuple[int, int] | None = None, **overrides: Any) -> Any:
+                  camera: tuple[int, int] | None = None, **overrides: Any) -> NetworkConfig:
     """The gym-mode configuration that replays ``rec`` (same map, seed, robots, physics)
     with ``agent`` (:func:`commands_agent` of ``rec.commands``)."""
     from dmxshm.network.config import NetworkConfig
 
     c = rec.config
+    # A log written before a field existed ran with that field's default.
+    default = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
     return NetworkConfig(
         mode="gym", robots=int(c["robots"]), renderers=int(c["renderers"]),
         agents=int(c["agents"]), agent=agent, steps=rec.steps,
         camera=tuple(camera if camera is not None else c["camera"]),
         seed=int(c["seed"]), map=str(c["map"]), dt_s=float(c["dt_s"]),
         substeps=int(c["substeps"]), wait_timeout_s=float(c["wait_timeout_s"]), log=log,
-        renderer=str(c.get("renderer", "tiny")), spine=bool(c.get("spine")),
-        spine_hz=float(c.get("spine_hz", 1000.0)), **overrides)
+        renderer=str(c.get("renderer", default["renderer"])),
+        spine=bool(c.get("spine", default["spine"])),
+        spine_hz=float(c.get("spine_hz", default["spine_hz"])), **overrides)
+
+
+@dataclass
+class PhysicsReplay:
+    """What a physics-only replay gives (a realtime spine run's)."""
+
+    mode: str
+    steps: int
+    wall_time_s: float
+    trajectory_digest: str
+    final_poses: list[list[float]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its figures, as ``dmxshm replay --json`` writes them."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A replay and its verdict: whether it went through the recorded run's states.
+
+    Attributes:
+        recording: what was replayed.
+        replayed: the replay's :class:`~dmxshm.network.summary.Summary`, or a
+            :class:`PhysicsReplay` for a realtime spine run (:attr:`physics_only`).
+    """
+
+    recording: Recording
+    replayed: Summary | PhysicsReplay
+
+    @property
+    def digest_equal(self) -> bool:
+        """The verdict: the replay's trajectory digest is the recorded run's, so it went
+        through the same states, bit for bit."""
+        return self.replayed.trajectory_digest == self.recording.trajectory_digest
+
+    @property
+    def physics_only(self) -> bool:
+        """The replay stepped the recorded physics alone, in this process (a realtime
+        spine run): it has no sensors and no processes."""
+        return isinstance(self.replayed, PhysicsReplay)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``dmxshm replay --json``: the replay's figures, the recorded digest and the
+        verdict."""
+        return {**self.replayed.to_dict(), "recorded_digest": self.recording.trajectory_digest,
+                "digest_equal": self.digest_equal}
 
 
 def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = None,
-           on_progress: Callable[[int], None] | None = None) -> tuple[Recording, Any]:
+           on_progress: Callable[[int], None] | None = None) -> ReplayResult:
     """Replay the run logged at ``path`` in gym mode.
 
     Args:
@@ -182,15 +253,34 @@ def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = N
         on_progress: called with the replay's step count.
 
     Returns:
-        the recording and the replay's :class:`~dmxshm.network.summary.Summary`;
-        compare ``summary.trajectory_digest`` with
-        ``recording.summary["trajectory_digest"]``.
+        the replay and its verdict (:attr:`ReplayResult.digest_equal`).
 
     Raises:
         ReplayError, LogError: the log cannot be replayed (the message says why).
     """
+    return run_recording(load(path), path, log, camera, on_progress)
+
+
+def prepare(path: str, log: str | None = None, camera: tuple[int, int] | None = None,
+            overwrite: bool = False) -> Recording:
+    """Load the log at ``path`` and check that its replay can run as asked, before
+    anything starts (what ``dmxshm replay`` refuses with exit code 2).
+
+    Args:
+        path, log, camera: as :func:`replay`.
+        overwrite: ``log`` may replace an existing file.
+
+    Raises:
+        LogRefusedError: ``log`` cannot be written, or exists without ``overwrite``.
+        the errors of :func:`load` and :func:`check`.
+    """
+    if log is not None:
+        from dmxshm.network.recording import check_log_path
+
+        check_log_path(log, overwrite)
     rec = load(path)
-    return rec, run_recording(rec, path, log, camera, on_progress)
+    check(rec, path, log, camera)
+    return rec
 
 
 def _physics_only(rec: Recording) -> bool:
@@ -223,8 +313,8 @@ def _check_log(rec: Recording, path: str, log: str | None) -> None:
 
 def run_recording(rec: Recording, path: str, log: str | None = None,
                   camera: tuple[int, int] | None = None,
-                  on_progress: Callable[[int], None] | None = None) -> Any:
-    """Run the replay of ``rec`` (loaded from ``path``); returns its summary.
+                  on_progress: Callable[[int], None] | None = None) -> ReplayResult:
+    """Run the replay of ``rec`` (loaded from ``path``); returns it with its verdict.
 
     Raises:
         the errors of :func:`check`, then those of the run.
@@ -233,20 +323,10 @@ def run_recording(rec: Recording, path: str, log: str | None = None,
 
     _check_log(rec, path, log)
     if _physics_only(rec):
-        return replay_spine_physics(rec, on_progress)
+        return ReplayResult(rec, replay_spine_physics(rec, on_progress))
     with commands_agent(rec.commands) as agent:
-        return run(replay_config(rec, agent, log, camera), on_progress=on_progress)
-
-
-@dataclass
-class PhysicsReplay:
-    """What a physics-only replay gives (a realtime spine run's)."""
-
-    mode: str
-    steps: int
-    wall_time_s: float
-    trajectory_digest: str
-    final_poses: list[list[float]]
+        return ReplayResult(rec, run(replay_config(rec, agent, log, camera),
+                                     on_progress=on_progress))
 
 
 def replay_spine_physics(rec: Recording,

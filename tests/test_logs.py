@@ -97,7 +97,9 @@ def test_a_realtime_log_counts_every_sensor_tick_and_replays_to_the_same_digest(
         for sensor in SENSORS:  # one renderer: each robot gets every tick
             assert len(got[logs.robot_topic(robot, sensor)]) == s.sensor_ticks[sensor][0]
         assert len(got[logs.robot_topic(robot, "wheels")]) == s.steps
-    rec, again = replay(path, camera=(0, 0))
+    result = replay(path, camera=(0, 0))
+    rec, again = result.recording, result.replayed
+    assert result.digest_equal and not result.physics_only
     assert rec.steps == s.steps and again.mode == "gym" and again.steps == s.steps
     assert again.trajectory_digest == s.trajectory_digest
     assert again.final_poses == s.final_poses
@@ -121,7 +123,7 @@ def test_replay_with_split_processes_and_expired_commands(tmp_path) -> None:
     expired = [w["expired"] for w in wheels]
     assert any(expired) and not all(expired)
     assert all(w["left_rad_s"] == 0.0 for w in wheels if w["expired"])
-    _, again = replay(path)
+    again = replay(path).replayed
     assert again.trajectory_digest == s.trajectory_digest
 
 
@@ -132,7 +134,9 @@ def test_runs_through_the_spine_replay_to_the_same_digest(tmp_path) -> None:
     rt = str(tmp_path / "rt-spine.mcap")
     s = run(mode="realtime", robots=2, duration_s=0.5, spine=True, camera=(0, 0),
             agent="random", log=rt)
-    rec, again = replay(rt)
+    result = replay(rt)
+    rec, again = result.recording, result.replayed
+    assert result.physics_only and result.digest_equal
     assert rec.steps == s.steps == again.steps > 400  # ~1 kHz
     assert again.trajectory_digest == s.trajectory_digest
     assert again.final_poses == s.final_poses
@@ -141,7 +145,7 @@ def test_runs_through_the_spine_replay_to_the_same_digest(tmp_path) -> None:
     gym = str(tmp_path / "gym-spine.mcap")
     g = run(robots=2, steps=40, spine=True, spine_hz=200.0, camera=(0, 0), agent="random",
             log=gym)
-    _, again = replay(gym)
+    again = replay(gym).replayed
     assert again.trajectory_digest == g.trajectory_digest
 
 
