@@ -493,3 +493,46 @@ def print_breakdowns(rows: list[Any]) -> None:
         click.echo(f"{r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>7} "
                    f"{b['step_us']:>8.0f} {b['handoff_out_us']:>6.0f} {b['span_us']:>8.0f} "
                    f"{b['handoff_back_us']:>6.0f} {b['barrier_us']:>8.0f}  {busy} / {idle}")
+
+
+def print_cut_parts(log_info: dict[str, Any] | None) -> None:
+    """Warn (on stderr) of each part of a log that was cut short when it was merged
+    (``log_info``: :func:`dmxshm.logs.info`, or a summary's ``log``; None: no log)."""
+    if log_info:
+        from dmxshm.logs import cut_warnings
+
+        for line in cut_warnings(log_info["path"], log_info["cut_parts"]):
+            click.echo(line, err=True)
+
+
+def print_run(s: Any, json_path: str | None, profile: bool, stopped: bool = False) -> None:
+    """``dmxshm run``'s report of its summary ``s`` (``stopped``: by Ctrl-C or SIGTERM,
+    the figures of the steps done), written to ``json_path`` too where asked."""
+    if not stopped:
+        note = realtime_refused({"scheduling": s.spine.get("scheduling")})
+        if note:  # once, and the run went on
+            click.echo(note, err=True)
+    print_summary(s)
+    if not stopped:
+        print_cut_parts(s.log or None)
+        if profile:
+            print_profile(s.processes, s.profile, s.shm_bytes)
+    if json_path:
+        write_json(s.to_dict(), json_path)
+
+
+def print_replay(r: Any, json_path: str | None) -> None:
+    """``dmxshm replay``'s report of a :class:`~dmxshm.replay.ReplayResult`: the
+    replay's figures, both digests and the verdict; to ``json_path`` too where asked."""
+    rec, again = r.recording, r.replayed
+    if r.physics_only:  # a realtime spine run: its physics, replayed in this process
+        click.echo(f"\nreplay of the {again.mode}: {again.steps} physics steps")
+    else:
+        print_summary(again)
+        print_cut_parts(again.log)
+    click.echo(f"recorded run ({rec.mode} mode, {rec.steps} steps, {rec.wall_time_s:.1f} s): "
+               f"digest {rec.trajectory_digest}")
+    click.echo(f"replay: {again.steps} steps in {again.wall_time_s:.1f} s; digest "
+               f"{'EQUAL' if r.digest_equal else 'DIFFERENT'}")
+    if json_path:
+        write_json(r.to_dict(), json_path)

@@ -1,0 +1,5 @@
+"""``python -m dmxshm.cli``: the ``dmxshm`` command."""
+
+from dmxshm.cli.group import main
+
+main()

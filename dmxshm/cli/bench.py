@@ -1,0 +1,204 @@
+"""``dmxshm bench``: dmxshm measured beside its peers in the same run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from dmxshm import console
+from dmxshm.bench import ipc, render, vector
+from dmxshm.cli.checks import check_folder, check_outputs, check_targets
+from dmxshm.cli.group import Group
+from dmxshm.cli.options import (
+    arg_default,
+    check_option,
+    fmt_wh,
+    json_file_option,
+    parse_wh,
+    plot_option,
+)
+
+IPC_QUICK = {"rounds": 2000, "repeats": 1, "warmup": 200}
+"""``bench ipc --quick``: fewer rounds, one repeat, a shorter warm-up (under 30 s)."""
+IPC_FULL = {name: arg_default(ipc.run, name) for name in IPC_QUICK}
+"""``bench ipc``: the library's own defaults."""
+
+VECTOR_OBS = {"state": ("state", (160, 120)), "camera64": ("camera", (64, 64)),
+              "camera160": ("camera", (160, 120))}
+"""``bench vector --obs``: each name's observation kind and camera size."""
+
+
+@click.group(cls=Group)
+def bench() -> None:
+    """Benchmarks that measure dmxshm beside its peers in the same run."""
+
+
+@bench.command("ipc")
+@click.option("--quick", is_flag=True, help="Fewer rounds, one repeat: under 30 s.")
+@click.option("--rounds", type=click.IntRange(min=10), default=None,
+              help="Timed round trips per cell and repeat [default: "
+                   f"{IPC_FULL['rounds']}; --quick {IPC_QUICK['rounds']}].")
+@click.option("--repeats", type=click.IntRange(min=1), default=None,
+              help="Interleaved passes over all cells [default: "
+                   f"{IPC_FULL['repeats']}; --quick {IPC_QUICK['repeats']}].")
+@json_file_option("Write the rows as a JSON list to this file.", writable=True)
+@plot_option("Draw a bar chart PNG (needs the plot extra: matplotlib).", writable=True)
+@check_option
+def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | None,
+              plot: str | None, check: bool) -> None:
+    """Round trip between two processes: semaphore, ring, pipe and queue.
+
+    Ping-pong with an 8-byte payload and a 160x120x3 uint8 frame, with both
+    processes pinned to one core and to two cores. The raw posix_ipc
+    semaphore pair (plus a plain shared-memory copy of the payload) is the
+    floor; each transport is reported as a ratio to it.
+    """
+    check_outputs(json, plot)
+    preset = IPC_QUICK if quick else IPC_FULL
+    rounds = rounds or preset["rounds"]
+    repeats = repeats or preset["repeats"]
+    ncells = len(ipc.TRANSPORTS) * len(ipc.PAYLOADS) * len(ipc.pinnings()) * repeats
+    with click.progressbar(length=ncells, label="bench ipc", file=sys.stderr,
+                           show_pos=True, item_show_func=lambda s: s) as bar:
+        rows = ipc.run(rounds=rounds, repeats=repeats, warmup=preset["warmup"],
+                       progress=lambda label: bar.update(1, label))
+    console.print_ipc_table(rows)
+    from dmxshm.bench.plot import plot_ipc
+
+    console.write_outputs(ipc.as_dicts(rows), json, plot, lambda p: plot_ipc(rows, p))
+    check_targets(ipc.targets(rows), check)
+
+
+@bench.command("render")
+@click.option("--sizes", default=",".join(fmt_wh(wh) for wh in render.DEFAULT_SIZES),
+              show_default=True, help="Image sizes, WxH, comma-separated.")
+@click.option("--frames", type=click.IntRange(min=1), default=arg_default(render.run, "frames"),
+              show_default=True, help="Timed renders per renderer and size.")
+@click.option("--renderer", "renderers", type=click.Choice(["tiny", "egl"]), multiple=True,
+              help="Renderers to compare [default: "
+                   f"{' and '.join(arg_default(render.run, 'renderers'))}].")
+@click.option("--images", "images_dir", type=click.Path(file_okay=False),
+              help="Write each renderer's image of the same view per size as PNG here.")
+@json_file_option("Write the figures as JSON to this file.", writable=True)
+def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir: str | None,
+                 json: str | None) -> None:
+    """The camera renderers side by side: ms per frame and frames/s per process at each
+    size, on the same scene, and how their images differ.
+
+    tiny is pybullet's CPU renderer; egl its EGL plugin (on a GPU, or on Mesa's
+    software OpenGL where there is none). A renderer that cannot load here is
+    named with the reason and left out.
+    """
+    check_outputs(json)
+    if images_dir:
+        check_folder(images_dir, "--images")
+    wh = tuple(parse_wh(None, None, v.strip()) for v in sizes.split(",") if v.strip())
+    if not wh or any(w <= 0 or h <= 0 for w, h in wh):
+        raise click.BadParameter(f"{sizes!r}: give sizes as WxH,WxH (each positive)",
+                                 param_hint="--sizes")
+    chosen = renderers or arg_default(render.run, "renderers")
+    with click.progressbar(length=len(wh) * len(chosen), label="bench render",
+                           file=sys.stderr, item_show_func=lambda s: s) as bar:
+        result = render.run(wh, chosen, frames, progress=lambda label: bar.update(1, label))
+    console.print_render(result, render.speedups(result))
+    if images_dir:
+        for path in _write_images(result["images"], images_dir):
+            click.echo(f"wrote {path}")
+    if json:
+        console.write_json({k: v for k, v in result.items() if k != "images"}
+                           | {"egl_over_tiny": render.speedups(result)}, json)
+
+
+def _write_images(images: dict[str, dict[str, Any]], folder: str) -> list[str]:
+    """Each renderer's image at each size as ``folder/render-NAME-SIZE.png``."""
+    from dmxshm.pngio import write_png
+
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for name, by_size in images.items():
+        for size, img in by_size.items():
+            path = os.path.join(folder, f"render-{name}-{size}.png")
+            write_png(path, img)
+            paths.append(path)
+    return paths
+
+
+@bench.command("network")
+@click.option("--quick", is_flag=True, help="Fewer steps: about 15 s.")
+@json_file_option("Write the rows as a JSON list to this file.")
+@plot_option("Draw the time breakdown as a PNG (needs the plot extra: matplotlib).")
+@check_option
+def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) -> None:
+    """Gym-mode steps/s and the framework's overhead per step, beside its floor.
+
+    1, 4 and 8 robots, without and with a 160x120 camera, one renderer and
+    one idle agent. The overhead is the wall time of a step not spent in
+    physics, rendering or agent code; the floor is the time of the same
+    handoffs as raw posix_ipc semaphores between the same processes.
+    """
+    from dmxshm.bench import network
+
+    check_outputs(json, plot)
+    with click.progressbar(length=len(network.CONFIGS), label="bench network",
+                           file=sys.stderr, item_show_func=lambda s: s) as bar:
+        rows = network.run(quick=quick, progress=lambda label: bar.update(1, label))
+    console.print_network_rows(rows)
+    console.print_network_busy(rows)
+    from dmxshm.bench.plot import plot_network
+
+    console.write_outputs(network.as_dicts(rows), json, plot, lambda p: plot_network(rows, p))
+    check_targets(network.targets(rows), check)
+
+
+@bench.command("vector")
+@click.option("--num-envs", type=click.IntRange(min=1), multiple=True,
+              default=tuple(arg_default(vector.run, "num_envs")), show_default=True,
+              help="Sub-environments in each vector env; repeat to measure several sizes.")
+@click.option("--workers", type=click.IntRange(min=1), multiple=True,
+              help="dmxshm worker processes [default: one per core]; repeat for a sweep "
+                   "(dmxshm measured at each count, its peers once).")
+@click.option("--scaling-plot", "scaling_plot", type=click.Path(dir_okay=False),
+              help="With a --workers sweep: env-steps/s against workers, beside the ideal "
+                   "(workers x one environment alone), as a PNG.")
+@click.option("--obs", "obs", type=click.Choice(list(VECTOR_OBS)),
+              multiple=True, help="Observation kinds to measure; repeatable "
+              "[default: all three: state, camera 64x64, camera 160x120].")
+@click.option("--quick", is_flag=True, help="1.5 s per measurement instead of 4 s.")
+@json_file_option("Write the rows as a JSON list to this file.")
+@plot_option("Draw the rates as a bar chart PNG (needs the plot extra: matplotlib).")
+@check_option
+def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_plot: str | None,
+                 obs: tuple[str, ...], quick: bool, json: str | None, plot: str | None,
+                 check: bool) -> None:
+    """dmxshm make_vec beside gymnasium's SyncVectorEnv and AsyncVectorEnv.
+
+    Same environment (dmxshm/DuckieLane-v0), same number of sub-environments,
+    random actions; obs "state", and "camera" at 64x64 and 160x120. Measures
+    dmxshm's step() ("dmxshm"), its asynchronous recv()/send() at batch_size
+    n/2 ("dmx-recv"), and the same workers stepping their worlds with no
+    handoff at all ("free", the reference for both). Reports env-steps/s,
+    the ratios, and the scaling efficiency (dmxshm / (cores x one environment
+    in one process)). Each rate is the median of three windows after a 0.5 s
+    warm-up; a full run of one size takes about two minutes.
+    """
+    check_outputs(json, plot)
+    configs = tuple(VECTOR_OBS[k] for k in obs) or vector.OBS_CONFIGS
+    check_outputs(plot=scaling_plot)
+    per_workers = len(vector.PER_WORKERS) * max(len(workers), 1)
+    n_runs = len(configs) * (1 + (len(vector.IMPLS) - len(vector.PER_WORKERS) + per_workers)
+                             * len(num_envs))
+    with click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
+                           item_show_func=lambda s: s) as bar:
+        rows = vector.run(num_envs=num_envs, workers=workers or None, quick=quick,
+                          configs=configs, progress=lambda label: bar.update(1, label))
+    console.print_vector_rows(rows, vector.summary(rows))
+    console.print_breakdowns(rows)
+    from dmxshm.bench.plot import plot_scaling, plot_vector
+
+    console.write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))
+    if scaling_plot:
+        console.write_outputs(None, None, scaling_plot, lambda p: plot_scaling(rows, p))
+    check_targets(vector.targets(rows), check)

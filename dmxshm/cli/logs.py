@@ -1,0 +1,69 @@
+"""``dmxshm log info`` and ``dmxshm replay``: reading and replaying MCAP logs."""
+
+from __future__ import annotations
+
+import json as _json
+import sys
+
+import click
+
+from dmxshm import console
+from dmxshm.cli.checks import check_outputs, usage_errors
+from dmxshm.cli.group import EXIT_ERROR, Command, Group
+from dmxshm.cli.options import json_file_option, parse_wh
+
+
+@click.group("log", cls=Group)
+def log_group() -> None:
+    """Read MCAP logs written by 'dmxshm run --log'."""
+
+
+@log_group.command("info")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def log_info(path: str, as_json: bool) -> None:
+    """Topics, message counts, rates and duration of a log, and the run it records.
+
+    Reads every message, so a truncated or corrupted file is found.
+    """
+    from dmxshm.logs import info
+
+    data = info(path)
+    if as_json:
+        click.echo(_json.dumps(data, indent=2))
+    else:
+        console.print_log_info(data)
+    console.print_cut_parts(data)
+
+
+@click.command(cls=Command)
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--log", "log_path", type=click.Path(dir_okay=False),
+              help="Record the replay to this MCAP file too (its sensors rendered again).")
+@click.option("--camera", default=None, callback=lambda c, p, v: None if v is None
+              else parse_wh(c, p, v),
+              help="The replay's camera size WxH (0x0: none, faster) [default: the recorded].")
+@click.option("--overwrite", is_flag=True, help="With --log: replace an existing log.")
+@json_file_option("Write the replay's summary as JSON to this file.")
+def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
+           overwrite: bool, json: str | None) -> None:
+    """Replay a run recorded with 'dmxshm run --log', exactly.
+
+    Re-runs the same map, seed and robots in gym mode, each robot given at
+    every engine step the command it had in the recorded run, and compares
+    the trajectory digests: equal means the replay went through the same
+    states, bit for bit. Exits 1 if they differ. A realtime run is what this
+    is for (it cannot be reproduced by running it again); a log that lacks
+    what replay needs is refused with the reason.
+    """
+    from dmxshm import replay as rp
+
+    check_outputs(json)
+    with usage_errors():  # a log that cannot be replayed: refused before anything starts
+        rec = rp.prepare(path, log=log_path, camera=camera, overwrite=overwrite)
+    with console.run_progress("replay", rec.steps, live_table=False) as (on_progress, _):
+        result = rp.run_recording(rec, path, log=log_path, camera=camera,
+                                  on_progress=on_progress)
+    console.print_replay(result, json)
+    if not result.digest_equal:
+        sys.exit(EXIT_ERROR)

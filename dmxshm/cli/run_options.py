@@ -1,0 +1,147 @@
+"""``dmxshm run``'s options: :class:`~dmxshm.network.NetworkConfig`'s fields, with its
+defaults, and the live servers' (:mod:`dmxshm.settings`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from dmxshm import settings
+from dmxshm.cli.options import (
+    field_default,
+    fmt_wh,
+    json_file_option,
+    parse_pin,
+    parse_rates,
+    parse_wh,
+    profile_options,
+)
+from dmxshm.network.config import (
+    DEFAULT_SENSOR_RATES_HZ,
+    DEFAULT_SPINE_REPLY_AT_S,
+    MODES,
+    NetworkConfig,
+)
+from dmxshm.world.renderers import RENDERERS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FIELDS = {"rates": "sensor_rates_hz", "timeout_s": "wait_timeout_s", "use_spine": "spine",
+          "map_name": "map", "log_path": "log"}
+"""The parameters of ``dmxshm run`` named otherwise than the fields they set."""
+
+
+def _default(name: str) -> Any:
+    return field_default(NetworkConfig, name)
+
+
+OPTIONS = [
+    click.option("--mode", type=click.Choice(MODES), default=_default("mode"),
+                 show_default=True,
+                 help="gym: lockstep and reproducible; realtime: nobody waits, drops are "
+                      "counted."),
+    click.option("--robots", type=int, default=_default("robots"), show_default=True,
+                 help="Robots in the world."),
+    click.option("--renderers", type=int, default=_default("renderers"), show_default=True,
+                 help="Renderer processes (robots are split between them)."),
+    click.option("--agents", type=int, default=_default("agents"), show_default=True,
+                 help="Agent processes (robots are split between them)."),
+    click.option("--agent", default=_default("agent"), show_default=True,
+                 help="Built-in agent (idle, random, lane-follow), module:callable (found in "
+                      "--app-dir or on sys.path) or path/to/file.py:callable."),
+    click.option("--app-dir", type=click.Path(exists=True, file_okay=False), default=".",
+                 show_default=True,
+                 help="Folder searched first for the --agent module (as uvicorn's --app-dir)."),
+    click.option("--steps", type=int, default=_default("steps"), show_default=True,
+                 help="Gym mode: steps."),
+    click.option("--duration", "duration_s", type=float, default=_default("duration_s"),
+                 show_default=True, help="Realtime mode: seconds to run."),
+    click.option("--camera", default=fmt_wh(_default("camera")), show_default=True,
+                 callback=parse_wh,
+                 help="Camera size WxH, or 'duckiebot' (640x480, the real robot's); 0x0 "
+                      "disables the camera."),
+    click.option("--renderer", type=click.Choice(RENDERERS), default=_default("renderer"),
+                 show_default=True,
+                 help="Camera renderer: tiny (pybullet's CPU renderer, the same pixels "
+                      "everywhere), egl (its EGL plugin: a GPU, or Mesa's software OpenGL), "
+                      "or auto (egl where a GPU is present, else tiny)."),
+    click.option("--seed", type=int, default=_default("seed"), show_default=True,
+                 help="Seed of world and agents."),
+    click.option("--map", "map_name", default=_default("map"), show_default=True,
+                 help="Bundled map name or path of a map file."),
+    click.option("--pin", callback=parse_pin, default="",
+                 help="Pin processes to CPUs: ROLE=CPU,... (roles: engine, renderer-N, "
+                      "agent-N, camera-N in realtime with a camera, spine), or 'auto': the "
+                      "spine alone on the last CPU, the rest dealt round the others."),
+    click.option("--record", "record_dir", type=click.Path(file_okay=False),
+                 help="Write camera frames as PNG here, plus contact_sheet.png (a folder that "
+                      "holds frames of an earlier run is refused unless --overwrite)."),
+    click.option("--overwrite", is_flag=True,
+                 help="With --record: remove the frames of an earlier run from the folder "
+                      "first; with --log: replace an existing log."),
+    click.option("--log", "log_path", type=click.Path(dir_okay=False),
+                 help="Record the run to this MCAP file: camera images, poses, applied wheel "
+                      "commands, IMU, encoders, time of flight, config and summary (opens in "
+                      "Foxglove; replay a realtime run with 'dmxshm replay'). Needs "
+                      "pip install 'dmxshm[log]'."),
+    json_file_option("Write the summary as JSON to this file."),
+    click.option("--timeout", "timeout_s", type=float, default=_default("wait_timeout_s"),
+                 show_default=True,
+                 help="Longest wait of any process for another before it gives up."),
+    click.option("--spine", "use_spine", is_flag=True,
+                 help="Realtime: put a pinned spine between the agents and the engine "
+                      "(pin it with --pin spine=CPU; default the last CPU). Gym: step through "
+                      "the spine's pipeline in lockstep, one physics step of 1/frequency a "
+                      "step, each observation two cycles old (deterministic)."),
+    click.option("--spine-frequency", "spine_hz", type=float, default=_default("spine_hz"),
+                 show_default=True, help="Frequency of the --spine, Hz."),
+    click.option("--spine-reply-at", "spine_reply_at_s", type=click.FloatRange(min=0.0),
+                 default=None,
+                 help="Realtime --spine: the instant after a frame's send, in seconds, at "
+                      "which the engine's reply counts as the observation (T_o). The report "
+                      "predicts t_send - t_obs from the frequency and this alone, beside the "
+                      f"measured [default: {DEFAULT_SPINE_REPLY_AT_S:g}, "
+                      "NetworkConfig.spine_reply_at_s]."),
+    click.option("--command-timeout", "command_timeout_s", type=float,
+                 default=_default("command_timeout_s"), show_default=True,
+                 help="Realtime: a wheel command older than this stops its robot."),
+    profile_options("Sample every process with psutil: a live table while it runs, CPU, "
+                    "memory and context switches per role at the end (and in --json).",
+                    _default("profile_interval_s")),
+    click.option("--rates", callback=parse_rates, default="",
+                 help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 [default: "
+                      + ",".join(f"{k}={v:g}" for k, v in DEFAULT_SENSOR_RATES_HZ.items())
+                      + "]."),
+    click.option("--view", "view", is_flag=True,
+                 help="Serve a live view of the run in the browser (map, poses and trails, "
+                      "cameras, sensor rates, steps/s; the spine's histograms). Needs "
+                      "pip install 'dmxshm[view]'."),
+    click.option("--view-port", type=int, default=settings.VIEW_PORT, show_default=True,
+                 help="Port of the --view server."),
+    click.option("--view-host", default=settings.LOCAL_HOST, show_default=True,
+                 help="Address of the --view server; beyond loopback needs --allow-remote."),
+    click.option("--foxglove", "foxglove", is_flag=True,
+                 help="Stream the run live to Foxglove (its WebSocket protocol, the topics "
+                      "and schemas of --log): open ws://HOST:PORT in Foxglove. Needs "
+                      "pip install 'dmxshm[log]'."),
+    click.option("--foxglove-port", type=int, default=settings.FOXGLOVE_PORT,
+                 show_default=True,
+                 help="Port of the --foxglove server, Foxglove's default; with --view on the "
+                      "same port by default, the view takes the next free one and says so."),
+    click.option("--foxglove-host", default=settings.LOCAL_HOST, show_default=True,
+                 help="Address of the --foxglove server; beyond loopback needs "
+                      "--allow-remote."),
+    click.option("--allow-remote", is_flag=True,
+                 help="Let --view listen beyond loopback; its URL then carries a token. "
+                      "Let --foxglove too (it has no token)."),
+]
+"""The options, in the order ``dmxshm run --help`` lists them."""
+
+
+def run_options(f: F) -> F:
+    """Apply every option of ``dmxshm run`` to the command ``f``."""
+    for option in reversed(OPTIONS):
+        f = option(f)
+    return f
