@@ -1,17 +1,36 @@
 """dmxshm: a Duckiematrix-style robot simulator network over POSIX shared memory."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from dmxshm.errors import DmxError
+
+if TYPE_CHECKING:
+    from dmxshm.batch.vector import make_vec
 
 __version__ = "0.1.0"
 
 __all__ = ["DmxError", "__version__", "make_vec"]
 
+_LAZY = {"make_vec": "dmxshm.batch.vector"}
+"""Names given here but defined in a module that ``import dmxshm`` does not load (the
+batch brings posix_ipc and the workers' machinery): the name is the function itself,
+so ``help(dmxshm.make_vec)`` shows its real signature and docstring."""
 
-def make_vec(*args: object, **kwargs: object):  # noqa: ANN201
-    """A shared-memory Gymnasium VectorEnv of DuckieLane worlds (see :mod:`dmxshm.batch.vector`)."""
-    from dmxshm.batch.vector import make_vec as _make_vec
 
-    return _make_vec(*args, **kwargs)  # type: ignore[arg-type]
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # found once
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def _register() -> None:
