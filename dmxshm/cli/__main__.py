@@ -2,4 +2,5 @@
 
 from dmxshm.cli.group import main
 
-main()
+if __name__ == "__main__":  # not when a test collector imports this module
+    main()
