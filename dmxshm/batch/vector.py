@@ -102,6 +102,7 @@ from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.cpus import usable_cpus
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Child, Supervisor
+from dmxshm.proc.watch import ChildFailedError, short_cause
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
@@ -151,8 +152,9 @@ def _worker_count(num_workers: int | None) -> int:
     return int(num_workers)
 
 
-class WorkerError(DmxError):
-    """A batch worker died or raised; names the worker, its pid and the cause."""
+class WorkerError(ChildFailedError):
+    """A batch worker died or raised; names the worker (``role``: ``batch-W``), its pid
+    and the cause."""
 
 
 class DmxVectorEnv(VectorEnv):
@@ -370,10 +372,11 @@ class DmxVectorEnv(VectorEnv):
     def _worker_error(self, w: int, outcome: Outcome) -> WorkerError:
         """The error of worker ``w``'s end, worded as every run's (proc.watch.explain's
         cause, with the traceback only of an error it raised)."""
-        cause = "it ended" if outcome.ok else outcome.describe()
+        cause = "it ended" if outcome.ok else short_cause(outcome)
         detail = (f"\n{outcome.traceback.rstrip()}" if outcome.traceback
                   and outcome.cause in (Cause.RAISED, Cause.PEER) else "")
-        return WorkerError(f"batch worker {w} (pid {outcome.pid}) failed: {cause}{detail}")
+        return WorkerError(f"batch worker {w} (pid {outcome.pid}) failed: {cause}{detail}",
+                           role=outcome.name, pid=outcome.pid, cause=cause, outcome=outcome)
 
     def _obs(self) -> Any:
         v = self._arrays.views

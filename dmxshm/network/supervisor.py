@@ -40,9 +40,15 @@ from dmxshm.network.plan import (
 from dmxshm.network.renderer import run_renderer
 from dmxshm.network.summary import Summary, summarize
 from dmxshm.network.taps import TapSpec
-from dmxshm.proc.outcome import Cause, Outcome
+from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.supervisor import Supervisor
-from dmxshm.proc.watch import WATCH_INTERVAL_S, Watch, explain
+from dmxshm.proc.watch import (
+    WATCH_INTERVAL_S,
+    ChildFailedError,
+    Watch,
+    explain,
+    short_cause,
+)
 from dmxshm.profiling import Profiler, shm_sizes
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
@@ -90,7 +96,7 @@ def view_meta(cfg: NetworkConfig, plan: Plan) -> dict[str, Any]:
             "renderer_robots": [list(r) for r in plan.renderer_robots]}
 
 
-class NetworkError(DmxError):
+class NetworkError(ChildFailedError):
     """A process of the network failed; the message names it and the cause.
 
     Attributes:
@@ -100,20 +106,10 @@ class NetworkError(DmxError):
         outcome: how it ended, in full (:class:`~dmxshm.proc.outcome.Outcome`).
     """
 
-    def __init__(self, message: str, *, role: str, pid: int, cause: str,
-                 outcome: Outcome | None = None) -> None:
-        super().__init__(message)
-        self.role = role
-        self.pid = pid
-        self.cause = cause
-        self.outcome = outcome
-
     @classmethod
-    def of(cls, o: Outcome) -> NetworkError:
+    def of(cls, o: Outcome, longer_wait: str | None = "--timeout") -> NetworkError:
         """The error that reports the root cause ``o`` (the message: :func:`explain`)."""
-        cause = {Cause.STOPPED: o.message,
-                 Cause.HUNG: o.message.partition(";")[0]}.get(o.cause, o.describe())
-        return cls(explain(o, longer_wait="--timeout"), role=o.name, pid=o.pid, cause=cause,
+        return cls(explain(o, longer_wait), role=o.name, pid=o.pid, cause=short_cause(o),
                    outcome=o)
 
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from dmxshm.errors import DmxError
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Supervisor
 
@@ -100,6 +101,39 @@ class Watch:
         """The root cause among the children that failed, if any did, leaving out the
         tolerated ones and ``exclude`` (children the caller let go, say)."""
         return self.supervisor.failure(exclude={*self.policy.tolerated, *exclude})
+
+
+class ChildFailedError(DmxError):
+    """A child of a run failed: the one error family of every run that has children
+    (a network's :class:`~dmxshm.network.NetworkError`, a batch's
+    :class:`~dmxshm.batch.vector.WorkerError`, a spine's ``SpineProcessError``).
+
+    Attributes:
+        role: the name of the child at the root cause (``renderer-0``, ``batch-1``).
+        pid: its pid.
+        cause: how it ended, in a few words (``"signal 9 (SIGKILL)"``, the exception).
+        outcome: how it ended, in full (:class:`~dmxshm.proc.outcome.Outcome`).
+    """
+
+    def __init__(self, message: str, *, role: str, pid: int, cause: str,
+                 outcome: Outcome | None = None) -> None:
+        super().__init__(message)
+        self.role = role
+        self.pid = pid
+        self.cause = cause
+        self.outcome = outcome
+
+    @classmethod
+    def of(cls, o: Outcome, longer_wait: str | None = None) -> ChildFailedError:
+        """The error whose root cause is ``o`` (the message: :func:`explain`)."""
+        return cls(explain(o, longer_wait), role=o.name, pid=o.pid, cause=short_cause(o),
+                   outcome=o)
+
+
+def short_cause(o: Outcome) -> str:
+    """How ``o`` ended, in a few words (a stopped or hung child: what the watch saw)."""
+    return {Cause.STOPPED: o.message,
+            Cause.HUNG: o.message.partition(";")[0]}.get(o.cause, o.describe())
 
 
 def explain(o: Outcome, longer_wait: str | None = None) -> str:
