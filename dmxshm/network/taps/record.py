@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from dmxshm.network.recording import frame_name
 from dmxshm.network.taps import Tap
 from dmxshm.pngio import write_png
 
@@ -13,18 +14,9 @@ CONTACT_FRAMES = 8  # frames per robot kept for the contact sheet
 CONTACT_WIDTH_PX = 160
 
 
-def frame_file(robot: int, unit: str, index: int) -> str:
-    """The file name of robot ``robot``'s frame ``index`` (``unit``: step or frame).
-
-    Example:
-        >>> frame_file(3, "step", 12)
-        'robot03_step000012.png'
-    """
-    return f"robot{robot:02d}_{unit}{index:06d}.png"
-
-
 class Recorder(Tap):
-    """Writes camera frames as PNG and keeps a few for the contact sheet.
+    """Writes camera frames as PNG (:func:`~dmxshm.network.recording.frame_name`) and
+    keeps a few for the contact sheet.
 
     Each tick with a camera sample counts (from 0: in gym mode, the step); every
     ``record_every``-th is written. In a camera process each frame counts (from
@@ -85,7 +77,7 @@ class Recorder(Tap):
     def _keep(self, robot: int, k: int, image: np.ndarray, step: int,
               sim_time_s: float) -> None:
         frame = image.copy()
-        self.pending.append((frame_file(robot, self.unit, k), frame))
+        self.pending.append((frame_name(robot, self.unit, k), frame))
         kept = self.frames[robot]
         kept.append((frame[::self.stride, ::self.stride].copy(), step, sim_time_s))
         if len(kept) > CONTACT_FRAMES:  # keep frames spread over the whole run
