@@ -68,6 +68,14 @@ def check_remote(host: str, allow_remote: bool) -> None:
 
     Raises:
         ViewRefusedError: a host beyond loopback without ``allow_remote``.
+
+    Example:
+        >>> check_remote("127.0.0.1", allow_remote=False)
+        >>> check_remote("0.0.0.0", allow_remote=True)
+        >>> check_remote("0.0.0.0", allow_remote=False)
+        Traceback (most recent call last):
+        ...
+        dmxshm.view.server.ViewRefusedError: the Foxglove server would be reachable ...
     """
     if not is_loopback(host) and not allow_remote:
         raise ViewRefusedError(f"the Foxglove server would be reachable from other machines "
