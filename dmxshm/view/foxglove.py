@@ -219,6 +219,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         host = f"[{args.host}]" if ":" in args.host else args.host
         print(f"ws://{host}:{server.port}", flush=True)
+        if not is_loopback(args.host):
+            print(f"dmxshm foxglove: warning: anyone who can reach {host}:{server.port} "
+                  "sees the run (there is no token)", file=sys.stderr, flush=True)
         stream(args.pid, context, follow=args.follow, exit_with=args.exit_with, stop=stop)
     finally:
         server.stop()
