@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import posix_ipc
 
 from dmxshm import settings
+from dmxshm.network.plan import Plan
 from dmxshm.network.taps import Tap
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import acquire_raw as sleep_on
@@ -32,7 +32,7 @@ from dmxshm.shm.waiting import spin_until
 FLOOR_TIMEOUT_S = 10.0
 
 
-def floor_names(plan: Any) -> dict[str, list[str]]:
+def floor_names(plan: Plan) -> dict[str, list[str]]:
     """Semaphore names per role (suffixes of the network's ring names)."""
     return {
         "state": [f"{n}.floor" for n in plan.indexed("state.renderer")],
@@ -52,13 +52,13 @@ class FloorRounds:
     rounds: int
     name: str = "floor"
 
-    def prepare(self, plan: Any, registry: Registry) -> None:
+    def prepare(self, plan: Plan, registry: Registry) -> None:
         """Create the floor's semaphores (the supervisor owns and unlinks them)."""
         for names in floor_names(plan).values():
             for name in names:
                 registry.create_semaphore(name, 0).close()
 
-    def __call__(self, plan: Any, role: str, index: int) -> Tap | None:
+    def __call__(self, plan: Plan, role: str, index: int) -> Tap | None:
         if role not in ("engine", "renderer", "agent"):
             return None
         return _FloorTap(plan, self.rounds, role, index)
@@ -67,7 +67,7 @@ class FloorRounds:
 class _FloorTap(Tap):
     """One process's part of the floor rounds, done at the taps' start."""
 
-    def __init__(self, plan: Any, rounds: int, role: str, index: int) -> None:
+    def __init__(self, plan: Plan, rounds: int, role: str, index: int) -> None:
         self.plan, self.rounds, self.role, self.index = plan, rounds, role, index
         self.seconds: float | None = None
 
@@ -78,7 +78,7 @@ class _FloorTap(Tap):
         return self.seconds
 
 
-def run_floor(plan: Any, rounds: int, role: str, index: int) -> float | None:
+def run_floor(plan: Plan, rounds: int, role: str, index: int) -> float | None:
     """Do this process's part of ``rounds`` floor rounds.
 
     Returns:

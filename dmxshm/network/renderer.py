@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 import numpy as np
 
 from dmxshm.errors import RingClosedError, RingTimeoutError
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.sensors import TimeOfFlight, encoders_many, imu_many
+from dmxshm.network.config import NetworkConfig
 from dmxshm.network.plan import ObsLink, Plan
 from dmxshm.network.results import RendererResult
 from dmxshm.network.role import Role, run_role
@@ -42,7 +42,7 @@ SENSORS = ("camera", "imu", "encoders", "tof")
 class _Sensing:
     """Fills observation records of this renderer's robots."""
 
-    def __init__(self, cfg: Any, world: World) -> None:
+    def __init__(self, cfg: NetworkConfig, world: World) -> None:
         self.world = world
         wh = cfg.camera_wh
         self.camera = Camera(wh[0], wh[1], renderer=cfg.renderer_used) if wh else None
@@ -168,7 +168,7 @@ class Renderer(Role[RendererResult]):
                               missed=self.missed)
 
     def _gym(self) -> None:
-        cfg, world, sensing, taps = self.cfg, self.world, self.sensing, self.taps
+        cfg, sensing, taps = self.cfg, self.sensing, self.taps
         sources = list(zip(self.links, self.obs_rings, strict=True))
         timeout_s = cfg.wait_timeout_s
         produced = sensing.produced
@@ -226,7 +226,7 @@ class Renderer(Role[RendererResult]):
                period: dict[str, float], sources: list[tuple[np.ndarray, ObsLink, Ring]],
                where: dict[int, int]) -> None:
         """Realtime: each sensor at its own rate, from the newest state, until the end."""
-        world, sensing, taps = self.world, self.sensing, self.taps
+        sensing, taps = self.sensing, self.taps
         state_ring, camera_ring = self.state_ring, self.camera_ring
         produced, missed = sensing.produced, self.missed
         while True:

@@ -33,9 +33,13 @@ in the engine lands in the summary (``Summary.taps``, by the spec's name).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dmxshm.network.plan import Plan
+    from dmxshm.shm.registry import Registry
 
 POINTS = ("start", "state", "commands", "end", "samples", "sent", "images")
 """The declared points a tap may watch (see the module docstring)."""
@@ -87,10 +91,10 @@ class TapSpec(Protocol):
 
     name: str
 
-    def prepare(self, plan: Any, registry: Any) -> None:
+    def prepare(self, plan: Plan, registry: Registry) -> None:
         """In the supervisor, before any process starts: create what the taps need."""
 
-    def __call__(self, plan: Any, role: str, index: int) -> Tap | None:
+    def __call__(self, plan: Plan, role: str, index: int) -> Tap | None:
         """This process's tap (None: none in this role)."""
 
 
@@ -191,7 +195,7 @@ class Taps:
             raise errors[0]
 
 
-def role_taps(plan: Any, role: str, index: int, built_in: Iterable[Tap | None]) -> Taps:
+def role_taps(plan: Plan, role: str, index: int, built_in: Iterable[Tap | None]) -> Taps:
     """The taps of process ``(role, index)``: ``built_in`` (what its config asks for),
     then those its network was given (:attr:`Plan.taps <dmxshm.network.plan.Plan.taps>`)."""
     named = {}
