@@ -92,7 +92,10 @@ def imu(state_row: np.void) -> tuple[np.ndarray, np.ndarray]:
 
 def imu_many(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`imu` of many robots at once: ``(n, 3)`` float32 accelerations and angular
-    velocities from ``n`` state records (one numpy pass, not one per robot).
+    velocities from ``n`` state records, bit for bit :func:`imu`'s.
+
+    Plain float arithmetic: for a handful of robots it is twice as fast as
+    numpy's stacked matrices (whose per-call overhead dominates at n = 4).
 
     Example:
         >>> from dmxshm.world.state import ROBOT_STATE_DTYPE
@@ -103,18 +106,21 @@ def imu_many(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         >>> acc[:, 2].tolist(), gyro[1].tolist()
         ([9.8100004196167, 9.8100004196167], [0.0, 0.0, 0.5])
     """
-    q = rows["quat_xyzw"]
-    x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    # The columns of the robot-to-world rotation are the rows of its transpose.
-    rot_t = np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 2 * (x * z - y * w)], -1),
-        np.stack([2 * (x * y - z * w), 1 - 2 * (x * x + z * z), 2 * (y * z + x * w)], -1),
-        np.stack([2 * (x * z + y * w), 2 * (y * z - x * w), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
-    specific = rows["lin_acc_m_s2"] + (0.0, 0.0, GRAVITY_M_S2)
-    acc = np.einsum("nij,nj->ni", rot_t, specific)
-    gyro = np.einsum("nij,nj->ni", rot_t, rows["ang_vel_rad_s"])
-    return acc.astype(np.float32), gyro.astype(np.float32)
+    acc, gyro = [], []
+    g = GRAVITY_M_S2
+    for (x, y, z, w), (ax, ay, az), (wx, wy, wz) in zip(
+            rows["quat_xyzw"].tolist(), rows["lin_acc_m_s2"].tolist(),
+            rows["ang_vel_rad_s"].tolist(), strict=True):
+        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix((x, y, z, w))
+        ax, ay, az = ax + 0.0, ay + 0.0, az + g  # as imu's vector sum: -0.0 becomes 0.0
+        # rot maps robot to world; its transpose (columns as rows) maps world to robot.
+        # Each sum starts at 0.0 and adds in order, as numpy's matrix product does.
+        acc.append((0.0 + r00 * ax + r10 * ay + r20 * az, 0.0 + r01 * ax + r11 * ay + r21 * az,
+                    0.0 + r02 * ax + r12 * ay + r22 * az))
+        gyro.append((0.0 + r00 * wx + r10 * wy + r20 * wz,
+                     0.0 + r01 * wx + r11 * wy + r21 * wz,
+                     0.0 + r02 * wx + r12 * wy + r22 * wz))
+    return np.array(acc, np.float32).reshape(-1, 3), np.array(gyro, np.float32).reshape(-1, 3)
 
 
 def encoders(state_row: np.void) -> np.ndarray:

@@ -45,6 +45,16 @@ def test_imu_and_encoders_of_many_robots_are_bit_identical_to_one_at_a_time(worl
             assert np.array_equal(ticks[j], encoders(s[j]))
 
 
+def test_signed_zeros_read_as_one_at_a_time(world: World) -> None:
+    s = world.state()
+    s["quat_xyzw"] = [0.0, 0.0, 0.0, 1.0]
+    s["lin_acc_m_s2"] = -0.0
+    s["ang_vel_rad_s"] = -0.0
+    acc, gyro = imu_many(s)
+    a, g = imu(s[0])
+    assert acc[0].tobytes() == a.tobytes() and gyro[0].tobytes() == g.tobytes()
+
+
 def test_a_batch_of_rays_from_poses_alone_reads_what_single_rays_read(world: World) -> None:
     tof = TimeOfFlight()
     rng = np.random.default_rng(3)

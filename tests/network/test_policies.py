@@ -115,3 +115,16 @@ def test_more_robots_than_the_map_holds_are_refused_before_any_process_starts() 
     with pytest.raises(MapError, match="room for 16"):
         net.start()
     assert net.supervisor.children == [] and net.registry is None
+
+
+def test_random_wheels_draw_what_each_robots_generator_draws_uniformly() -> None:
+    import numpy as np
+
+    from dmxshm.policies import RandomWheels
+    from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S as hi
+
+    policy = RandomWheels((2, 5, 7), seed=11)
+    reference = [np.random.default_rng([11, rid]) for rid in (2, 5, 7)]
+    for _ in range(200):
+        expected = np.array([g.uniform(-hi / 2, hi, size=2) for g in reference])
+        assert policy(None).tobytes() == expected.tobytes()  # bit for bit, robot by robot
