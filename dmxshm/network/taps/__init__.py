@@ -195,6 +195,29 @@ class Taps:
             raise errors[0]
 
 
+class _Poses:
+    """``poses_2d`` of the states a point was given, computed once for all its taps
+    (the digest, the lanes and the view each want them)."""
+
+    def __init__(self) -> None:
+        self._states: np.ndarray | None = None
+        self._poses: np.ndarray | None = None
+
+    def __call__(self, states: np.ndarray) -> np.ndarray:
+        """The ``(R, 3)`` poses of ``states`` (the same array object as the last call:
+        no new work). Read only."""
+        if states is not self._states or self._poses is None:
+            from dmxshm.world.state import poses_2d
+
+            self._poses = poses_2d(states)
+            self._states = states  # held: its id cannot be reused while it is compared
+        return self._poses
+
+
+poses_of = _Poses()
+"""The engine's taps' shared ``poses_2d`` (one process, one engine: one cache)."""
+
+
 def role_taps(plan: Plan, role: str, index: int, built_in: Iterable[Tap | None]) -> Taps:
     """The taps of process ``(role, index)``: ``built_in`` (what its config asks for),
     then those its network was given (:attr:`Plan.taps <dmxshm.network.plan.Plan.taps>`)."""

@@ -6,8 +6,7 @@ import hashlib
 
 import numpy as np
 
-from dmxshm.network.taps import Tap
-from dmxshm.world.state import poses_2d
+from dmxshm.network.taps import Tap, poses_of
 
 
 class Digest(Tap):
@@ -25,11 +24,11 @@ class Digest(Tap):
         self.with_end = with_end
 
     def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
-        self._hash.update(poses_2d(states).tobytes())
+        self._hash.update(poses_of(states).tobytes())
 
     def end(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
         if self.with_end:
-            self._hash.update(poses_2d(states).tobytes())
+            self._hash.update(poses_of(states).tobytes())
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()

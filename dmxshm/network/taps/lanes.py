@@ -6,8 +6,7 @@ import time
 
 import numpy as np
 
-from dmxshm.network.taps import Tap
-from dmxshm.world.state import poses_2d
+from dmxshm.network.taps import Tap, poses_of
 from dmxshm.world.world import World
 
 
@@ -25,7 +24,7 @@ class Lanes(Tap):
         self.seconds = 0.0  # the engine's time in this tap (the summary's metrics_s)
 
     def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
-        self.update(poses_2d(states))
+        self.update(poses_of(states))
 
     def update(self, poses: np.ndarray) -> None:
         """Count ``(R, 3)`` poses ``(x, y, yaw)``."""

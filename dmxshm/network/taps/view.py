@@ -8,10 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dmxshm.network.taps import Tap
+from dmxshm.network.taps import Tap, poses_of
 from dmxshm.shm.ring import Ring
 from dmxshm.view.rings import OBS_HZ, SENSORS, STATE_HZ, Throttle
-from dmxshm.world.state import poses_2d
 
 
 class StatePoses(Tap):
@@ -36,7 +35,7 @@ class StatePoses(Tap):
         slot["step"], slot["sim_time_s"] = step, sim_time_s
         slot["late_steps"] = self.late_steps() or 0
         slot["wall_time_s"] = time.time()
-        slot["poses"] = poses_2d(states)
+        slot["poses"] = poses_of(states)
         self.ring.write(slot)
 
     def close(self) -> None:
