@@ -13,9 +13,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from dmxshm.logs import LogInfo
+    from dmxshm.network.summary import Summary
+    from dmxshm.spine.run_report import SpineRunReport
 
 
 def fmt_bytes(n: int | None) -> str:
@@ -81,7 +86,7 @@ def fmt_cpus(cpus: list[int]) -> str:
     return ",".join(map(str, cpus))
 
 
-def print_summary(s: Any) -> None:
+def print_summary(s: Summary) -> None:
     if s.interrupted:
         click.echo("\nINTERRUPTED: the figures of the steps done until the run was stopped")
     click.echo(f"\n{s.mode} mode, {s.robots} robot(s): {s.steps} steps, "
@@ -92,7 +97,7 @@ def print_summary(s: Any) -> None:
                    + (f" ({s.renderer_device})" if s.renderer_device else ""))
     click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
     for name, rate in s.sensors.items():
-        click.echo(f"{name:<10} {rate['configured_hz']:>14.1f} {rate['achieved_hz']:>12.1f}")
+        click.echo(f"{name:<10} {rate.configured_hz:>14.1f} {rate.achieved_hz:>12.1f}")
     if s.mode == "realtime":
         missed = sum(s.missed_sensor_ticks.values())
         late = ("" if s.late_steps is None  # a spine keeps the schedule: not measured here
@@ -105,19 +110,19 @@ def print_summary(s: Any) -> None:
     click.echo(f"drops: {drops}; rejected commands {sum(s.rejected_commands)}{expired}")
     t = s.timing
     if s.mode == "gym":  # the step's parts run one after another: shares of a step
-        parts = [("physics", t["physics_s"]), ("rendering", t["rendering_s"]),
-                 ("agents", t["agents_s"]), ("framework", t["framework_s"])]
+        parts = [("physics", t.physics_s), ("rendering", t.rendering_s),
+                 ("agents", t.agents_s), ("framework", t.framework_s or 0.0)]
         click.echo("time per step: " + ", ".join(
-            f"{k} {v * 1e3:.3f} ms ({v / t['step_s']:.0%})" for k, v in parts)
-            + f"; step {t['step_s'] * 1e3:.3f} ms")
+            f"{k} {v * 1e3:.3f} ms ({v / t.step_s:.0%})" for k, v in parts)
+            + f"; step {t.step_s * 1e3:.3f} ms")
     elif s.busy_fraction:  # processes overlap: each one's own work over the run's wall time
         click.echo("busy share of wall time (each process's own work): " + ", ".join(
             f"{name} {share:.0%}" for name, share in s.busy_fraction.items()))
     for name in s.unfinished:
         click.echo(f"UNFINISHED: {name} was still in its policy after the run's end and "
                    "was stopped; its robots' commands expired")
-    if s.spine:
-        sp = s.spine
+    if s.spine is not None:
+        sp = s.spine.to_dict()  # the figures as the JSON names them
         click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
                    f"({sp['scheduling']}), {sp['stop_cycles']} of them stops, skipped "
                    f"{sp['skipped_cycles']} ({sp['skipped_cycles'] / max(sp['cycles'], 1):.2%})"
@@ -147,10 +152,10 @@ def print_summary(s: Any) -> None:
                            f"{t['states'].get('SHUTDOWN', 0)} SHUTDOWN cycles sent stops")
     print_robots(s)
     click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
-    if s.log:
-        click.echo(f"log: {s.log['path']}, {s.log['size_bytes'] / 1e6:.2f} MB, "
-                   f"{sum(t['messages'] for t in s.log['topics'])} messages on "
-                   f"{len(s.log['topics'])} topics ('dmxshm log info' to list them)")
+    if s.log is not None:
+        click.echo(f"log: {s.log.path}, {s.log.size_bytes / 1e6:.2f} MB, "
+                   f"{sum(t.messages for t in s.log.topics)} messages on "
+                   f"{len(s.log.topics)} topics ('dmxshm log info' to list them)")
     if s.contact_sheet:
         click.echo(f"recorded {s.recorded_frames} frames; contact sheet {s.contact_sheet}")
 
@@ -401,11 +406,11 @@ def print_render(result: dict[str, Any], speedups: dict[str, float]) -> None:
                    f"levels {d['pixels_differing_over_32']:.1%}")
 
 
-def print_log_info(d: dict[str, Any]) -> None:
+def print_log_info(d: LogInfo) -> None:
     """``dmxshm log info``: the run, then one row per topic."""
-    c, s = d.get("config") or {}, d.get("summary")
-    click.echo(f"{d['path']}: {d['size_bytes'] / 1e6:.2f} MB, {d['duration_s']:.2f} s, "
-               f"{sum(t['messages'] for t in d['topics'])} messages on {len(d['topics'])} topics")
+    c, s = d.config or {}, d.summary
+    click.echo(f"{d.path}: {d.size_bytes / 1e6:.2f} MB, {d.duration_s:.2f} s, "
+               f"{sum(t.messages for t in d.topics)} messages on {len(d.topics)} topics")
     if c:
         click.echo(f"run: {c.get('mode')} mode, {c.get('robots')} robot(s), map {c.get('map')}, "
                    f"seed {c.get('seed')}, camera {'x'.join(map(str, c.get('camera', [])))}"
@@ -416,8 +421,8 @@ def print_log_info(d: dict[str, Any]) -> None:
     else:
         click.echo("summary: none (the run did not finish: it failed or was stopped)")
     click.echo(f"{'topic':<22} {'schema':<26} {'messages':>9} {'rate Hz':>9}")
-    for t in d["topics"]:
-        click.echo(f"{t['topic']:<22} {t['schema']:<26} {t['messages']:>9} {t['rate_hz']:>9.1f}")
+    for t in d.topics:
+        click.echo(f"{t.topic:<22} {t.schema:<26} {t.messages:>9} {t.rate_hz:>9.1f}")
 
 
 def write_json(data: Any, path: str) -> None:
@@ -495,26 +500,27 @@ def print_breakdowns(rows: list[Any]) -> None:
                    f"{b['handoff_back_us']:>6.0f} {b['barrier_us']:>8.0f}  {busy} / {idle}")
 
 
-def print_cut_parts(log_info: dict[str, Any] | None) -> None:
+def print_cut_parts(log_info: LogInfo | None) -> None:
     """Warn (on stderr) of each part of a log that was cut short when it was merged
     (``log_info``: :func:`dmxshm.logs.info`, or a summary's ``log``; None: no log)."""
-    if log_info:
+    if log_info is not None:
         from dmxshm.logs import cut_warnings
 
-        for line in cut_warnings(log_info["path"], log_info["cut_parts"]):
+        for line in cut_warnings(log_info.path, log_info.cut_parts):
             click.echo(line, err=True)
 
 
-def print_run(s: Any, json_path: str | None, profile: bool, stopped: bool = False) -> None:
+def print_run(s: Summary, json_path: str | None, profile: bool, stopped: bool = False) -> None:
     """``dmxshm run``'s report of its summary ``s`` (``stopped``: by Ctrl-C or SIGTERM,
     the figures of the steps done), written to ``json_path`` too where asked."""
     if not stopped:
-        note = realtime_refused({"scheduling": s.spine.get("scheduling")})
+        note = realtime_refused({"scheduling": s.spine.report.scheduling
+                                 if s.spine is not None else None})
         if note:  # once, and the run went on
             click.echo(note, err=True)
     print_summary(s)
     if not stopped:
-        print_cut_parts(s.log or None)
+        print_cut_parts(s.log)
         if profile:
             print_profile(s.processes, s.profile, s.shm_bytes)
     if json_path:

@@ -434,13 +434,14 @@ def start(path: str, config: dict[str, Any]) -> str:
     return claim
 
 
-def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
+def finish(path: str, summary: dict[str, Any] | None) -> LogInfo:
     """Merge the parts of the log at ``path`` into it, with the run's summary
     (None: the run did not finish, and the log says so by lacking it).
 
     Returns:
         :func:`info` of the merged log, without its configuration and summary
         (the run's summary has them); ``cut_parts`` lists the parts cut short.
+        In a run's summary JSON it is written without ``config`` and ``summary``.
 
     Raises:
         LogInUseError: another run that is still going owns the parts folder.
@@ -456,8 +457,7 @@ def finish(path: str, summary: dict[str, Any] | None) -> dict[str, Any]:
     parts = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".mcap"))
     counts, cuts = merge(parts, path)
     shutil.rmtree(folder, ignore_errors=True)
-    return {k: v for k, v in _log_info(path, counts, None, None, cuts).as_dict().items()
-            if k not in ("config", "summary")}
+    return _log_info(path, counts, None, None, cuts)
 
 
 def _records(path: str, cuts: list[dict[str, Any]]) -> Iterator[tuple[int, Any, Any]]:
@@ -506,7 +506,7 @@ def _records(path: str, cuts: list[dict[str, Any]]) -> Iterator[tuple[int, Any, 
                            f"{size}): {type(exc).__name__}: {exc}") from exc
 
 
-def finish_unfinished(path: str, claim: str | None = None) -> dict[str, Any] | None:
+def finish_unfinished(path: str, claim: str | None = None) -> LogInfo | None:
     """After a run that failed or was stopped: merge what its parts hold (no
     summary: replay refuses such a log). None when there was nothing left, or
     when the parts are not this run's: another process's, or, with ``claim``
@@ -519,7 +519,7 @@ def finish_unfinished(path: str, claim: str | None = None) -> dict[str, Any] | N
     except Exception as exc:  # noqa: BLE001 - never hide the run's own error behind this
         print(f"dmxshm: warning: the log {path} could not be finished: {exc}", file=sys.stderr)
         return None
-    for line in cut_warnings(path, done["cut_parts"]):
+    for line in cut_warnings(path, done.cut_parts):
         print(line, file=sys.stderr)
     return done
 
@@ -649,7 +649,7 @@ def messages(path: str, topics: list[str] | None = None) -> Iterator[tuple[str, 
         f.close()
 
 
-def info(path: str) -> dict[str, Any]:
+def info(path: str) -> LogInfo:
     """Topics, message counts, rates, duration, configuration and summary of a log,
     and the parts that were cut short when it was merged (``cut_parts``).
 
@@ -663,7 +663,7 @@ def info(path: str) -> dict[str, Any]:
             config = json.loads(msg.data)
         elif topic == SUMMARY_TOPIC:
             summary = json.loads(msg.data)
-    return _log_info(path, counts, config, summary, cut_parts(path)).as_dict()
+    return _log_info(path, counts, config, summary, cut_parts(path))
 
 
 def cut_parts(path: str) -> list[dict[str, Any]]:

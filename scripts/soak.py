@@ -73,7 +73,7 @@ def main() -> int:
                      "rss_mib_end": rss[-1] / 2**20,
                      "rss_slope_kib_per_min": slope_per_min(series["t_s"], rss) / 1024})
     elapsed = summary.wall_time_s
-    sensors = {name: {"configured_hz": r["configured_hz"], "achieved_hz": r["achieved_hz"]}
+    sensors = {name: {"configured_hz": r.configured_hz, "achieved_hz": r.achieved_hz}
                for name, r in summary.sensors.items()}
     out = {
         "minutes": args.minutes, "robots": args.robots, "camera": args.camera,

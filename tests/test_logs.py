@@ -83,8 +83,8 @@ def test_a_gym_run_is_logged_whole_and_its_images_are_the_renderers_frames(tmp_p
         times = [r.log_time for r in StreamReader(f).records if isinstance(r, Message)]
     assert len(times) == sum(len(m) for m in got.values()) and times == sorted(times)
     info = logs.info(path)
-    assert info["summary"]["steps"] == 12 and s.log["size_bytes"] == info["size_bytes"]
-    assert {t["topic"] for t in info["topics"]} == set(got)
+    assert info.summary["steps"] == 12 and s.log.size_bytes == info.size_bytes
+    assert {t.topic for t in info.topics} == set(got)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
@@ -185,12 +185,12 @@ def test_damaged_or_incomplete_logs_are_refused_with_the_reason(tmp_path) -> Non
         net.close()
     assert not [e for e in list_entries() if e.pid == os.getpid()]
     info = logs.info(killed)  # what the parts held, merged
-    assert info["summary"] is None and info["config"]["duration_s"] == 30
+    assert info.summary is None and info.config["duration_s"] == 30
     # ...and the engine's part is reported as cut, not hidden.
-    cut = {c["part"]: c for c in info["cut_parts"]}
+    cut = {c["part"]: c for c in info.cut_parts}
     assert "engine" in cut and cut["engine"]["at_byte"] > 0
     # The killed engine's part kept the steps it logged before the kill.
-    poses = {t["topic"]: t["messages"] for t in info["topics"]}[logs.robot_topic(0, "pose")]
+    poses = {t.topic: t.messages for t in info.topics}[logs.robot_topic(0, "pose")]
     assert poses >= 3
     with pytest.raises(ReplayError, match="did not finish"):
         load(killed)
@@ -251,18 +251,18 @@ def test_a_part_cut_short_is_merged_up_to_the_cut_and_reported(tmp_path) -> None
     with open(os.path.join(logs.parts_dir(path), "engine.mcap"), "wb") as f:
         f.write(data[:at])
     done = logs.finish(path, {"steps": 40, "wall_time_s": 1.0, "trajectory_digest": "-"})
-    assert done["cut_parts"] == [{"part": "engine", "at_byte": ends[24],
-                                  "lost_bytes": at - ends[24]}]
-    wheels = {t["topic"]: t["messages"] for t in done["topics"]}[logs.robot_topic(0, "wheels")]
+    assert done.cut_parts == [{"part": "engine", "at_byte": ends[24],
+                               "lost_bytes": at - ends[24]}]
+    wheels = {t.topic: t.messages for t in done.topics}[logs.robot_topic(0, "wheels")]
     assert wheels == 25  # the whole messages before the cut
-    assert logs.info(path)["cut_parts"] == done["cut_parts"]  # kept in the merged file
+    assert logs.info(path).cut_parts == done.cut_parts  # kept in the merged file
     r = CliRunner().invoke(cli, ["log", "info", path])
     assert r.exit_code == 0 and "lacks the end of the part engine" in r.output
     # A log merged from whole parts reports none.
     whole = str(tmp_path / "whole.mcap")
     logs.start(whole, {"robots": 1})
     _part_with_messages(whole, "engine", 3)
-    assert logs.finish(whole, {"steps": 3})["cut_parts"] == logs.info(whole)["cut_parts"] == []
+    assert logs.finish(whole, {"steps": 3}).cut_parts == logs.info(whole).cut_parts == []
 
 
 @pytest.mark.parametrize("damage", ["magic", "record length"])

@@ -55,10 +55,10 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
         t = s.timing
         rows.append(Row(
             robots=robots, camera=cam, steps=s.steps, steps_per_s=s.steps_per_s,
-            physics_us=t["physics_s"] * 1e6, rendering_us=t["rendering_s"] * 1e6,
-            agents_us=t["agents_s"] * 1e6,
-            overhead_us=(t["framework_s"] + t["metrics_s"]) * 1e6,
-            overhead_fraction=(t["framework_s"] + t["metrics_s"]) / t["step_s"],
+            physics_us=t.physics_s * 1e6, rendering_us=t.rendering_s * 1e6,
+            agents_us=t.agents_s * 1e6,
+            overhead_us=((t.framework_s or 0.0) + t.metrics_s) * 1e6,
+            overhead_fraction=((t.framework_s or 0.0) + t.metrics_s) / t.step_s,
             floor_us=s.taps["floor"] * 1e6, busy_us=dict(s.busy_us)))
     return rows
 

@@ -28,12 +28,12 @@ def log_info(path: str, as_json: bool) -> None:
     """
     from dmxshm.logs import info
 
-    data = info(path)
+    found = info(path)
     if as_json:
-        click.echo(_json.dumps(data, indent=2))
+        click.echo(_json.dumps(found.as_dict(), indent=2))
     else:
-        console.print_log_info(data)
-    console.print_cut_parts(data)
+        console.print_log_info(found)
+    console.print_cut_parts(found)
 
 
 @click.command(cls=Command)

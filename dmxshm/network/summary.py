@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dmxshm.errors import DmxError
-from dmxshm.settings import JSON_SCHEMA_VERSION
+from dmxshm.logs import LogInfo
 from dmxshm.network.plan import Plan
+from dmxshm.network.recording import CONTACT_SHEET
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
+from dmxshm.settings import JSON_SCHEMA_VERSION
+from dmxshm.spine.network_spine import NetworkSpineResult
 from dmxshm.spine.report import no_nan
 from dmxshm.world.renderers import egl_device
 
@@ -19,14 +23,52 @@ SCHEMA_VERSION = JSON_SCHEMA_VERSION
 
 
 @dataclass
+class StepTiming:
+    """A run's time per step, in seconds (means over its steps).
+
+    ``physics_s`` the engine's stepping, ``rendering_s`` the slowest renderer's
+    (or camera process's) sensor work, ``agents_s`` the slowest agent's policy
+    calls, ``metrics_s`` the engine's lane bookkeeping, ``step_s`` the wall time
+    of a step; in gym mode, where the parts run one after another,
+    ``framework_s`` is the rest of the step (handoffs, copies, waiting) and
+    ``framework_fraction`` its share (None in realtime: processes overlap).
+    """
+
+    step_s: float
+    physics_s: float
+    rendering_s: float
+    agents_s: float
+    metrics_s: float
+    framework_s: float | None = None
+    framework_fraction: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        """The JSON's ``timing`` (a realtime run has no framework keys)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class SensorRate:
+    """A sensor's rate in a run, Hz: what was asked, what was made (the slowest
+    renderer's), and with camera processes what reached the agents."""
+
+    configured_hz: float
+    achieved_hz: float
+    forwarded_hz: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
 class Summary:
     """Figures of one run (all times in seconds, rates in Hz).
 
-    ``timing`` holds per-step means: ``physics_s`` (engine stepping),
-    ``rendering_s`` (the slowest renderer's sensor work, or camera process's), ``agents_s`` (the
-    slowest agent's policy calls), ``metrics_s`` (the engine's lane
-    bookkeeping), ``framework_s`` (the rest of the step:
-    handoffs, copies, waiting; gym mode only) and ``step_s`` (wall time).
+    ``timing`` is the time per step (:class:`StepTiming`), ``sensors`` each
+    sensor's rate (:class:`SensorRate`), ``spine`` the network spine's result
+    (:class:`~dmxshm.spine.network_spine.NetworkSpineResult`, None without a
+    spine), ``log`` the merged log's :class:`~dmxshm.logs.LogInfo` (None without
+    ``--log``). :meth:`to_dict` writes them under docs/json.md's names.
 
     ``shm_bytes`` is the shared memory the run created (rings, barrier,
     semaphores), counted once. With profiling on, ``processes`` holds one
@@ -66,17 +108,17 @@ class Summary:
     steps_per_s: float
     final_poses: list[list[float]]
     trajectory_digest: str
-    sensors: dict[str, dict[str, float]]
+    sensors: dict[str, SensorRate]
     drops: dict[str, int]
     rejected_commands: list[int]
     expired_commands: list[int] | None
-    timing: dict[str, float]
+    timing: StepTiming
     lane: dict[str, list[float]] = field(default_factory=dict)
     late_steps: int | None = 0
     max_lag_s: float | None = 0.0
     missed_sensor_ticks: dict[str, int] = field(default_factory=dict)
-    spine: dict[str, Any] = field(default_factory=dict)
-    log: dict[str, Any] = field(default_factory=dict)
+    spine: NetworkSpineResult | None = None
+    log: LogInfo | None = None
     sensor_ticks: dict[str, list[int]] = field(default_factory=dict)
     renderer: str = "tiny"
     renderer_device: str | None = None
@@ -97,9 +139,29 @@ class Summary:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
         # NaN (a figure without data) as null: the file is valid JSON for any reader.
         # The given taps' reports keep the schema's name of version 1, start_hook.
-        fields = {("start_hook" if k == "taps" else k): (v or None if k == "taps" else v)
-                  for k, v in asdict(self).items()}
+        typed = {"timing": self.timing.to_dict(),
+                 "sensors": {name: rate.to_dict() for name, rate in self.sensors.items()},
+                 "spine": self.spine.to_dict() if self.spine is not None else {},
+                 "log": ({k: v for k, v in self.log.as_dict().items()
+                          if k not in ("config", "summary")} if self.log is not None else {}),
+                 "start_hook": self.taps or None}
+        fields = {}
+        for f in dataclasses.fields(self):
+            key = "start_hook" if f.name == "taps" else f.name
+            value = getattr(self, f.name)
+            fields[key] = typed[key] if key in typed else _plain(value)
         return no_nan({"schema_version": SCHEMA_VERSION, **fields})
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON-ready data (dataclasses inside it as dicts)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
@@ -121,19 +183,16 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
     cameras = {name: results[name] for name in cfg.roles()
                if name.startswith("camera-") and name in results}
     steps = max(eng.steps, 1)
-    timing = {
-        "step_s": eng.wall_time_s / steps,
-        "physics_s": eng.physics_s / steps,
-        "rendering_s": max(r.render_s for r in (*renderers, *cameras.values())) / steps,
-        "agents_s": max((a.busy_s for a in agents), default=0.0) / steps,
-        "metrics_s": eng.metrics_s / steps,
-    }
+    timing = StepTiming(
+        step_s=eng.wall_time_s / steps, physics_s=eng.physics_s / steps,
+        rendering_s=max(r.render_s for r in (*renderers, *cameras.values())) / steps,
+        agents_s=max((a.busy_s for a in agents), default=0.0) / steps,
+        metrics_s=eng.metrics_s / steps)
     if cfg.mode == "gym":
-        work = (timing["physics_s"] + timing["rendering_s"] + timing["agents_s"]
-                + timing["metrics_s"])
-        timing["framework_s"] = max(timing["step_s"] - work, 0.0)
-        timing["framework_fraction"] = timing["framework_s"] / timing["step_s"]
-    sensors = {}
+        work = timing.physics_s + timing.rendering_s + timing.agents_s + timing.metrics_s
+        timing.framework_s = max(timing.step_s - work, 0.0)
+        timing.framework_fraction = timing.framework_s / timing.step_s
+    sensors: dict[str, SensorRate] = {}
     names = ["camera", "imu", "encoders", "tof"] if cfg.camera_wh else ["imu", "encoders", "tof"]
     for name in names:
         if cfg.mode == "gym":  # once a step: a step of dt_s, or of 1 / spine_hz with a spine
@@ -145,15 +204,15 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         elif name == "camera" and cameras:  # the camera processes' own frames
             configured = cfg.sensor_rates_hz[name]
             achieved = min(c.frames / max(c.elapsed_s, 1e-9) for c in cameras.values())
-            sensors[name] = {"configured_hz": configured, "achieved_hz": achieved,
-                             # what reached the agents (a frame overwritten first is not)
-                             "forwarded_hz": min(r.produced[name] / max(r.elapsed_s, 1e-9)
-                                                 for r in renderers)}
+            sensors[name] = SensorRate(
+                configured, achieved,
+                # what reached the agents (a frame overwritten first is not)
+                forwarded_hz=min(r.produced[name] / max(r.elapsed_s, 1e-9) for r in renderers))
             continue
         else:
             configured = cfg.sensor_rates_hz[name]
             achieved = min(r.produced[name] / max(r.elapsed_s, 1e-9) for r in renderers)
-        sensors[name] = {"configured_hz": configured, "achieved_hz": achieved}
+        sensors[name] = SensorRate(configured, achieved)
     ticks = {name: [int(r.produced[name]) for r in renderers] for name in names}
     missed = {name: sum(int(r.missed.get(name, 0)) for r in renderers) for name in names}
     if cameras:  # made (and logged) by the camera processes, in renderer order
@@ -172,7 +231,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
             frames.update({k: v for k, v in r.frames.items() if v})
         for c in cameras.values():
             frames.update({k: v for k, v in c.kept.items() if v})
-        sheet = os.path.join(cfg.record_dir, "contact_sheet.png")
+        sheet = os.path.join(cfg.record_dir, CONTACT_SHEET)
         robots = [k for k in sorted(frames) if frames[k]]
         write_png(sheet, contact_sheet(
             [[f for f, _, _ in frames[k]] for k in robots],
@@ -192,7 +251,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         expired_commands=spine.expired_commands if spine is not None else eng.expired_commands,
         timing=timing,
         lane=eng.lane, recorded_frames=recorded, contact_sheet=sheet,
-        spine=spine.to_dict() if spine is not None else {},  # the typed report, as JSON
+        spine=spine,
         late_steps=eng.late_steps,
         max_lag_s=float(eng.max_lag_s) if eng.max_lag_s is not None else None,
         missed_sensor_ticks=missed,

@@ -133,13 +133,13 @@ class SpineStoppedError(RunFailedError):
     @classmethod
     def check(cls, summary: Summary, pid: int) -> None:
         """Raise if the spine of a run that was not interrupted was stopped by a signal."""
-        timing = (summary.spine or {}).get("timing") or {}
-        stopped_by = timing.get("stopped_by")
-        if not stopped_by or summary.interrupted:
+        report = summary.spine.report if summary.spine is not None else None
+        if report is None or not report.stop_signal or summary.interrupted:
             return
-        shutdown = timing.get("states", {}).get("SHUTDOWN", 0)
+        stopped_by = signal.Signals(report.stop_signal).name
+        shutdown = report.states.get("SHUTDOWN", 0)
         raise cls(f"spine (pid {pid}) was stopped by {stopped_by} from outside the run after "
-                  f"{summary.spine.get('cycles', 0)} cycles: it sent {shutdown} SHUTDOWN stops "
+                  f"{report.cycles} cycles: it sent {shutdown} SHUTDOWN stops "
                   "and the run ended early.", summary=summary)
 
 
@@ -166,7 +166,7 @@ class NoCommandsError(RobotsIdleError):
         """Raise if some robot received no command at all."""
         # With a spine, the engine's commands are the spine's frames: what the agents
         # sent is what the spine took from them.
-        counts = summary.spine.get("received_commands") if summary.spine else None
+        counts = summary.spine.received_commands if summary.spine is not None else None
         idle = [r for r, n in enumerate(counts if counts is not None
                                         else summary.received_commands) if n == 0]
         if not idle:

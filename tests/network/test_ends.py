@@ -126,7 +126,7 @@ def test_a_stopped_gym_run_reports_the_rates_of_its_steps() -> None:
     assert summary.interrupted and summary.steps >= 19
     # In gym mode a sensor reads once a step: 1 / dt_s at most, whatever the stop.
     for name, rate in summary.sensors.items():
-        assert rate["achieved_hz"] <= rate["configured_hz"] * (1 + 1e-9), name
+        assert rate.achieved_hz <= rate.configured_hz * (1 + 1e-9), name
 
 
 def test_a_partial_sensor_rates_dict_keeps_the_other_defaults() -> None:
@@ -144,8 +144,8 @@ def test_a_realtime_run_with_one_sensor_rate_given_runs() -> None:
                         sensor_rates_hz={"imu": 200.0}, wait_timeout_s=5.0)
     with Network(cfg) as net:
         summary = net.run()
-    assert summary.sensors["imu"]["configured_hz"] == 200.0
-    assert summary.sensors["tof"]["configured_hz"] == DEFAULT_SENSOR_RATES_HZ["tof"]
+    assert summary.sensors["imu"].configured_hz == 200.0
+    assert summary.sensors["tof"].configured_hz == DEFAULT_SENSOR_RATES_HZ["tof"]
     assert summary.received_commands[0] > 0
 
 
@@ -164,7 +164,7 @@ def test_a_spine_stopped_from_outside_sends_its_stops_and_fails_the_run() -> Non
         net.close()
     message = str(info.value)
     assert message.startswith(f"spine (pid {pid}) was stopped by SIGTERM")
-    timing = info.value.summary.spine["timing"]
+    timing = info.value.summary.to_dict()["spine"]["timing"]
     assert timing["stopped_by"] == "SIGTERM" and timing["states"]["SHUTDOWN"] == 5
     assert not info.value.summary.interrupted
     assert no_entries_of(os.getpid())
