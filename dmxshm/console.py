@@ -175,9 +175,15 @@ def print_robots(s: Any) -> None:
 
 
 def realtime_refused(r: dict[str, Any]) -> str | None:
-    """The one-line note for a spine report whose real-time scheduling was refused."""
-    refused = [f"{who} ({what})" for who, what in (("spine", r.get("scheduling")),
-                                                    ("CAN bus", r.get("bus_scheduling")))
+    """The one-line note for a run whose real-time scheduling was refused, from
+    ``r``'s ``scheduling`` and ``bus_scheduling`` (``dmxshm run``'s summary)."""
+    return scheduling_refused(r.get("scheduling"), r.get("bus_scheduling"))
+
+
+def scheduling_refused(spine: str | None, bus: str | None = None) -> str | None:
+    """The one-line note where the spine's or the CAN bus's real-time scheduling
+    (what each got, or why not) was refused; None where neither was."""
+    refused = [f"{who} ({what})" for who, what in (("spine", spine), ("CAN bus", bus))
                if what and "refused" in what]
     if not refused:
         return None
@@ -198,50 +204,51 @@ def stalls(overruns: dict[str, float] | None, steal_s: float | None) -> str:
     return out
 
 
-def print_spine(r: dict[str, Any]) -> None:
-    click.echo(f"schedule {r['schedule']}, {r['frequency_hz']:g} Hz, spine on CPU {r['cpu']} "
-               f"({r['scheduling']}), CAN bus on CPU {r['bus_cpu']}")
-    click.echo(f"cycles {r['cycles']} (acting {r['acting_cycles']}), skipped "
-               f"{r['skipped_cycles']} ({r['skipped_cycles'] / max(r['cycles'], 1):.3%})"
-               + stalls(r.get("overruns"), r.get("host_steal_s")))
-    p = r["period_us"]
-    click.echo(f"period us: p50 {p['p50']:.1f}, p99 {p['p99']:.1f}, max {p['max']:.1f}; "
-               f"p99 |period - T| {r['period_error_us_p99']:.1f} us")
-    c = r["can_cycle_us"]
-    plan = "an agent" if "agent" in r else f"{r['plan_us_p50']:.1f} us"
-    cfg = r["config"]
-    t_o = cfg["reply_at_s"] if cfg["reply_at_s"] is not None else cfg["can_cycle_s"]
-    click.echo(f"CAN cycle us (bus clock): p50 {c['p50']:.1f}, p99 {c['p99']:.1f}; T_p "
-               f"{plan} measured ({cfg['plan_s'] * 1e6:.1f} configured), T_o "
-               f"{r['reply_at_us_p50']:.1f} us measured ({t_o * 1e6:.1f} configured)")
-    d = r["delivery_us"]
-    click.echo(f"delivery us: spine to bus p50 {d['spine_to_bus']['p50']:.1f}, p99 "
-               f"{d['spine_to_bus']['p99']:.1f}; bus to spine p50 {d['bus_to_spine']['p50']:.1f},"
-               f" p99 {d['bus_to_spine']['p99']:.1f}")
+def print_spine(r: SpineRunReport) -> None:
+    """``dmxshm spine``'s report of a run."""
+    f, cfg = r.figures, r.config
+    click.echo(f"schedule {f.schedule}, {f.frequency_hz:g} Hz, spine on CPU {f.cpu} "
+               f"({f.scheduling}), CAN bus on CPU {r.bus_cpu}")
+    click.echo(f"cycles {f.cycles} (acting {f.acting_cycles}), skipped "
+               f"{f.skipped_cycles} ({f.skipped_cycles / max(f.cycles, 1):.3%})"
+               + stalls(f.overruns, f.host_steal_s))
+    p = f.period_us
+    click.echo(f"period us: p50 {p.p50:.1f}, p99 {p.p99:.1f}, max {p.max:.1f}; "
+               f"p99 |period - T| {f.period_error_us_p99:.1f} us")
+    c = f.can_cycle_us
+    plan = "an agent" if r.agent is not None else f"{f.plan_us_p50:.1f} us"
+    click.echo(f"CAN cycle us (bus clock): p50 {c.p50:.1f}, p99 {c.p99:.1f}; T_p "
+               f"{plan} measured ({cfg.plan_s * 1e6:.1f} configured), T_o "
+               f"{f.reply_at_us_p50:.1f} us measured ({cfg.reply_at * 1e6:.1f} configured)")
+    to_bus, to_spine = f.spine_to_bus_us, f.bus_to_spine_us
+    click.echo(f"delivery us: spine to bus p50 {to_bus.p50:.1f}, p99 {to_bus.p99:.1f}; "
+               f"bus to spine p50 {to_spine.p50:.1f}, p99 {to_spine.p99:.1f}")
     click.echo(f"{'us':<18} {'mean':>9} {'p50':>9} {'p99':>9} {'predicted':>10} "
                f"{'- predicted p50':>16} {'p99':>9}")
-    for key in ("send_minus_obs_us", "send_minus_act_us"):
-        m = r[key]
-        law = r["predicted"][key]
-        beyond = r["minus_predicted_us"][key]
-        extra = "" if beyond is None else f" {beyond['p50']:>16.1f} {beyond['p99']:>9.1f}"
-        click.echo(f"{key[:-3].replace('_', ' '):<18} {m['mean']:>9.1f} {m['p50']:>9.1f} "
-                   f"{m['p99']:>9.1f} {'-' if law is None else f'{law:.1f}':>10}{extra}")
+    act_law = f.law.send_minus_act_s
+    for name, m, law, beyond in (
+            ("send minus obs", f.send_minus_obs_us, f.law.send_minus_obs_s * 1e6,
+             f.obs_minus_law_us),
+            ("send minus act", f.send_minus_act_us, None if act_law is None else act_law * 1e6,
+             f.act_minus_law_us)):
+        extra = "" if beyond is None else f" {beyond.p50:>16.1f} {beyond.p99:>9.1f}"
+        click.echo(f"{name:<18} {m.mean:>9.1f} {m.p50:>9.1f} "
+                   f"{m.p99:>9.1f} {'-' if law is None else f'{law:.1f}':>10}{extra}")
     click.echo("(predicted: the law with the configured T, T_p and T_o; measured minus "
                "predicted is what the handoffs between spine and bus cost)")
-    if "agent" in r:
-        a = r["agent"]
-        trip = r["agent_round_trip_us"]
-        click.echo(f"agent: {a['actions']} actions, {a['expired_actions']} expired"
-                   f"{', hung at the end' if a['hung'] else ''}")
-        click.echo(f"agent round trip us, from writing an action: to the CAN frame that carries "
-                   f"it p50 {trip['to_frame']['p50']:.1f}, p99 {trip['to_frame']['p99']:.1f}; to "
-                   f"the first observation that reflects it p50 "
-                   f"{trip['to_observation']['p50']:.1f}, p99 {trip['to_observation']['p99']:.1f}"
-                   f"; to the next observation read p50 {a['round_trip_us']['p50']:.1f}")
+    a = r.agent
+    if a is not None:
+        click.echo(f"agent: {a.actions} actions, {a.expired_actions} expired"
+                   f"{', hung at the end' if a.hung else ''}")
+        if f.to_frame_us is not None and f.to_observation_us is not None:
+            click.echo(f"agent round trip us, from writing an action: to the CAN frame that "
+                       f"carries it p50 {f.to_frame_us.p50:.1f}, p99 {f.to_frame_us.p99:.1f}; "
+                       f"to the first observation that reflects it p50 "
+                       f"{f.to_observation_us.p50:.1f}, p99 {f.to_observation_us.p99:.1f}"
+                       f"; to the next observation read p50 {a.round_trip_us_p50:.1f}")
         click.echo("(with an agent, t_act is when the agent wrote its action; the spine waits "
                    "for it up to T_p after publishing the observation)")
-    click.echo("states: " + ", ".join(f"{k} {v}" for k, v in r["states"].items()))
+    click.echo("states: " + ", ".join(f"{k} {v}" for k, v in f.states.items()))
 
 
 def write_outputs(data: Any, json_path: str | None, plot_path: str | None,

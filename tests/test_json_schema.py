@@ -384,8 +384,9 @@ def test_spine_run_summary_keeps_its_keys_and_types(spine_run: dict[str, Any]) -
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_spine_report_keeps_its_keys_and_types() -> None:
     report, _ = run_spine(SpineConfig(duration_s=0.3, agent="forward"))
-    assert mismatches(as_read(report), SPINE_REPORT) == []
-    assert report["schema_version"] == SCHEMA_VERSION
+    data = as_read(report.to_dict())
+    assert mismatches(data, SPINE_REPORT) == []
+    assert data["schema_version"] == SCHEMA_VERSION
 
 
 def test_a_changed_key_fails_the_check() -> None:

@@ -163,11 +163,12 @@ def test_a_profiled_spine_shows_its_bus_and_itself_on_their_cpus() -> None:
     from dmxshm.spine.run import SpineConfig, run
 
     report, _ = run(SpineConfig(duration_s=0.6, frequency_hz=500.0), profile_interval_s=0.1)
-    rows = {p["role"]: p for p in report["processes"]}
+    assert report.processes is not None and report.profile is not None
+    rows = {p["role"]: p for p in report.processes}
     assert set(rows) == {"supervisor", "can-bus", "spine"}
-    assert rows["spine"]["affinity"] == [report["cpu"]]
+    assert rows["spine"]["affinity"] == [report.figures.cpu]
     assert rows["spine"]["stayed_in_affinity"]
-    assert report["shm_bytes"] > 0 and report["profile"]["samples"] >= 2
+    assert report.shm_bytes > 0 and report.profile["samples"] >= 2
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dmxshm.errors import DmxError
+
+if TYPE_CHECKING:
+    from dmxshm.spine.run_report import SpineRunReport
 
 STEP_COLORS = {"physics": "#4c72b0", "rendering": "#55a868", "agents": "#c44e52",
                "metrics": "#937860", "framework": "#8172b2"}
@@ -212,10 +215,11 @@ def plot_profile(run: dict[str, Any], path: str) -> None:
 TIMELINE_CYCLES = 4
 
 
-def plot_spine(report: dict[str, Any], recs: np.ndarray, path: str) -> None:
+def plot_spine(report: SpineRunReport, recs: np.ndarray, path: str) -> None:
     """Timeline of a few cycles (plan, CAN, sleep), then histograms of the
     period and of t_send - t_obs with the law's prediction."""
     plt = _pyplot()
+    f = report.figures
     fig = plt.figure(figsize=(11, 6.5))
     grid = fig.add_gridspec(2, 2, height_ratios=[1.1, 1])
     ax = fig.add_subplot(grid[0, :])
@@ -224,7 +228,7 @@ def plot_spine(report: dict[str, Any], recs: np.ndarray, path: str) -> None:
         k0 = int(acting[len(acting) // 2])
         t0 = recs["t_tick"][k0]
         ms = lambda t: (t - t0) * 1e3  # noqa: E731
-        period_ms = 1e3 / report["frequency_hz"]
+        period_ms = 1e3 / f.frequency_hz
         for k in range(k0, k0 + TIMELINE_CYCLES):
             r, nxt = recs[k], recs[k + 1]
             ax.axvline(ms(r["t_tick"]), color="grey", lw=0.8, ls=":")
@@ -250,23 +254,22 @@ def plot_spine(report: dict[str, Any], recs: np.ndarray, path: str) -> None:
         ax.set_ylim(0, 3)
         ax.set_xlabel("ms from a tick (dotted lines: ticks)")
         ax.legend(fontsize=8, ncol=4, loc="upper right")
-    ax.set_title(f"schedule {report['schedule']} at {report['frequency_hz']:.0f} Hz: "
+    ax.set_title(f"schedule {f.schedule} at {f.frequency_hz:.0f} Hz: "
                  "the action sent at the marked t_send, its t_act and t_obs")
     ax1 = fig.add_subplot(grid[1, 0])
     periods = recs["period_s"][np.isfinite(recs["period_s"])] * 1e6
     ax1.hist(periods, bins=80, color="#4c72b0")
     ax1.set_yscale("log")
     ax1.set_xlabel("period, us")
-    ax1.set_title(f"period: p99 {report['period_us']['p99']:.1f} us, "
-                  f"skipped {report['skipped_cycles']}")
+    ax1.set_title(f"period: p99 {f.period_us.p99:.1f} us, skipped {f.skipped_cycles}")
     ax2 = fig.add_subplot(grid[1, 1])
     sel = recs[(recs["stopping"] == 0) & (recs["obs_cycle"] >= 0)]
     ax2.hist((sel["t_send"] - sel["t_obs"]) * 1e6, bins=80, color="#55a868")
-    ax2.axvline(report["predicted"]["send_minus_obs_us"], color="#c44e52",
-                label=f"law: {report['predicted']['send_minus_obs_us']:.1f} us")
+    law_us = f.law.send_minus_obs_s * 1e6
+    ax2.axvline(law_us, color="#c44e52", label=f"law: {law_us:.1f} us")
     ax2.set_yscale("log")
     ax2.set_xlabel("t_send - t_obs, us")
-    ax2.set_title(f"measured mean {report['send_minus_obs_us']['mean']:.1f} us")
+    ax2.set_title(f"measured mean {f.send_minus_obs_us.mean:.1f} us")
     ax2.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

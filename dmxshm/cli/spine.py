@@ -91,12 +91,13 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
     finally:
         if live:
             live.close()
-    note = console.realtime_refused(report)
+    note = console.scheduling_refused(report.scheduling, report.bus_scheduling)
     if note:  # once, and the run went on
         click.echo(note, err=True)
     console.print_spine(report)
-    if profile:
-        console.print_profile(report["processes"], report["profile"], report["shm_bytes"])
+    if report.processes is not None and report.profile is not None:
+        console.print_profile(report.processes, report.profile, report.shm_bytes)
     from dmxshm.bench.plot import plot_spine
 
-    console.write_outputs(report, json, plot, lambda p: plot_spine(report, recs, p))
+    console.write_outputs(report.to_dict() if json else None, json, plot,
+                          lambda p: plot_spine(report, recs, p))

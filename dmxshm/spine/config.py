@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +15,9 @@ from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.watch import explain
 from dmxshm.spine.agent import resolve_policy
 from dmxshm.spine.law import SCHEDULES
+
+if TYPE_CHECKING:
+    from dmxshm.spine.run_report import SpineRunReport
 
 
 class SpineError(DmxError):
@@ -47,14 +50,15 @@ class SpineProcessError(SpineError):
 
 class SpineShutDown(SpineError):
     """The spine shut down before its end, or its bus failed, but it went through
-    SHUTDOWN and tried to send its stop commands; ``report`` and ``records``
-    hold what it did until then.
+    SHUTDOWN and tried to send its stop commands; ``report`` (a
+    :class:`~dmxshm.spine.run_report.SpineRunReport`) and ``records`` hold what
+    it did until then.
 
     A step of its cycle that raised ends here (its traceback in the message);
     the subclasses say more.
     """
 
-    def __init__(self, message: str, report: dict[str, Any], records: np.ndarray) -> None:
+    def __init__(self, message: str, report: SpineRunReport, records: np.ndarray) -> None:
         super().__init__(message)
         self.report = report
         self.records = records

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -21,7 +21,7 @@ from dmxshm.proc.outcome import Cause, Outcome, describe_signal
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.proc.watch import Watch, WatchPolicy
 from dmxshm.profiling import Profiler, shm_sizes, steal_s
-from dmxshm.settings import JSON_SCHEMA_VERSION, START_TIMEOUT_S
+from dmxshm.settings import START_TIMEOUT_S
 from dmxshm.shm import signals
 from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.registry import Registry
@@ -37,7 +37,6 @@ from dmxshm.spine.config import (
     SpineStopped,
 )
 from dmxshm.spine.gate import parties
-from dmxshm.spine.law import Law
 from dmxshm.spine.loop import request_stop, run_spine
 from dmxshm.spine.records import (
     AGENT_ACTION_DTYPE,
@@ -46,12 +45,13 @@ from dmxshm.spine.records import (
     CAN_REPLY_DTYPE,
     RECORD_DTYPE,
 )
-from dmxshm.spine.report import measure, no_nan, percentile
 from dmxshm.spine.result import SpineResult
+from dmxshm.spine.run_report import AgentReport, SpineRunReport, report
 from dmxshm.spine.state_machine import State
 
-__all__ = ["RunResults", "SpineRun", "SpineBusError", "SpineConfig", "SpineError",
-           "SpineProcessError", "SpineShutDown", "SpineStopped", "report", "run"]
+__all__ = ["AgentReport", "RunResults", "SpineBusError", "SpineConfig", "SpineError",
+           "SpineProcessError", "SpineRun", "SpineRunReport", "SpineShutDown", "SpineStopped",
+           "report", "run"]
 
 BUS, AGENT = "can-bus", "spine-agent"  # the children's names (the spine's is "spine")
 
@@ -82,10 +82,11 @@ class RunResults:
 
 
 class SpineRun(NamedTuple):
-    """What a spine run gives: its report (JSON-ready, as ``dmxshm spine --json``
-    writes it) and its per-cycle records (:data:`~dmxshm.spine.records.RECORD_DTYPE`)."""
+    """What a spine run gives: its report (:meth:`SpineRunReport.to_dict` is
+    ``dmxshm spine --json``) and its per-cycle records
+    (:data:`~dmxshm.spine.records.RECORD_DTYPE`)."""
 
-    report: dict[str, Any]
+    report: SpineRunReport
     records: np.ndarray
 
 
@@ -97,8 +98,8 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
     Args:
         cfg: the run.
         profile_interval_s: sample every process of the run this often
-            (:mod:`dmxshm.profiling`); the report gains ``processes``,
-            ``profile`` and ``shm_bytes``. None: no profiling.
+            (:mod:`dmxshm.profiling`); the report gains ``processes`` and
+            ``profile``. None: no profiling.
         on_profile: called after each sample.
         on_progress: called with the number of cycles recorded so far, about
             every 0.1 s while the spine runs.
@@ -176,47 +177,21 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
     # CPU time the hypervisor gave to others during the run, summed over CPUs:
     # tells overruns of a virtual machine's own descheduling from the spine's.
     steal_now = steal_s()
-    rep = report(cfg, recs, done, (spine_cpu, bus_cpu),
-                 host_steal_s=None if steal_at_start is None or steal_now is None
-                 else steal_now - steal_at_start)
-    if cfg.agent:
-        agent = results.agent if results.agent is not None else AgentResult()
-        rtt = np.array(agent.round_trips_s)
-        rep["agent"] = {
-            "started": done.agent_started,
-            "hung": agent.hung,
-            "failed": agent.failed,
-            "actions": agent.actions,
-            "expired_actions": done.expired_actions,
-            "round_trip_us": {"p50": percentile(rtt * 1e6, 50), "p99": percentile(rtt * 1e6, 99),
-                              "samples": len(rtt)},
-        }
-    rep["bus_scheduling"] = results.bus.scheduling if results.bus is not None else None
-    rep["shm_bytes"] = shm_bytes
     if profiler is not None:
         profiler.stop()
-        prof = profiler.report()
-        rep["processes"] = prof.pop("processes")
-        rep["profile"] = prof
+    rep = report(cfg, recs, done, (spine_cpu, bus_cpu),
+                 host_steal_s=None if steal_at_start is None or steal_now is None
+                 else steal_now - steal_at_start,
+                 agent=results.agent,
+                 bus_scheduling=results.bus.scheduling if results.bus is not None else None,
+                 shm_bytes=shm_bytes,
+                 profile=profiler.report() if profiler is not None else None)
     _raise_unless_done(cfg, done, spine.pid, bus.pid, rep, recs, results.bus_failure)
     return SpineRun(rep, recs)
 
 
-def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
-           cpus: tuple[int, int | None], host_steal_s: float | None = None) -> dict[str, Any]:
-    """The JSON report of a run (``dmxshm spine --json``, docs/json.md): its
-    :class:`~dmxshm.spine.report.SpineReport` with the law of ``cfg``'s
-    configuration alone, and the run's configuration; NaN (no data) as null."""
-    law = Law.of(cfg.schedule, 1.0 / cfg.frequency_hz, cfg.plan_s, cfg.reply_at,
-                 agent=bool(cfg.agent))
-    figures = measure(recs, spine, law, frequency_hz=cfg.frequency_hz, cpu=cpus[0],
-                      round_trips=bool(cfg.agent), host_steal_s=host_steal_s)
-    return no_nan({"schema_version": JSON_SCHEMA_VERSION, **figures.to_dict(),
-                   "actuation": cfg.actuation, "bus_cpu": cpus[1], "config": asdict(cfg)})
-
-
 def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_pid: int,
-                       rep: dict[str, Any], recs: np.ndarray,
+                       rep: SpineRunReport, recs: np.ndarray,
                        bus_failure: Outcome | None = None) -> None:
     """Raise what ended the spine early, if anything did (a failed bus first: its
     stops are unconfirmed, whatever else happened; ``bus_failure`` says how the

@@ -54,7 +54,7 @@ def test_a_bus_that_stops_replying_gets_the_stops_and_is_named(
     assert len(after) == cfg.stop_cycles + lag
     assert (after["state"] == State.SHUTDOWN).all() and (after["stopping"] == 1).all()
     assert (after["wheels_rad_s"] == 0).all()
-    assert err.report["states"]["SHUTDOWN"] == len(after)
+    assert err.report.figures.states["SHUTDOWN"] == len(after)
     # A mute bus takes every stop; a hung one, what its ring has room for.
     taken = int(np.isfinite(after["t_send"]).sum())
     assert taken == (len(after) if bus == "goes_mute" else CMD_SLOTS)

@@ -74,5 +74,5 @@ def test_a_killed_bus_is_named_and_the_spine_shutdown_it_saw_is_reported() -> No
     shutdown = recs["state"] == State.SHUTDOWN
     assert shutdown.any() and (recs["state"][np.argmax(shutdown):] == State.SHUTDOWN).all()
     assert (recs["wheels_rad_s"][shutdown] == 0).all()
-    assert err.report["states"]["SHUTDOWN"] == int(shutdown.sum())
+    assert err.report.figures.states["SHUTDOWN"] == int(shutdown.sum())
     assert not [e for e in list_entries() if e.pid == os.getpid()]

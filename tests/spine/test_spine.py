@@ -76,22 +76,26 @@ def test_the_pipeline_follows_the_note(schedule: str) -> None:
     else:
         plan = list(a["plan_end"] - a["plan_start"])
     assert min(plan) >= SHORT["plan_s"]  # the built-in planner works T_p
-    assert report["reply_at_us_p50"] == pytest.approx(np.median(reply_at) * 1e6)
-    assert report["plan_us_p50"] == pytest.approx(np.median(plan) * 1e6)
-    assert report["send_minus_obs_us"]["p50"] == pytest.approx(np.median(send_minus_obs) * 1e6)
-    assert report["delivery_us"]["spine_to_bus"]["p50"] == pytest.approx(
-        np.median(can["can_start"] - sent) * 1e6)
+    f = report.figures
+    assert f.reply_at_us_p50 == pytest.approx(np.median(reply_at) * 1e6)
+    assert f.plan_us_p50 == pytest.approx(np.median(plan) * 1e6)
+    assert f.send_minus_obs_us.p50 == pytest.approx(np.median(send_minus_obs) * 1e6)
+    assert f.spine_to_bus_us.p50 == pytest.approx(np.median(can["can_start"] - sent) * 1e6)
     # The law's lines (law.py) with the configuration alone: nothing measured.
     period_s = 1 / SHORT["frequency_hz"]
     law = {"send_minus_obs_us": (2 * period_s - SHORT["reply_at_s"]) * 1e6,
            "send_minus_act_us": (period_s - SHORT["plan_s"] if schedule == "after-sleep"
                                  else 0.0) * 1e6}
-    assert report["predicted"] == {k: pytest.approx(v, abs=1e-6) for k, v in law.items()}
+    assert f.law.send_minus_act_s is not None
+    assert {"send_minus_obs_us": f.law.send_minus_obs_s * 1e6,
+            "send_minus_act_us": f.law.send_minus_act_s * 1e6} == {
+        k: pytest.approx(v, abs=1e-6) for k, v in law.items()}
     # measured minus predicted, cycle by cycle
-    for key, measured in (("send_minus_obs_us", a["t_send"] - a["t_obs"]),
-                          ("send_minus_act_us", a["t_send"] - a["t_act"])):
-        assert report["minus_predicted_us"][key]["p50"] == pytest.approx(
-            np.median(measured * 1e6 - law[key]))
+    for key, beyond, measured in (
+            ("send_minus_obs_us", f.obs_minus_law_us, a["t_send"] - a["t_obs"]),
+            ("send_minus_act_us", f.act_minus_law_us, a["t_send"] - a["t_act"])):
+        assert beyond is not None
+        assert beyond.p50 == pytest.approx(np.median(measured * 1e6 - law[key]))
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
@@ -102,11 +106,10 @@ def test_a_slower_bus_shows_in_the_measured_latency_not_in_the_law() -> None:
     delay_s = 1e-3
     base, _ = run(SpineConfig(schedule="after-sleep", **SHORT))
     slow, recs = run(SpineConfig(schedule="after-sleep", bus_delay_s=delay_s, **SHORT))
-    assert slow["predicted"] == base["predicted"]
-    to_bus = slow["delivery_us"]["spine_to_bus"]["p50"] - base["delivery_us"]["spine_to_bus"]["p50"]
+    assert slow.figures.law == base.figures.law
+    to_bus = slow.figures.spine_to_bus_us.p50 - base.figures.spine_to_bus_us.p50
     assert to_bus == pytest.approx(delay_s * 1e6, abs=200)
-    beyond = (slow["minus_predicted_us"]["send_minus_obs_us"]["p50"]
-              - base["minus_predicted_us"]["send_minus_obs_us"]["p50"])
+    beyond = slow.figures.obs_minus_law_us.p50 - base.figures.obs_minus_law_us.p50
     assert beyond == pytest.approx(-delay_s * 1e6, abs=200)
 
 
@@ -225,7 +228,8 @@ def test_an_agent_drives_the_spine_through_its_states(schedule: str) -> None:
     # Stops until the agent started it, a reset, then actions, then stops.
     assert (states[:5] == 0).all()
     assert 1 in states and (states == 3).sum() >= 40 and (states[-5:] == 4).all()
-    assert report["agent"]["started"] and report["agent"]["round_trip_us"]["samples"] > 10
+    assert report.agent is not None
+    assert report.agent.started and report.agent.round_trip_samples > 10
     a = acting(recs)
     assert (a["wheels_rad_s"] == 5.0).all()
     # The spine waits for the answer to the observation it just published, up
@@ -243,9 +247,10 @@ def test_an_agent_drives_the_spine_through_its_states(schedule: str) -> None:
     to_frame = (a["t_send"] - a["t_act"]) * 1e6
     to_obs = [(by_cycle[int(r["cycle"]) + later]["plan_start"] - r["t_act"]) * 1e6 for r in a
               if int(r["cycle"]) + later in by_cycle]
-    trip = report["agent_round_trip_us"]
-    assert trip["to_frame"]["p50"] == pytest.approx(np.median(to_frame))
-    assert trip["to_observation"]["p50"] == pytest.approx(np.median(to_obs))
+    trip_frame, trip_obs = report.figures.to_frame_us, report.figures.to_observation_us
+    assert trip_frame is not None and trip_obs is not None
+    assert trip_frame.p50 == pytest.approx(np.median(to_frame))
+    assert trip_obs.p50 == pytest.approx(np.median(to_obs))
     assert (to_frame >= 0).all() and min(to_obs) > 0
 
 
@@ -263,15 +268,16 @@ def test_a_hung_agent_is_tolerated_then_stopped() -> None:
     assert acted[-1] - acted[0] + 1 > 20
     # ...then sent stops, and kept its period: every cycle ran.
     assert (recs["wheels_rad_s"][idle[idle > acted[-1] + 1]] == 0).all()
-    assert report["agent"]["expired_actions"] == 1 and report["agent"]["hung"]
-    assert report["cycles"] == len(recs)
+    assert report.agent is not None
+    assert report.agent.expired_actions == 1 and report.agent.hung
+    assert report.figures.cycles == len(recs)
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
 def test_a_crashing_agent_is_tolerated_and_reported() -> None:
     report, recs = run(SpineConfig(agent="tests.spine_agents:crashes_after_20",
                                    action_timeout_s=0.05, **{**SHORT, "duration_s": 0.5}))
-    assert "agent crashed on purpose" in report["agent"]["failed"]
+    assert report.agent is not None and "agent crashed on purpose" in (report.agent.failed or "")
     assert (recs["state"][-5:] == 4).all() and (recs["wheels_rad_s"][-5:] == 0).all()
 
 
@@ -281,7 +287,7 @@ def test_an_agent_that_starts_late_keeps_the_spine_sending_stops() -> None:
     waited = (recs["state"] == 0).sum()
     assert waited > 5 + 0.2 * SHORT["frequency_hz"]  # stop cycles while it waited
     assert (recs["wheels_rad_s"][recs["state"] == 0] == 0).all()
-    assert report["acting_cycles"] > 0
+    assert report.figures.acting_cycles > 0
 
 
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
@@ -313,20 +319,22 @@ def test_ctrl_c_makes_the_spine_send_its_shutdown_stops() -> None:
     (stopped,) = out
     report, recs = stopped.report, stopped.records
     assert f"pid {victim.pid}" in str(stopped) and "SIGINT" in str(stopped)
-    assert report["cycles"] < 60 * SHORT["frequency_hz"]
+    assert report.figures.cycles < 60 * SHORT["frequency_hz"]
     states = recs["state"]
     assert len(recs) >= enough and (states[enough - 1] == State.ACT)
     assert (states[-5:] == State.SHUTDOWN).all() and (recs["wheels_rad_s"][-5:] == 0).all()
 
 
 def test_a_refused_real_time_scheduling_is_said_once() -> None:
-    from dmxshm.console import realtime_refused
+    from dmxshm.console import realtime_refused, scheduling_refused
 
-    granted = {"scheduling": "SCHED_FIFO priority 10", "bus_scheduling": "SCHED_FIFO priority 9"}
-    assert realtime_refused(granted) is None
-    refused = {"scheduling": "SCHED_OTHER (SCHED_FIFO refused: [Errno 1] Operation not "
-                             "permitted; grant CAP_SYS_NICE or rtprio)",
-               "bus_scheduling": "SCHED_FIFO priority 9"}
-    note = realtime_refused(refused)
+    assert scheduling_refused("SCHED_FIFO priority 10", "SCHED_FIFO priority 9") is None
+    refused = ("SCHED_OTHER (SCHED_FIFO refused: [Errno 1] Operation not permitted; grant "
+               "CAP_SYS_NICE or rtprio)")
+    note = scheduling_refused(refused, "SCHED_FIFO priority 9")
     assert note is not None and note.count("refused") == 2  # once, naming the spine
     assert "spine (SCHED_OTHER" in note and "CAN bus" not in note and "went on" in note
+    bus_only = scheduling_refused("SCHED_FIFO priority 10", refused)
+    assert bus_only is not None and "CAN bus (SCHED_OTHER" in bus_only and "spine (" not in bus_only
+    # dmxshm run's summary says it with the same words.
+    assert realtime_refused({"scheduling": refused}) == scheduling_refused(refused)
