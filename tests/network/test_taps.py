@@ -125,3 +125,17 @@ def test_a_role_finds_its_built_in_taps_by_type() -> None:
     assert taps.find(_Broken) is None
     with pytest.raises(LookupError, match="_Broken"):
         taps.get(_Broken)
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_the_readme_s_tap_example_runs_and_reports(tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "count_tap.py"
+    out = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                         timeout=RUN_TIMEOUT_S, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "200 steps; tap 'fastest': {'states': 200, 'fastest_m_s': " in out.stdout
+    assert float(out.stdout.split("'fastest_m_s': ")[1].rstrip("}\n")) > 0  # robots moved
