@@ -1,13 +1,11 @@
 """The spine's configuration: what its loop needs (:class:`LoopSettings`), a standalone
-run's (:class:`SpineConfig`), and a standalone run's errors."""
+run's (:class:`SpineConfig`), and a standalone run's errors (those that carry what the
+run did, :class:`~dmxshm.spine.run_report.SpineShutDown` and its kind, beside its report)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.proc.cpus import cpu_ranges, usable_cpus
@@ -15,9 +13,6 @@ from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.watch import explain
 from dmxshm.spine.agent import resolve_policy
 from dmxshm.spine.law import SCHEDULES
-
-if TYPE_CHECKING:
-    from dmxshm.spine.run_report import SpineRunReport
 
 
 class SpineError(DmxError):
@@ -46,37 +41,6 @@ class SpineProcessError(SpineError):
     def of(cls, o: Outcome) -> SpineProcessError:
         """The error that reports the root cause ``o``."""
         return cls(explain(o), outcome=o)
-
-
-class SpineShutDown(SpineError):
-    """The spine shut down before its end, or its bus failed, but it went through
-    SHUTDOWN and tried to send its stop commands; ``report`` (a
-    :class:`~dmxshm.spine.run_report.SpineRunReport`) and ``records`` hold what
-    it did until then.
-
-    A step of its cycle that raised ends here (its traceback in the message);
-    the subclasses say more.
-    """
-
-    def __init__(self, message: str, report: SpineRunReport, records: np.ndarray) -> None:
-        super().__init__(message)
-        self.report = report
-        self.records = records
-
-
-class SpineStopped(SpineShutDown):
-    """The spine was stopped by a signal from outside (SIGTERM, SIGINT) before its end.
-
-    It went through SHUTDOWN and sent its stop commands first.
-    """
-
-
-class SpineBusError(SpineShutDown):
-    """The spine's CAN bus fell silent, died or refused a command.
-
-    The spine went to SHUTDOWN at once and tried to send its stop commands,
-    which the bus could not confirm; the message names the bus and what failed.
-    """
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,7 @@ from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.agent import AgentResult, run_spine_agent
 from dmxshm.spine.can import BUS_POLL_US, BusResult, run_mock_bus, run_sim_bus
-from dmxshm.spine.config import (
-    SpineBusError,
-    SpineConfig,
-    SpineError,
-    SpineProcessError,
-    SpineShutDown,
-    SpineStopped,
-)
+from dmxshm.spine.config import SpineConfig, SpineError, SpineProcessError
 from dmxshm.spine.gate import parties
 from dmxshm.spine.loop import request_stop, run_spine
 from dmxshm.spine.records import (
@@ -46,7 +39,14 @@ from dmxshm.spine.records import (
     RECORD_DTYPE,
 )
 from dmxshm.spine.result import SpineResult
-from dmxshm.spine.run_report import AgentReport, SpineRunReport, report
+from dmxshm.spine.run_report import (
+    AgentReport,
+    SpineBusError,
+    SpineRunReport,
+    SpineShutDown,
+    SpineStopped,
+    report,
+)
 from dmxshm.spine.state_machine import State
 
 __all__ = ["AgentReport", "RunResults", "SpineBusError", "SpineConfig", "SpineError",

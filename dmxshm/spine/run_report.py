@@ -5,7 +5,8 @@
 its bus ran, what its agent did and what its profiler saw;
 :meth:`SpineRunReport.to_dict` is ``dmxshm spine --json``, under the names
 docs/json.md froze (``tests/test_json_schema.py`` checks them).
-:func:`report` makes one from the run's records and results.
+:func:`report` makes one from the run's records and results; the errors of a run
+that shut down early (:class:`SpineShutDown`) carry it.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import numpy as np
 
 from dmxshm.settings import JSON_SCHEMA_VERSION
 from dmxshm.spine.agent import AgentResult
-from dmxshm.spine.config import SpineConfig
+from dmxshm.spine.config import SpineConfig, SpineError
 from dmxshm.spine.law import Law
 from dmxshm.spine.report import SpineReport, measure, no_nan, percentile
 from dmxshm.spine.result import SpineResult
 
-__all__ = ["AgentReport", "SpineRunReport", "report"]
+__all__ = ["AgentReport", "SpineBusError", "SpineRunReport", "SpineShutDown", "SpineStopped",
+           "report"]
 
 
 @dataclass(frozen=True)
@@ -142,3 +144,33 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
         shm_bytes=shm_bytes,
         agent=AgentReport.of(agent or AgentResult(), spine) if cfg.agent else None,
         processes=processes, profile=rest)
+
+
+class SpineShutDown(SpineError):
+    """The spine shut down before its end, or its bus failed, but it went through
+    SHUTDOWN and tried to send its stop commands; ``report`` (its
+    :class:`SpineRunReport`) and ``records`` hold what it did until then.
+
+    A step of its cycle that raised ends here (its traceback in the message);
+    the subclasses say more.
+    """
+
+    def __init__(self, message: str, report: SpineRunReport, records: np.ndarray) -> None:
+        super().__init__(message)
+        self.report = report
+        self.records = records
+
+
+class SpineStopped(SpineShutDown):
+    """The spine was stopped by a signal from outside (SIGTERM, SIGINT) before its end.
+
+    It went through SHUTDOWN and sent its stop commands first.
+    """
+
+
+class SpineBusError(SpineShutDown):
+    """The spine's CAN bus fell silent, died or refused a command.
+
+    The spine went to SHUTDOWN at once and tried to send its stop commands,
+    which the bus could not confirm; the message names the bus and what failed.
+    """
