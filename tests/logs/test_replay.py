@@ -1,7 +1,7 @@
 """dmxshm.replay's result: the verdict travels with the replay, to the CLI and its JSON.
 
 (Replays of real runs, and the refusals of logs that cannot be replayed, are in
-tests/test_logs.py, beside the logs they read.)
+tests/logs/test_logs.py, beside the logs they read.)
 """
 
 from __future__ import annotations
