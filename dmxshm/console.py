@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from dmxshm.logs import LogInfo
     from dmxshm.network.summary import Summary
     from dmxshm.spine.run_report import SpineRunReport
+    from dmxshm.sysinfo import SystemInfo
 
 
 def fmt_bytes(n: int | None) -> str:
@@ -276,25 +277,23 @@ def print_ipc_table(rows: list[Any]) -> None:
                    f"{r.rtt_us_p10:>8.1f} {r.rtt_us_p90:>8.1f} {ratio:>12}")
 
 
-def print_info(data: dict[str, Any]) -> None:
+def print_info(info: SystemInfo) -> None:
     """What ``dmxshm info`` shows (see :func:`dmxshm.sysinfo.collect`)."""
-    shm = data["shm"]
-    objs = data["dmxshm_objects"]
+    shm, objs = info.shm, info.dmxshm_objects
+    rt, pin = info.realtime_scheduling, info.cpu_pinning
     lines = [
-        ("python", f"{data['python']} on {data['platform']}"),
-        ("cpus", f"{data['cpus_logical']} logical, {data['cpus_physical']} physical"),
-        ("memory", fmt_bytes(data["memory_bytes"])),
-        ("/dev/shm", f"{fmt_bytes(shm['free_bytes'])} free of {fmt_bytes(shm['total_bytes'])}"),
-        ("real-time scheduling", ("yes: " if data["realtime_scheduling"]["permitted"] else "no: ")
-         + data["realtime_scheduling"]["detail"]),
-        ("cpu pinning", ("yes: " if data["cpu_pinning"]["permitted"] else "no: ")
-         + data["cpu_pinning"]["detail"]),
-        ("semaphore timeouts", "yes" if data["semaphore_timeout_supported"] else "NO"),
-        ("memory ordering", data["memory_ordering"]),
-        ("dmxshm objects", f"{objs['count']} ({objs['stale']} stale, "
-                           f"{fmt_bytes(objs['bytes'])}); 'dmxshm clean' removes stale ones"),
+        ("python", f"{info.python} on {info.platform}"),
+        ("cpus", f"{info.cpus_logical} logical, {info.cpus_physical} physical"),
+        ("memory", fmt_bytes(info.memory_bytes)),
+        ("/dev/shm", f"{fmt_bytes(shm.free_bytes)} free of {fmt_bytes(shm.total_bytes)}"),
+        ("real-time scheduling", ("yes: " if rt.permitted else "no: ") + rt.detail),
+        ("cpu pinning", ("yes: " if pin.permitted else "no: ") + pin.detail),
+        ("semaphore timeouts", "yes" if info.semaphore_timeout_supported else "NO"),
+        ("memory ordering", info.memory_ordering),
+        ("dmxshm objects", f"{objs.count} ({objs.stale} stale, "
+                           f"{fmt_bytes(objs.size_bytes)}); 'dmxshm clean' removes stale ones"),
     ]
-    lines += [(f"  {k}", v or "not installed") for k, v in data["versions"].items()]
+    lines += [(f"  {k}", v or "not installed") for k, v in info.versions.items()]
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         click.echo(f"{k:<{width}}  {v}")

@@ -21,8 +21,8 @@ def info(as_json: bool) -> None:
     """
     from dmxshm.sysinfo import collect
 
-    data = collect()
+    info = collect()
     if as_json:
-        click.echo(_json.dumps(data, indent=2))
+        click.echo(_json.dumps(info.to_dict(), indent=2))
     else:
-        console.print_info(data)
+        console.print_info(info)
