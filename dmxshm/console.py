@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from dmxshm.network.summary import Summary
     from dmxshm.spine.run_report import SpineRunReport
     from dmxshm.sysinfo import SystemInfo
+    from dmxshm.world.maps import MapInfo
 
 
 def fmt_bytes(n: int | None) -> str:
@@ -478,7 +479,7 @@ def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
                    + f", scaling efficiency {srow['scaling_efficiency']:.2f}")
 
 
-def print_maps(infos: list[dict[str, Any]]) -> None:
+def print_maps(infos: list[MapInfo]) -> None:
     """``dmxshm maps``: one line per bundled map."""
     click.echo(f"{'map':<10} {'tiles':>7} {'size m':>11} {'road tiles':>10} {'robots':>7}  "
                "description")

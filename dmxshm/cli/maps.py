@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json as _json
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from dmxshm import console
 from dmxshm.cli.checks import check_folder
 from dmxshm.cli.group import Command
+
+if TYPE_CHECKING:
+    from dmxshm.world.maps import MapInfo
 
 MAP_PICTURE_ROBOTS = 8  # robots drawn on each map by `dmxshm maps --render`
 MAP_PICTURE_PX = 480
@@ -34,7 +37,7 @@ def maps(as_json: bool, render_dir: str | None) -> None:
         check_folder(render_dir, "--render")
     infos = map_infos()
     if as_json:
-        click.echo(_json.dumps(infos, indent=2))
+        click.echo(_json.dumps([m.to_dict() for m in infos], indent=2))
     else:
         console.print_maps(infos)
     if render_dir:
@@ -42,7 +45,7 @@ def maps(as_json: bool, render_dir: str | None) -> None:
             click.echo(f"wrote {path}", err=as_json)
 
 
-def _draw(infos: list[dict[str, Any]], folder: str) -> list[str]:
+def _draw(infos: list[MapInfo], folder: str) -> list[str]:
     """Each map from above, with robots at their start poses, as ``folder/map-NAME.png``."""
     from dmxshm.matrix.camera import top_view
     from dmxshm.pngio import write_png
@@ -51,8 +54,8 @@ def _draw(infos: list[dict[str, Any]], folder: str) -> list[str]:
     os.makedirs(folder, exist_ok=True)
     paths = []
     for m in infos:
-        path = os.path.join(folder, f"map-{m['name']}.png")
-        write_png(path, top_view(load_map(m["name"]), MAP_PICTURE_PX,
-                                 robots=min(m["capacity"], MAP_PICTURE_ROBOTS)))
+        path = os.path.join(folder, f"map-{m.name}.png")
+        write_png(path, top_view(load_map(m.name), MAP_PICTURE_PX,
+                                 robots=min(m.capacity, MAP_PICTURE_ROBOTS)))
         paths.append(path)
     return paths

@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict, dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -130,21 +131,48 @@ def bundled_maps() -> list[str]:
     return sorted(p.stem for p in MAPS_DIR.glob("*.json"))
 
 
-def map_infos() -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class MapInfo:
+    """What ``dmxshm maps`` says of a bundled map.
+
+    Attributes:
+        name: its name (``--map NAME``).
+        cols, rows: its size in tiles.
+        width_m, height_m: its size in metres.
+        road_tiles: tiles with road on them.
+        capacity: how many robots always fit on it (:attr:`RoadMap.capacity`).
+        description: what it is, from its file.
+    """
+
+    name: str
+    cols: int
+    rows: int
+    width_m: float
+    height_m: float
+    road_tiles: int
+    capacity: int
+    description: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``dmxshm maps --json``'s object for this map."""
+        return asdict(self)
+
+
+def map_infos() -> list[MapInfo]:
     """Name, size, road tiles, capacity and description of every bundled map.
 
     Example:
-        >>> [(m["name"], m["capacity"]) for m in map_infos()]
+        >>> [(m.name, m.capacity) for m in map_infos()]
         [('big-loop', 84), ('grid', 28), ('loop', 16)]
     """
     out = []
     for name in bundled_maps():
         m = load_map(name)
         width_m, height_m = m.size_m
-        out.append({"name": name, "cols": len(m.tiles[0]), "rows": len(m.tiles),
-                    "width_m": width_m, "height_m": height_m,
-                    "road_tiles": sum(t.is_road for row in m.tiles for t in row),
-                    "capacity": m.capacity, "description": m.description})
+        out.append(MapInfo(name=name, cols=len(m.tiles[0]), rows=len(m.tiles),
+                           width_m=width_m, height_m=height_m,
+                           road_tiles=sum(t.is_road for row in m.tiles for t in row),
+                           capacity=m.capacity, description=m.description))
     return out
 
 

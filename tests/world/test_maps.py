@@ -13,9 +13,11 @@ import pytest
 from dmxshm.errors import DmxError
 from dmxshm.world.maps import (
     MapError,
+    MapInfo,
     MapNotFoundError,
     bundled_maps,
     load_map,
+    map_infos,
     parse_map,
 )
 from dmxshm.world.starts import MIN_START_SPACING_M
@@ -243,3 +245,17 @@ def test_a_bundled_map_holds_the_most_robots_a_run_may_have() -> None:
 def test_too_many_robots_are_refused_naming_the_capacity() -> None:
     with pytest.raises(MapError, match="room for 16 robots .* not 17"):
         load_map("loop").start_poses(17, np.random.default_rng(0))
+
+
+def test_map_infos_are_typed_and_write_the_json_names() -> None:
+    infos = map_infos()
+    assert [m.name for m in infos] == bundled_maps()
+    loop = next(m for m in infos if m.name == "loop")
+    assert loop == MapInfo(name="loop", cols=6, rows=5, width_m=6 * TILE_SIZE_M,
+                           height_m=5 * TILE_SIZE_M, road_tiles=10, capacity=16,
+                           description=load_map("loop").description)
+    assert loop.to_dict() == {"name": "loop", "cols": 6, "rows": 5, "width_m": loop.width_m,
+                              "height_m": loop.height_m, "road_tiles": 10, "capacity": 16,
+                              "description": loop.description}
+    assert list(loop.to_dict()) == ["name", "cols", "rows", "width_m", "height_m",
+                                    "road_tiles", "capacity", "description"]
