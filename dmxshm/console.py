@@ -484,9 +484,9 @@ def print_maps(infos: list[MapInfo]) -> None:
     click.echo(f"{'map':<10} {'tiles':>7} {'size m':>11} {'road tiles':>10} {'robots':>7}  "
                "description")
     for m in infos:
-        click.echo(f"{m['name']:<10} {m['cols']:>3} x {m['rows']:<3}"
-                   f"{m['width_m']:>5.1f} x {m['height_m']:<4.1f} {m['road_tiles']:>10} "
-                   f"{m['capacity']:>7}  {m['description']}")
+        click.echo(f"{m.name:<10} {m.cols:>3} x {m.rows:<3}"
+                   f"{m.width_m:>5.1f} x {m.height_m:<4.1f} {m.road_tiles:>10} "
+                   f"{m.capacity:>7}  {m.description}")
 
 
 def print_breakdowns(rows: list[Any]) -> None:
