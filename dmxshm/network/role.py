@@ -54,8 +54,9 @@ class Role(Generic[R]):
         """The role's own job, until its input ends; returns its result."""
         raise NotImplementedError
 
-    def partial(self, result: R | None) -> R:
-        """What a stop reports: ``result`` if the loop had ended, else the counts so far."""
+    def partial(self, result: R | None) -> R | None:
+        """What a stop reports: ``result`` if the loop had ended, else the counts so far
+        (None: nothing to report)."""
         raise NotImplementedError
 
     def finish(self, result: R) -> R:

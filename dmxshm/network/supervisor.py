@@ -38,6 +38,7 @@ from dmxshm.network.plan import (
     state_slot_dtype,
 )
 from dmxshm.network.renderer import run_renderer
+from dmxshm.network.spine import run_spine
 from dmxshm.network.summary import Summary, summarize
 from dmxshm.network.taps import TapSpec
 from dmxshm.proc.outcome import Outcome
@@ -57,7 +58,6 @@ from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.network_spine import (
     request_stop,
-    run_network_spine,
     spine_reply_dtype,
     total_cycles,
 )
@@ -74,7 +74,7 @@ SPINE_STOP_GRACE_S = 5.0
 
 MAINS: dict[str, Callable[..., object]] = {
     "engine": run_engine, "renderer": run_renderer, "agent": run_agent,
-    "spine": run_network_spine, "camera": run_camera}
+    "spine": run_spine, "camera": run_camera}
 """The main function of each role."""
 
 SPINE_FRAME_SLOTS = 64

@@ -55,8 +55,8 @@ from dmxshm.spine.loop import SpineLoop, no_gc
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.spine.report import SpineReport, Stats, measure
 
-__all__ = ["NetworkSpineResult", "SCHEDULE", "STOP_CYCLES", "network_law", "network_settings",
-           "predicted_send_minus_obs_s", "request_stop", "run_network_spine",
+__all__ = ["SCHEDULE", "STOP_CYCLES", "NetworkSpine", "NetworkSpineResult", "network_law",
+           "network_settings", "predicted_send_minus_obs_s", "request_stop", "run_network_spine",
            "spine_reply_dtype", "total_cycles"]
 
 STOP_CYCLES = 5
@@ -211,42 +211,70 @@ class NetworkSpineResult:
         }
 
 
-def run_network_spine(plan: SpineNetworkPlan, index: int = 0) -> NetworkSpineResult:
-    """Main of the network's spine process: attach its ports, pass the start gate,
-    run :class:`~dmxshm.spine.loop.SpineLoop` with the engine as its bus."""
-    global _cycling
-    cfg = plan.config
-    cpu = cfg.pins.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
-    psutil.Process().cpu_affinity([cpu])
-    scheduling = ask_realtime()
-    settings = network_settings(cfg)
-    agents = AgentCommands([Ring.attach(n, side="reader", role="spine", spin_us=0)
-                            for n in plan.indexed("cmd.agent")],
-                           plan.agent_robots, cfg.robots, cfg.command_timeout_s)
-    bus = EngineBus(Ring.attach(plan.ring("spine.frames"), side="writer", role="spine",
-                                spin_us=0),
-                    Ring.attach(plan.ring("spine.replies"), side="reader", role="spine",
-                                spin_us=0),
-                    end_timeout_s=cfg.wait_timeout_s)
-    records = Ring.attach(plan.ring("spine.records"), side="writer", role="spine")
-    # Every cycle's record, for the report (the ring in shared memory keeps the newest).
-    history = np.zeros(settings.most_cycles, RECORD_DTYPE)
-    try:
-        plan.wait_for_start("spine", 0)
+class NetworkSpine:
+    """The network's spine process, in three parts the process's skeleton calls
+    (``dmxshm.network.spine.Spine``, a role of the network): open its ports and
+    pin it (:meth:`__init__`), run :class:`~dmxshm.spine.loop.SpineLoop` with the
+    engine as its bus once past the start gate (:meth:`cycle`), close
+    (:meth:`close`)."""
+
+    def __init__(self, plan: SpineNetworkPlan) -> None:
+        cfg = self.cfg = plan.config
+        self.cpu = cfg.pins.get("spine", sorted(psutil.Process().cpu_affinity())[-1])
+        psutil.Process().cpu_affinity([self.cpu])
+        self.scheduling = ask_realtime()
+        self.settings = network_settings(cfg)
+        self._open: list[Any] = []
+        self.agents = self._keep(AgentCommands(
+            [Ring.attach(n, side="reader", role="spine", spin_us=0)
+             for n in plan.indexed("cmd.agent")],
+            plan.agent_robots, cfg.robots, cfg.command_timeout_s))
+        self.bus = self._keep(EngineBus(
+            Ring.attach(plan.ring("spine.frames"), side="writer", role="spine", spin_us=0),
+            Ring.attach(plan.ring("spine.replies"), side="reader", role="spine", spin_us=0),
+            end_timeout_s=cfg.wait_timeout_s))
+        self.records = self._keep(Ring.attach(plan.ring("spine.records"), side="writer",
+                                              role="spine"))
+        # Every cycle's record, for the report (the ring in shared memory keeps the newest).
+        self.history = np.zeros(self.settings.most_cycles, RECORD_DTYPE)
+
+    def _keep(self, thing: Any) -> Any:
+        self._open.append(thing)
+        return thing
+
+    def cycle(self) -> NetworkSpineResult:
+        """Past the start gate: the cycles until the end, then the report."""
+        global _cycling
+        cfg = self.cfg
         _cycling = True  # from here a stop is recorded, and sent as SHUTDOWN stops
         steal_at_start = steal_s()
         with no_gc():
-            done = SpineLoop(settings, bus, records, agents, history=history).run()
+            done = SpineLoop(self.settings, self.bus, self.records, self.agents,
+                             history=self.history).run()
         steal_now = steal_s()
-        report = measure(history[:done.cycles], replace(done, scheduling=scheduling),
-                         network_law(cfg), frequency_hz=cfg.spine_hz, cpu=cpu,
+        report = measure(self.history[:done.cycles], replace(done, scheduling=self.scheduling),
+                         network_law(cfg), frequency_hz=cfg.spine_hz, cpu=self.cpu,
                          host_steal_s=None if steal_at_start is None or steal_now is None
                          else steal_now - steal_at_start)
         return NetworkSpineResult(
-            report=report, expired_commands=agents.expired_per_robot.tolist(),
-            received_commands=agents.taken.tolist(), last_engine_step=bus.last_step,
-            agent_command_drops=agents.drops())
+            report=report, expired_commands=self.agents.expired_per_robot.tolist(),
+            received_commands=self.agents.taken.tolist(), last_engine_step=self.bus.last_step,
+            agent_command_drops=self.agents.drops())
+
+    def close(self) -> None:
+        """Close the agents' rings, the bus and the records, each once."""
+        while self._open:
+            self._open.pop(0).close()
+
+
+def run_network_spine(plan: SpineNetworkPlan, index: int = 0) -> NetworkSpineResult:
+    """Main of the network's spine process without the network's role skeleton
+    (what ``dmxshm.network.spine.run_spine`` runs through it): attach its ports,
+    pass the start gate, run :class:`~dmxshm.spine.loop.SpineLoop` with the engine
+    as its bus."""
+    spine = NetworkSpine(plan)
+    try:
+        plan.wait_for_start("spine", 0)
+        return spine.cycle()
     finally:
-        agents.close()
-        bus.close()
-        records.close()
+        spine.close()
