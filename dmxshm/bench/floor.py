@@ -43,7 +43,7 @@ def floor_names(plan: Plan) -> dict[str, list[str]]:
 
 @dataclass(frozen=True)
 class FloorRounds:
-    """A network tap (:class:`~dmxshm.network.taps.TapSpec`) that times ``rounds`` floor
+    """A network tap (:class:`~dmxshm.network.plan.TapSpec`) that times ``rounds`` floor
     rounds at the start (see the module docstring).
 
     The engine's tap reports the mean seconds per round: ``Summary.taps["floor"]``.

@@ -15,6 +15,7 @@
 """
 
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ, ConfigError, NetworkConfig
+from dmxshm.network.plan import TapSpec
 from dmxshm.network.summary import Summary
 from dmxshm.network.supervisor import (
     CommandsRejectedError,
@@ -29,4 +30,4 @@ from dmxshm.network.supervisor import (
 
 __all__ = ["DEFAULT_SENSOR_RATES_HZ", "CommandsRejectedError", "ConfigError", "Network",
            "NetworkConfig", "NetworkError", "NoCommandsError", "RobotsIdleError",
-           "RunFailedError", "SpineStoppedError", "Summary", "run"]
+           "RunFailedError", "SpineStoppedError", "Summary", "TapSpec", "run"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -24,7 +24,21 @@ from dmxshm.proc.gate import wait_for_start
 from dmxshm.world.state import ROBOT_STATE_DTYPE
 
 if TYPE_CHECKING:
-    from dmxshm.network.taps import TapSpec
+    from dmxshm.network.taps import Tap
+    from dmxshm.shm.registry import Registry
+
+
+class TapSpec(Protocol):
+    """A tap given to a network (``Network(config, taps=[...])``): travels to every
+    process with the plan (so it pickles) and makes that process's tap there."""
+
+    name: str
+
+    def prepare(self, plan: Plan, registry: Registry) -> None:
+        """In the supervisor, before any process starts: create what the taps need."""
+
+    def __call__(self, plan: Plan, role: str, index: int) -> Tap | None:
+        """This process's tap (None: none in this role)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,7 @@ class Plan:
 
     ``rings`` maps each port of :data:`PORTS` that this run has (``N`` made a
     number: ``"state.renderer.0"``) to its ring's name; ``taps`` are those the
-    network was given (:class:`~dmxshm.network.taps.TapSpec`: a benchmark's floor, a
+    network was given (:class:`TapSpec`: a benchmark's floor, a
     test's counter), made in every process beside the built-in ones.
     """
 

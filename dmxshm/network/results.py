@@ -19,7 +19,7 @@ class EngineResult:
     keeps the schedule (its report has them).
 
     ``taps`` is what the taps the network was given report in the engine, by name
-    (:class:`~dmxshm.network.taps.TapSpec`; ``dmxshm bench network``'s floor).
+    (:class:`~dmxshm.network.plan.TapSpec`; ``dmxshm bench network``'s floor).
     """
 
     steps: int

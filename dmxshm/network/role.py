@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from dmxshm.network.config import role_name
 from dmxshm.network.plan import Plan
-from dmxshm.network.taps import Tap, Taps, role_taps
+from dmxshm.network.taps import Tap, Taps
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.ring import Ring
 
@@ -83,7 +83,12 @@ class Role(Generic[R]):
 
     def tap(self, built_in: Iterable[Tap | None]) -> Taps:
         """The role's taps: ``built_in`` and those its network was given; closed at the end."""
-        self.taps = role_taps(self.plan, self.kind, self.index, built_in)
+        named = {}
+        for spec in self.plan.taps:  # those the network was given (Plan.taps)
+            tap = spec(self.plan, self.kind, self.index)
+            if tap is not None:
+                named[spec.name] = tap
+        self.taps = Taps(built_in, named)
         self._closing.callback(self.taps.close)
         return self.taps
 

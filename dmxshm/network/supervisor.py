@@ -32,6 +32,7 @@ from dmxshm.network.config import NetworkConfig, role_name
 from dmxshm.network.engine import run_engine
 from dmxshm.network.plan import (
     Plan,
+    TapSpec,
     cmd_slot_dtype,
     make_plan,
     obs_slot_dtype,
@@ -40,7 +41,6 @@ from dmxshm.network.plan import (
 from dmxshm.network.renderer import run_renderer
 from dmxshm.network.spine import run_spine
 from dmxshm.network.summary import Summary, summarize
-from dmxshm.network.taps import TapSpec
 from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.supervisor import Supervisor
 from dmxshm.proc.watch import (
@@ -204,7 +204,7 @@ class Network:
     Args:
         config: what the run is made of.
         taps: taps to add to the run's processes, beside the built-in ones
-            (:class:`~dmxshm.network.taps.TapSpec`: a benchmark's floor, a test's
+            (:class:`~dmxshm.network.plan.TapSpec`: a benchmark's floor, a test's
             counter); what each reports in the engine is ``Summary.taps[name]``.
     """
 
@@ -501,7 +501,7 @@ def run(config: NetworkConfig, *, taps: Sequence[TapSpec] = (),
 
     Args:
         config: the run.
-        taps: taps added to the run's processes (:class:`~dmxshm.network.taps.TapSpec`).
+        taps: taps added to the run's processes (:class:`~dmxshm.network.plan.TapSpec`).
         on_progress: called with the engine's step count while it runs.
         on_profile: with ``config.profile``, called after each sample.
 

@@ -24,22 +24,19 @@ the slot an agent is about to read): a tap that keeps data copies it, and
 does slow work (encoding, writing files) at ``sent``, once the slots went
 out. A tap never changes what it is given.
 
-A run's taps come from :func:`role_taps`: the built-in ones its config asks
-for, then those the network was given (:class:`TapSpec`: picklable, made
-in each process of the run). What a given tap's :meth:`Tap.result` returns
+A role's taps are the built-in ones its config asks for, then those the
+network was given (:class:`~dmxshm.network.plan.TapSpec`, also
+``dmxshm.network.TapSpec``: picklable, made in each process of the run;
+:meth:`dmxshm.network.role.Role.tap`). What a given tap's :meth:`Tap.result` returns
 in the engine lands in the summary (``Summary.taps``, by the spec's name).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from dmxshm.network.plan import Plan
-    from dmxshm.shm.registry import Registry
 
 POINTS = ("start", "state", "commands", "end", "samples", "sent", "images")
 """The declared points a tap may watch (see the module docstring)."""
@@ -83,19 +80,6 @@ class Tap:
     def result(self) -> Any:
         """What the tap reports when the role ends (None: nothing)."""
         return None
-
-
-class TapSpec(Protocol):
-    """A tap given to a network (``Network(config, taps=[...])``): travels to every
-    process with the plan (so it pickles) and makes that process's tap there."""
-
-    name: str
-
-    def prepare(self, plan: Plan, registry: Registry) -> None:
-        """In the supervisor, before any process starts: create what the taps need."""
-
-    def __call__(self, plan: Plan, role: str, index: int) -> Tap | None:
-        """This process's tap (None: none in this role)."""
 
 
 T = TypeVar("T", bound=Tap)
@@ -216,14 +200,3 @@ class _Poses:
 
 poses_of = _Poses()
 """The engine's taps' shared ``poses_2d`` (one process, one engine: one cache)."""
-
-
-def role_taps(plan: Plan, role: str, index: int, built_in: Iterable[Tap | None]) -> Taps:
-    """The taps of process ``(role, index)``: ``built_in`` (what its config asks for),
-    then those its network was given (:attr:`Plan.taps <dmxshm.network.plan.Plan.taps>`)."""
-    named = {}
-    for spec in plan.taps:
-        tap = spec(plan, role, index)
-        if tap is not None:
-            named[spec.name] = tap
-    return Taps(built_in, named)
