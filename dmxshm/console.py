@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from dmxshm.bench.render import RenderResult
     from dmxshm.logs import LogInfo
     from dmxshm.network.summary import Summary
     from dmxshm.spine.run_report import SpineRunReport
@@ -392,25 +393,25 @@ class Progress:
         self._write(time.monotonic(), end="\n")
 
 
-def print_render(result: dict[str, Any], speedups: dict[str, float]) -> None:
+def print_render(result: RenderResult) -> None:
     """``dmxshm bench render``'s tables."""
-    click.echo(f"{result['map']} map, {result['robots']} robots' views, one renderer after the "
+    click.echo(f"{result.map_name} map, {result.robots} robots' views, one renderer after the "
                "other in one process")
     click.echo(f"{'renderer':<9} {'size':>9} {'ms/frame p50':>13} {'mean':>8} {'frames/s':>9}")
-    for r in result["rows"]:
-        click.echo(f"{r['renderer']:<9} {r['size']:>9} {r['ms_per_frame_p50']:>13.2f} "
-                   f"{r['ms_per_frame_mean']:>8.2f} {r['frames_per_s']:>9.1f}")
-    if result.get("egl_device"):
-        click.echo(f"egl draws with: {result['egl_device']}")
-    for name, why in result["unavailable"].items():
+    for r in result.rows:
+        click.echo(f"{r.renderer:<9} {r.size:>9} {r.ms_per_frame_p50:>13.2f} "
+                   f"{r.ms_per_frame_mean:>8.2f} {r.frames_per_s:>9.1f}")
+    if result.egl_device:
+        click.echo(f"egl draws with: {result.egl_device}")
+    for name, why in result.unavailable.items():
         click.echo(f"{name}: not measured: {why}")
-    if speedups:
+    if result.egl_over_tiny:
         click.echo("egl / tiny frames/s: " + ", ".join(f"{k} {v:.2f}x"
-                                                        for k, v in speedups.items()))
-    for d in result["differences"]:
-        click.echo(f"images {d['size']}: mean absolute difference {d['mean_abs_difference']:.1f}"
-                   f" of 255; pixels differing {d['pixels_differing']:.1%}, by more than 32 "
-                   f"levels {d['pixels_differing_over_32']:.1%}")
+                                                        for k, v in result.egl_over_tiny.items()))
+    for d in result.differences:
+        click.echo(f"images {d.size}: mean absolute difference {d.mean_abs_difference:.1f}"
+                   f" of 255; pixels differing {d.pixels_differing:.1%}, by more than 32 "
+                   f"levels {d.pixels_differing_over_32:.1%}")
 
 
 def print_log_info(d: LogInfo) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,16 +29,84 @@ WARMUP = 3
 BIG_DIFFERENCE = 32
 
 
+@dataclass(frozen=True)
+class RenderRow:
+    """One renderer at one image size: its time per frame, over ``frames`` renders."""
+
+    renderer: str
+    size: str
+    ms_per_frame_p50: float
+    ms_per_frame_mean: float
+    frames_per_s: float
+    frames: int
+
+
+@dataclass(frozen=True)
+class ImageDifference:
+    """How the two renderers' images of the same view differ at one size.
+
+    Attributes:
+        size: ``WxH``.
+        mean_abs_difference: over all pixels and channels, 0-255.
+        pixels_differing: the share of pixels that differ at all.
+        pixels_differing_over_32: the share that differ by more than 32 levels in
+            some channel.
+    """
+
+    size: str
+    mean_abs_difference: float
+    pixels_differing: float
+    pixels_differing_over_32: float
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """What ``dmxshm bench render`` measured.
+
+    Attributes:
+        rows: each renderer at each size, renderer by renderer.
+        differences: per size, how the two renderers' images differ (empty
+            unless both ran).
+        unavailable: the renderers that could not load here, and why.
+        egl_device: the OpenGL renderer EGL drew with (None: EGL did not run).
+        robots, map_name: the scene.
+        egl_over_tiny: EGL's frames/s over tiny's, per size where both ran.
+        images: robot 0's view, by renderer and size (not in the JSON).
+    """
+
+    rows: list[RenderRow]
+    differences: list[ImageDifference]
+    unavailable: dict[str, str]
+    egl_device: str | None
+    robots: int
+    map_name: str
+    egl_over_tiny: dict[str, float]
+    images: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``dmxshm bench render --json``: the figures, without the images."""
+        return {"rows": [asdict(r) for r in self.rows],
+                "differences": [asdict(d) for d in self.differences],
+                "unavailable": dict(self.unavailable), "egl_device": self.egl_device,
+                "robots": self.robots, "map": self.map_name,
+                "egl_over_tiny": dict(self.egl_over_tiny)}
+
+
 def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, renderers: tuple[str, ...] = (
         "tiny", "egl"), frames: int = 30, robots: int = 2, map_name: str = "loop",
-        seed: int = 0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        seed: int = 0, progress: Callable[[str], None] | None = None) -> RenderResult:
     """Time every renderer at every size; compare their images.
 
-    Returns:
-        ``{"rows": [...], "differences": [...], "unavailable": {renderer: why}}``
-        and the images (``images[renderer][size]``, robot 0's view).
+    Args:
+        sizes: image sizes, (width, height).
+        renderers: the renderers to measure, in order (a third is not compared).
+        frames: timed renders per renderer and size.
+        robots: robots in the scene; the renders take their views in turn.
+        map_name: the scene's map.
+        seed: the robots' start poses.
+        progress: called with ``"RENDERER WxH"`` after each measurement.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[RenderRow] = []
     images: dict[str, dict[str, np.ndarray]] = {}
     unavailable: dict[str, str] = {}
     for renderer in renderers:
@@ -61,10 +130,10 @@ def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, renderers: tuple[str
                     times.append(time.perf_counter() - t0)
                 images[renderer][f"{w}x{h}"] = cam.render(world.client, states[0])
                 mean = statistics.fmean(times)
-                rows.append({"renderer": renderer, "size": f"{w}x{h}",
-                             "ms_per_frame_p50": statistics.median(times) * 1e3,
-                             "ms_per_frame_mean": mean * 1e3, "frames_per_s": 1.0 / mean,
-                             "frames": frames})
+                rows.append(RenderRow(renderer=renderer, size=f"{w}x{h}",
+                                      ms_per_frame_p50=statistics.median(times) * 1e3,
+                                      ms_per_frame_mean=mean * 1e3, frames_per_s=1.0 / mean,
+                                      frames=frames))
                 if progress is not None:
                     progress(f"{renderer} {w}x{h}")
         finally:
@@ -74,17 +143,23 @@ def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, renderers: tuple[str
         a, b = (images[r] for r in renderers if r in images)
         for size in a:
             d = np.abs(a[size].astype(np.int16) - b[size].astype(np.int16))
-            differences.append({"size": size, "mean_abs_difference": float(d.mean()),
-                                "pixels_differing": float((d.max(axis=2) > 0).mean()),
-                                "pixels_differing_over_32": float(
-                                    (d.max(axis=2) > BIG_DIFFERENCE).mean())})
-    return {"rows": rows, "differences": differences, "unavailable": unavailable,
-            "egl_device": egl_device() if "egl" in images else None,
-            "images": images, "robots": robots, "map": map_name}
+            differences.append(ImageDifference(
+                size=size, mean_abs_difference=float(d.mean()),
+                pixels_differing=float((d.max(axis=2) > 0).mean()),
+                pixels_differing_over_32=float((d.max(axis=2) > BIG_DIFFERENCE).mean())))
+    return RenderResult(rows=rows, differences=differences, unavailable=unavailable,
+                        egl_device=egl_device() if "egl" in images else None, robots=robots,
+                        map_name=map_name, egl_over_tiny=speedups(rows), images=images)
 
 
-def speedups(result: dict[str, Any]) -> dict[str, float]:
-    """EGL's frames/s over tiny's, per size (where both ran)."""
-    by = {(r["renderer"], r["size"]): r["frames_per_s"] for r in result["rows"]}
+def speedups(rows: list[RenderRow]) -> dict[str, float]:
+    """EGL's frames/s over tiny's, per size (where both ran).
+
+    Example:
+        >>> row = lambda name, fps: RenderRow(name, "64x64", 1e3 / fps, 1e3 / fps, fps, 1)
+        >>> speedups([row("tiny", 100.0), row("egl", 250.0)])
+        {'64x64': 2.5}
+    """
+    by = {(r.renderer, r.size): r.frames_per_s for r in rows}
     return {size: by[("egl", size)] / by[("tiny", size)] for (name, size) in by
             if name == "tiny" and ("egl", size) in by}

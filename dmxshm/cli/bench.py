@@ -103,13 +103,12 @@ def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir
     with click.progressbar(length=len(wh) * len(chosen), label="bench render",
                            file=sys.stderr, item_show_func=lambda s: s) as bar:
         result = render.run(wh, chosen, frames, progress=lambda label: bar.update(1, label))
-    console.print_render(result, render.speedups(result))
+    console.print_render(result)
     if images_dir:
-        for path in _write_images(result["images"], images_dir):
+        for path in _write_images(result.images, images_dir):
             click.echo(f"wrote {path}")
     if json:
-        console.write_json({k: v for k, v in result.items() if k != "images"}
-                           | {"egl_over_tiny": render.speedups(result)}, json)
+        console.write_json(result.to_dict(), json)
 
 
 def _write_images(images: dict[str, dict[str, Any]], folder: str) -> list[str]:
