@@ -135,24 +135,24 @@ def print_summary(s: Summary) -> None:
                    f"{sum(sp['expired_commands'])}")
         click.echo(f"physics steps {s.steps} for {sp['cycles']} CAN cycles "
                    f"({s.drops['commands']} frames overwritten before the engine took them)")
-        t = sp.get("timing") or {}
-        if t.get("records"):
-            d = t["delivery_us"]
+        st = sp.get("timing") or {}
+        if st.get("records"):
+            d = st["delivery_us"]
 
             def pp(x: dict[str, float]) -> str:
                 return f"p50 {x['p50']:.1f}, p99 {x['p99']:.1f}"
             click.echo(f"spine timing us: frame to engine {pp(d['spine_to_engine'])}; engine "
-                       f"step {pp(t['engine_step_us'])}; reply to spine "
+                       f"step {pp(st['engine_step_us'])}; reply to spine "
                        f"{pp(d['engine_to_spine'])}; wheel states at send "
-                       f"{pp(t['send_minus_obs_us'])} old")
-            if "predicted" in t:
-                law, beyond = t["predicted"], t["minus_predicted_us"]["send_minus_obs_us"]
+                       f"{pp(st['send_minus_obs_us'])} old")
+            if "predicted" in st:
+                law, beyond = st["predicted"], st["minus_predicted_us"]["send_minus_obs_us"]
                 click.echo(f"spine law ({law['schedule']}, T_o {law['reply_at_us']:g} us from "
                            f"the configuration): send - obs {law['send_minus_obs_us']:.1f} us; "
                            f"measured minus law {pp(beyond)} us")
-            if t.get("stopped_by"):
-                click.echo(f"spine stopped by {t['stopped_by']}: "
-                           f"{t['states'].get('SHUTDOWN', 0)} SHUTDOWN cycles sent stops")
+            if st.get("stopped_by"):
+                click.echo(f"spine stopped by {st['stopped_by']}: "
+                           f"{st['states'].get('SHUTDOWN', 0)} SHUTDOWN cycles sent stops")
     print_robots(s)
     click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
     if s.log is not None:
@@ -522,8 +522,7 @@ def print_run(s: Summary, json_path: str | None, profile: bool, stopped: bool = 
     """``dmxshm run``'s report of its summary ``s`` (``stopped``: by Ctrl-C or SIGTERM,
     the figures of the steps done), written to ``json_path`` too where asked."""
     if not stopped:
-        note = realtime_refused({"scheduling": s.spine.report.scheduling
-                                 if s.spine is not None else None})
+        note = scheduling_refused(s.spine.report.scheduling if s.spine is not None else None)
         if note:  # once, and the run went on
             click.echo(note, err=True)
     print_summary(s)

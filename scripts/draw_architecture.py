@@ -124,6 +124,7 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("bench", "matrix"): "bench render's cameras",
     ("bench", "world"): "bench render's worlds",
     ("bench", "proc"): "the floor's children",
+    ("bench", "spine"): "bench plot draws dmxshm spine's typed report (a type only)",
     ("cli", "matrix"): "maps --render's top view",
     ("cli", "logs"): "run --log, log info, replay, view (logs.py, replay.py, view/)",
     ("network", "logs"): "each process's part of an MCAP log; the view's rings",

@@ -85,7 +85,7 @@ class CameraProcess(Role[CameraResult]):
         result.kept, result.recorded = self.recorder.frames, self.recorder.count
         return result
 
-    def _render(self, st: np.void, t0: float) -> None:
+    def _render(self, st: np.ndarray, t0: float) -> None:
         """Render at each tick of the camera's grid from the newest state, until the end."""
         world, camera, done, taps = self.world, self.camera, self.done, self.taps
         robots, state_ring, out = self.robots, self.state_ring, self.out

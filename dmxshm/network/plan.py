@@ -105,7 +105,7 @@ class Plan:
 
     def indexed(self, kind: str) -> list[str]:
         """The rings of ``kind.0``, ``kind.1``... in index order (``"cmd.agent"``)."""
-        found = []
+        found: list[str] = []
         while f"{kind}.{len(found)}" in self.rings:
             found.append(self.rings[f"{kind}.{len(found)}"])
         return found

@@ -222,7 +222,7 @@ class Renderer(Role[RendererResult]):
         finally:  # the sensors' rates count from the first state, stopped or not
             self.elapsed_s = time.monotonic() - t0
 
-    def _sense(self, t0: float, st: np.void, due_at: dict[str, float], sensors: list[str],
+    def _sense(self, t0: float, st: np.ndarray, due_at: dict[str, float], sensors: list[str],
                period: dict[str, float], sources: list[tuple[np.ndarray, ObsLink, Ring]],
                where: dict[int, int]) -> None:
         """Realtime: each sensor at its own rate, from the newest state, until the end."""
