@@ -20,15 +20,15 @@ from dmxshm.proc.gate import wait_for_start
 from dmxshm.settings import START_TIMEOUT_S
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.can import BusResult
-from dmxshm.spine.gate import party
+from dmxshm.spine.gate import SpinePorts, party
 
 REPLIES = 30  # CAN cycles answered before the bus fails: acting has begun by then
 
 
-def _serve(names: dict[str, str], deaf: bool) -> BusResult:
-    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=0)
-    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
-    wait_for_start(names["start"], party=party("can-bus"), role="can-bus")
+def _serve(ports: SpinePorts, deaf: bool) -> BusResult:
+    cmd = Ring.attach(ports.cmd, side="reader", role="can-bus", spin_us=0)
+    reply = Ring.attach(ports.reply, side="writer", role="can-bus", spin_us=0)
+    wait_for_start(ports.start, party=party("can-bus"), role="can-bus")
     out = np.zeros((), reply.dtype)
     replies = 0
     try:
@@ -51,15 +51,15 @@ def _serve(names: dict[str, str], deaf: bool) -> BusResult:
         reply.close()
 
 
-def goes_mute(names: dict[str, str], can_cycle_s: float, reply_at_s: float, jitter_s: float,
+def goes_mute(ports: SpinePorts, can_cycle_s: float, reply_at_s: float, jitter_s: float,
               seed: int, timeout_s: float, bus_delay_s: float = 0.0,
               poll_us: float = 0.0) -> BusResult:
     """Answers ``REPLIES`` CAN cycles, then takes the commands without answering."""
-    return _serve(names, deaf=False)
+    return _serve(ports, deaf=False)
 
 
-def goes_deaf(names: dict[str, str], can_cycle_s: float, reply_at_s: float, jitter_s: float,
+def goes_deaf(ports: SpinePorts, can_cycle_s: float, reply_at_s: float, jitter_s: float,
               seed: int, timeout_s: float, bus_delay_s: float = 0.0,
               poll_us: float = 0.0) -> BusResult:
     """Answers ``REPLIES`` CAN cycles, then hangs: takes nothing more, answers nothing."""
-    return _serve(names, deaf=True)
+    return _serve(ports, deaf=True)

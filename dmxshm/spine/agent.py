@@ -27,7 +27,7 @@ import numpy as np
 from dmxshm.errors import DmxError, RingClosedError
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
-from dmxshm.spine.gate import party
+from dmxshm.spine.gate import SpinePorts, party
 from dmxshm.spine.state_machine import State
 
 FORWARD_RAD_S = 5.0
@@ -97,9 +97,10 @@ class AgentLink:
 
     observes = True
 
-    def __init__(self, names: dict[str, str], timeout_s: float) -> None:
-        self.obs = Ring.attach(names["agent_obs"], side="writer", role="spine")
-        self.actions = Ring.attach(names["agent_action"], side="reader", role="spine")
+    def __init__(self, ports: SpinePorts, timeout_s: float) -> None:
+        obs, actions = ports.agent_rings()
+        self.obs = Ring.attach(obs, side="writer", role="spine")
+        self.actions = Ring.attach(actions, side="reader", role="spine")
         self.timeout_s = timeout_s
         self.slot = np.zeros((), self.obs.dtype)
         self.last: np.ndarray | None = None
@@ -181,12 +182,13 @@ def resolve_policy(spec: str) -> Any:
         raise DmxError(f"spine {exc}") from exc
 
 
-def run_spine_agent(names: dict[str, str], spec: str, timeout_s: float) -> AgentResult:
+def run_spine_agent(ports: SpinePorts, spec: str, timeout_s: float) -> AgentResult:
     """Main loop of the agent process."""
     policy = resolve_policy(spec)
-    obs_ring = Ring.attach(names["agent_obs"], side="reader", role="spine-agent")
-    actions = Ring.attach(names["agent_action"], side="writer", role="spine-agent")
-    wait_for_start(names["start"], party=party("spine-agent"), role="spine-agent")
+    obs_name, actions_name = ports.agent_rings()
+    obs_ring = Ring.attach(obs_name, side="reader", role="spine-agent")
+    actions = Ring.attach(actions_name, side="writer", role="spine-agent")
+    wait_for_start(ports.start, party=party("spine-agent"), role="spine-agent")
     out = np.zeros((), actions.dtype)
     round_trips: list[float] = []
     written_at: float | None = None

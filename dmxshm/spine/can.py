@@ -30,7 +30,7 @@ from dmxshm.errors import RingClosedError
 from dmxshm.proc.gate import wait_for_start
 from dmxshm.shm.ring import Ring
 from dmxshm.spine.clock import ask_realtime, spin_until_time
-from dmxshm.spine.gate import party
+from dmxshm.spine.gate import SpinePorts, party
 
 BUS_RT_PRIORITY = 9  # below the spine's
 SPIN_MARGIN_S = 150e-6
@@ -63,7 +63,7 @@ def _sleep_until(t: float) -> float:
     return spin_until_time(t)
 
 
-def _serve(names: dict[str, str], timeout_s: float,
+def _serve(ports: SpinePorts, timeout_s: float,
            cycle: Callable[[np.ndarray, np.ndarray, float], None],
            poll_us: float = BUS_POLL_US) -> BusResult:
     """The bus loop: take each CAN cycle from the spine, run it, send the replies.
@@ -78,9 +78,9 @@ def _serve(names: dict[str, str], timeout_s: float,
     it for 50 ms.
     """
     scheduling = ask_realtime(BUS_RT_PRIORITY)
-    cmd = Ring.attach(names["cmd"], side="reader", role="can-bus", spin_us=poll_us)
-    reply = Ring.attach(names["reply"], side="writer", role="can-bus", spin_us=0)
-    wait_for_start(names["start"], party=party("can-bus"), role="can-bus")
+    cmd = Ring.attach(ports.cmd, side="reader", role="can-bus", spin_us=poll_us)
+    reply = Ring.attach(ports.reply, side="writer", role="can-bus", spin_us=0)
+    wait_for_start(ports.start, party=party("can-bus"), role="can-bus")
     out = np.zeros((), reply.dtype)
     cycles = 0
     try:
@@ -101,7 +101,7 @@ def _serve(names: dict[str, str], timeout_s: float,
         reply.close()
 
 
-def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
+def run_sim_bus(ports: SpinePorts, frequency_hz: float, seed: int,
                 timeout_s: float, poll_us: float = BUS_POLL_US) -> BusResult:
     """Main loop of the sim bus process: one physics step per CAN cycle."""
     from dmxshm.world.world import World
@@ -118,12 +118,12 @@ def run_sim_bus(names: dict[str, str], frequency_hz: float, seed: int,
         out["wheel_rate_rad_s"] = state["wheel_rate_rad_s"]
 
     try:
-        return _serve(names, timeout_s, cycle, poll_us)
+        return _serve(ports, timeout_s, cycle, poll_us)
     finally:
         world.close()
 
 
-def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
+def run_mock_bus(ports: SpinePorts, can_cycle_s: float, reply_at_s: float,
                  jitter_s: float, seed: int, timeout_s: float,
                  bus_delay_s: float = 0.0, poll_us: float = BUS_POLL_US) -> BusResult:
     """Main loop of the mock bus process (see the module docstring)."""
@@ -141,4 +141,4 @@ def run_mock_bus(names: dict[str, str], can_cycle_s: float, reply_at_s: float,
         out["wheel_angle_rad"] = angle
         out["wheel_rate_rad_s"] = c["wheels_rad_s"]
 
-    return _serve(names, timeout_s, cycle, poll_us)
+    return _serve(ports, timeout_s, cycle, poll_us)

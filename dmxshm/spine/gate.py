@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 PARTIES = ("spine", "can-bus", "spine-agent")
 """The roles at the start gate, in slot order (the agent only with ``--agent``)."""
 
@@ -29,3 +31,29 @@ def party(role: str) -> int:
 def parties(agent: bool) -> int:
     """How many processes pass the gate: the spine and its bus, and its agent if any."""
     return len(PARTIES) if agent else PARTIES.index("spine-agent")
+
+
+@dataclass(frozen=True)
+class SpinePorts:
+    """The shared-memory objects of a ``dmxshm spine`` run, by what they carry (their
+    names): ``cmd`` spine -> CAN bus (each cycle's frame), ``reply`` CAN bus -> spine,
+    ``records`` the spine's per-cycle records, ``start`` the start gate, and with
+    ``--agent`` ``agent_obs`` spine -> agent and ``agent_action`` agent -> spine.
+    """
+
+    cmd: str
+    reply: str
+    records: str
+    start: str
+    agent_obs: str | None = None
+    agent_action: str | None = None
+
+    def agent_rings(self) -> tuple[str, str]:
+        """``(agent_obs, agent_action)``.
+
+        Raises:
+            ValueError: this run has no agent.
+        """
+        if self.agent_obs is None or self.agent_action is None:
+            raise ValueError("this spine run has no agent: it has no agent rings")
+        return self.agent_obs, self.agent_action

@@ -49,7 +49,7 @@ from dmxshm.spine.agent import AgentLink, AgentSide
 from dmxshm.spine.bus import Bus, CanLink
 from dmxshm.spine.clock import SynchronousClock, ask_realtime, spin_until_time
 from dmxshm.spine.config import LoopSettings, SpineConfig
-from dmxshm.spine.gate import party
+from dmxshm.spine.gate import SpinePorts, party
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.spine.result import SpineResult
 from dmxshm.spine.state_machine import ShutdownReason, State, StateMachine
@@ -127,15 +127,15 @@ def no_gc() -> Iterator[None]:
         gc.enable()
 
 
-def run_spine(cfg: SpineConfig, names: dict[str, str]) -> SpineResult:
+def run_spine(cfg: SpineConfig, ports: SpinePorts) -> SpineResult:
     """Main process of the spine: attach, wait at the start gate, run :class:`SpineLoop`."""
     scheduling = ask_realtime() if cfg.realtime_priority else "SCHED_OTHER (not asked)"
-    bus = CanLink(Ring.attach(names["cmd"], side="writer", role="spine", spin_us=0),
-                  Ring.attach(names["reply"], side="reader", role="spine",
+    bus = CanLink(Ring.attach(ports.cmd, side="writer", role="spine", spin_us=0),
+                  Ring.attach(ports.reply, side="reader", role="spine",
                               spin_us=REPLY_POLL_US))
-    records = Ring.attach(names["records"], side="writer", role="spine")
-    agent = AgentLink(names, cfg.action_timeout_s) if cfg.agent else None
-    wait_for_start(names["start"], party=party("spine"), role="spine")
+    records = Ring.attach(ports.records, side="writer", role="spine")
+    agent = AgentLink(ports, cfg.action_timeout_s) if cfg.agent else None
+    wait_for_start(ports.start, party=party("spine"), role="spine")
     try:
         with no_gc():
             done = SpineLoop(cfg.loop_settings(), bus, records, agent).run()

@@ -29,7 +29,7 @@ from dmxshm.shm.ring import Ring
 from dmxshm.spine.agent import AgentResult, run_spine_agent
 from dmxshm.spine.can import BUS_POLL_US, BusResult, run_mock_bus, run_sim_bus
 from dmxshm.spine.config import SpineConfig, SpineError, SpineProcessError
-from dmxshm.spine.gate import parties
+from dmxshm.spine.gate import SpinePorts, parties
 from dmxshm.spine.loop import request_stop, run_spine
 from dmxshm.spine.records import (
     AGENT_ACTION_DTYPE,
@@ -127,31 +127,32 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
         records = Ring.create(reg, "spine.records", RECORD_DTYPE, total + 8, "overwrite")
         records.bind("reader", "supervisor")
         start = Barrier.create(reg, "spine.start", parties(agent=bool(cfg.agent)))
-        names = {"cmd": cmd.name, "reply": reply.name, "records": records.name,
-                 "start": start.name}
-        start.close()
+        agent_rings: dict[str, str] = {}
         if cfg.agent:
             for key, dt in (("agent_obs", AGENT_OBS_DTYPE), ("agent_action", AGENT_ACTION_DTYPE)):
                 ring = Ring.create(reg, f"spine.{key}", dt, 4, "overwrite")
-                names[key] = ring.name
+                agent_rings[key] = ring.name
                 ring.close()
+        ports = SpinePorts(cmd=cmd.name, reply=reply.name, records=records.name,
+                           start=start.name, **agent_rings)
+        start.close()
         cmd.close()
         reply.close()
         profiler: Profiler | None = None
         steal_at_start = steal_s()
         try:
             if cfg.actuation == "mock":
-                bus = sup.start(BUS, run_mock_bus, names, cfg.can_cycle_s, cfg.reply_at,
+                bus = sup.start(BUS, run_mock_bus, ports, cfg.can_cycle_s, cfg.reply_at,
                                 cfg.jitter_s, cfg.seed, cfg.timeout_s, cfg.bus_delay_s,
                                 bus_poll_us, cpu=bus_cpu)
             else:
-                bus = sup.start(BUS, run_sim_bus, names, cfg.frequency_hz, cfg.seed,
+                bus = sup.start(BUS, run_sim_bus, ports, cfg.frequency_hz, cfg.seed,
                                 cfg.timeout_s + START_TIMEOUT_S, bus_poll_us, cpu=bus_cpu)
             # Its handlers only record a stop: the loop goes to SHUTDOWN and sends stops.
-            spine = sup.start("spine", run_spine, cfg_run, names, cpu=spine_cpu,
+            spine = sup.start("spine", run_spine, cfg_run, ports, cpu=spine_cpu,
                               on_stop=request_stop)
             if cfg.agent:
-                sup.start(AGENT, run_spine_agent, names, cfg.agent,
+                sup.start(AGENT, run_spine_agent, ports, cfg.agent,
                           cfg.timeout_s + START_TIMEOUT_S, cpu=agent_cpu)
             if profile_interval_s is not None:
                 profiler = Profiler({"supervisor": os.getpid(), **sup.pids()},
