@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dmxshm.errors import DmxError
 from dmxshm.proc.cpus import cpu_ranges, usable_cpus
 from dmxshm.proc.outcome import Outcome
-from dmxshm.proc.watch import explain
+from dmxshm.proc.watch import ChildFailedError, explain, short_cause
 from dmxshm.spine.agent import resolve_policy
 from dmxshm.spine.law import SCHEDULES
 
@@ -19,28 +19,28 @@ class SpineError(DmxError):
     """The spine or its bus failed; the message names which and why."""
 
 
-class SpineProcessError(SpineError):
+class SpineProcessError(SpineError, ChildFailedError):
     """A process of the run (the spine, its CAN bus) died, raised or stalled it.
 
     It names the root cause: the process where the trouble started, not the
-    peers that then timed out waiting for it.
+    peers that then timed out waiting for it. One of the error family of every
+    run with children (:class:`~dmxshm.proc.watch.ChildFailedError`).
 
     Attributes:
         role: the process's name (``spine``, ``can-bus``).
         pid: its pid.
+        cause: how it ended, in a few words.
         outcome: how it ended, in full (:class:`~dmxshm.proc.outcome.Outcome`).
     """
 
     def __init__(self, message: str, *, outcome: Outcome) -> None:
-        super().__init__(message)
-        self.role = outcome.name
-        self.pid = outcome.pid
-        self.outcome = outcome
+        ChildFailedError.__init__(self, message, role=outcome.name, pid=outcome.pid,
+                                  cause=short_cause(outcome), outcome=outcome)
 
     @classmethod
-    def of(cls, o: Outcome) -> SpineProcessError:
+    def of(cls, o: Outcome, longer_wait: str | None = None) -> SpineProcessError:
         """The error that reports the root cause ``o``."""
-        return cls(explain(o), outcome=o)
+        return cls(explain(o, longer_wait), outcome=o)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """One watch policy, one error family: a child SIGKILLed in the middle of a network
-run, a batch or a spine run is named as the root cause (not the peers that then
-saw it fail) by the same ChildFailedError, with the same wording of its end."""
+run, a batch or a ``dmxshm spine`` run is named as the root cause (not the peers
+that then saw it fail) by the same ChildFailedError, with the same wording of its
+end."""
 
 from __future__ import annotations
 
@@ -56,10 +57,29 @@ def _batch_kill(victim: str) -> ChildFailedError:
     return info.value
 
 
+def _spine_kill(victim: str) -> ChildFailedError:
+    from dmxshm.spine.run import SpineConfig, run
+
+    killed: list[int] = []
+
+    def progress(cycles_recorded: int) -> None:
+        if not killed and cycles_recorded > SpineConfig().stop_cycles + 20:  # acting
+            killed.append(_child_pid(victim))
+            os.kill(killed[0], signal.SIGKILL)
+
+    with pytest.raises(ChildFailedError) as info:
+        run(SpineConfig(frequency_hz=200.0, duration_s=60.0, can_cycle_s=2e-3,
+                        reply_at_s=1.5e-3, plan_s=1e-3, realtime_priority=False,
+                        timeout_s=0.2), on_progress=progress)
+    info.value.killed_pid = killed[0]  # type: ignore[attr-defined]
+    return info.value
+
+
 @pytest.mark.timeout(TIMEOUT_S)
 @pytest.mark.parametrize("run,victim", [(_network_kill, "renderer-1"),
                                         (_network_kill, "agent-0"),
-                                        (_batch_kill, "batch-1")])
+                                        (_batch_kill, "batch-1"),
+                                        (_spine_kill, "spine")])
 def test_a_killed_child_is_the_root_cause_in_every_kind_of_run(run, victim: str) -> None:  # noqa: ANN001
     err = run(victim)
     assert err.role == victim and err.pid == err.killed_pid  # type: ignore[attr-defined]
