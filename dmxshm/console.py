@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from dmxshm.bench.render import RenderResult
     from dmxshm.logs import LogInfo
     from dmxshm.network.summary import Summary
+    from dmxshm.profiling import ProcessRow, ProfileReport
     from dmxshm.spine.run_report import SpineRunReport
     from dmxshm.sysinfo import SystemInfo
     from dmxshm.world.maps import MapInfo
@@ -61,23 +62,23 @@ class LiveTable:
         sys.stderr.flush()
 
 
-def print_profile(processes: list[dict[str, Any]], profile: dict[str, Any],
+def print_profile(processes: list[ProcessRow], profile: ProfileReport,
                    shm_bytes: int) -> None:
     click.echo(f"\n{'process':<12} {'pid':>7} {'cpus':>6} {'ran on':>7} {'CPU% mean':>9} "
                f"{'peak':>6} {'RSS peak':>9} {'USS peak':>9} {'PSS peak':>9} {'invol ctx':>9}")
     for p in processes:
         click.echo(
-            f"{p['role']:<12} {p['pid']:>7} {fmt_cpus(p['affinity']):>6} "
-            f"{fmt_cpus(p['cores_seen']):>7} {p['cpu_percent_mean']:>9.1f} "
-            f"{p['cpu_percent_peak']:>6.0f} {fmt_bytes(p['rss_bytes_peak']):>9} "
-            f"{fmt_bytes(p['uss_bytes']):>9} {fmt_bytes(p['pss_bytes']):>9} "
-            f"{p['ctx_switches_involuntary']:>9}")
-    moved = [p["role"] for p in processes if not p["stayed_in_affinity"]]
+            f"{p.role:<12} {p.pid:>7} {fmt_cpus(p.affinity):>6} "
+            f"{fmt_cpus(p.cores_seen):>7} {p.cpu_percent_mean:>9.1f} "
+            f"{p.cpu_percent_peak:>6.0f} {fmt_bytes(p.rss_bytes_peak):>9} "
+            f"{fmt_bytes(p.uss_bytes):>9} {fmt_bytes(p.pss_bytes):>9} "
+            f"{p.ctx_switches_involuntary:>9}")
+    moved = [p.role for p in processes if not p.stayed_in_affinity]
     click.echo(f"shared memory of the run: {fmt_bytes(shm_bytes)} in "
-               f"{len(profile.get('shm', {}))} objects (counted once; RSS counts it in "
+               f"{len(profile.shm)} objects (counted once; RSS counts it in "
                "every process that touched it)")
-    click.echo(f"profiler: {profile['samples']} samples every {profile['interval_s']:g} s, "
-               f"{profile['sampler_cpu_fraction']:.2%} of one core"
+    click.echo(f"profiler: {profile.samples} samples every {profile.interval_s:g} s, "
+               f"{profile.sampler_cpu_fraction:.2%} of one core"
                + (f"; left their CPUs: {', '.join(moved)}" if moved else ""))
 
 

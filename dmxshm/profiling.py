@@ -22,7 +22,7 @@ Example:
     >>> import os
     >>> p = Profiler({"me": os.getpid()}, interval_s=0.0)
     >>> p.sample(); p.sample()
-    >>> [row["role"] for row in p.processes()]
+    >>> [row.role for row in p.processes()]
     ['me']
 """
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psutil
@@ -45,6 +45,76 @@ run ends)."""
 
 MIN_RATE_S = 0.05
 """Shortest time over which a CPU% is computed: CPU time comes in 10 ms ticks."""
+
+
+@dataclass
+class ProcessRow:
+    """One process over a run (:meth:`Profiler.processes`).
+
+    ``cores_seen`` are the cores the process was found running on since its
+    affinity last changed (a child pins itself after it starts), and
+    ``stayed_in_affinity`` says whether they all lie in ``affinity``. CPU
+    figures are percentages of one core; USS and PSS are None where they
+    could not be read.
+    """
+
+    role: str
+    pid: int
+    affinity: list[int]
+    affinity_changes: int
+    cores_seen: list[int]
+    stayed_in_affinity: bool
+    cpu_percent_mean: float
+    cpu_percent_peak: float
+    user_percent_mean: float
+    system_percent_mean: float
+    rss_bytes_peak: int
+    uss_bytes: int | None
+    pss_bytes: int | None
+    ctx_switches_voluntary: int
+    ctx_switches_involuntary: int
+    samples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ProfileReport:
+    """What a :class:`Profiler` saw (:meth:`Profiler.report`): the sampling, each
+    process's row and CPU/RSS timeline, the run's shared memory."""
+
+    interval_s: float
+    samples: int
+    mean_interval_s: float | None
+    cores: int
+    sampler_cpu_fraction: float
+    sampler_cpu_s: float
+    processes: list[ProcessRow]
+    timeline: dict[str, dict[str, list[float]]]
+    shm: dict[str, int]
+    shm_bytes: int
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any],
+                  processes: list[Mapping[str, Any]] | None = None) -> ProfileReport:
+        """The report from its JSON (a run's ``profile``; its rows from ``processes``
+        where the JSON writes them apart, as ``dmxshm run --json`` does)."""
+        rows = processes if processes is not None else data.get("processes", [])
+        fields = {k: data[k] for k in ("interval_s", "samples", "mean_interval_s", "cores",
+                                       "sampler_cpu_fraction", "sampler_cpu_s")}
+        return cls(**fields, processes=[ProcessRow(**row) for row in rows],
+                   timeline=dict(data.get("timeline", {})), shm=dict(data.get("shm", {})),
+                   shm_bytes=int(data.get("shm_bytes", 0)))
+
+    def to_dict(self, with_processes: bool = True) -> dict[str, Any]:
+        """JSON-ready, in the order the JSON outputs write it (without the rows where
+        they are written apart: a run's ``processes``)."""
+        out = asdict(self)
+        out["processes"] = [row.to_dict() for row in self.processes]
+        if not with_processes:
+            del out["processes"]
+        return out
 
 
 @dataclass
@@ -243,29 +313,22 @@ class Profiler:
                 f"{row['rss_bytes'] / 2**20:>8.1f}" + ("  (ended)" if row["ended"] else ""))
         return lines
 
-    def processes(self) -> list[dict[str, Any]]:
-        """Per process: role, pid, affinity, CPU% mean and peak, memory, switches.
-
-        ``cores_seen`` are the cores the process was found running on since its
-        affinity last changed (a child pins itself after it starts), and
-        ``stayed_in_affinity`` says whether they all lie in ``affinity``.
-        """
+    def processes(self) -> list[ProcessRow]:
+        """Per process: role, pid, affinity, CPU% mean and peak, memory, switches
+        (:class:`ProcessRow`)."""
         out = []
         for w in self._watched:
             first = w.first_ctx or (0, 0)
             last = w.last_ctx or first
-            out.append({
-                "role": w.role, "pid": w.pid, "affinity": w.affinity,
-                "affinity_changes": w.affinity_changes,
-                "cores_seen": sorted(w.cores_seen),
-                "stayed_in_affinity": w.cores_seen <= set(w.affinity),
-                "cpu_percent_mean": _mean(w.cpu), "cpu_percent_peak": max(w.cpu, default=0.0),
-                "user_percent_mean": _mean(w.user), "system_percent_mean": _mean(w.system),
-                "rss_bytes_peak": w.rss_peak, "uss_bytes": w.uss, "pss_bytes": w.pss,
-                "ctx_switches_voluntary": last[0] - first[0],
-                "ctx_switches_involuntary": last[1] - first[1],
-                "samples": len(w.cpu),
-            })
+            out.append(ProcessRow(
+                role=w.role, pid=w.pid, affinity=w.affinity,
+                affinity_changes=w.affinity_changes, cores_seen=sorted(w.cores_seen),
+                stayed_in_affinity=w.cores_seen <= set(w.affinity),
+                cpu_percent_mean=_mean(w.cpu), cpu_percent_peak=max(w.cpu, default=0.0),
+                user_percent_mean=_mean(w.user), system_percent_mean=_mean(w.system),
+                rss_bytes_peak=w.rss_peak, uss_bytes=w.uss, pss_bytes=w.pss,
+                ctx_switches_voluntary=last[0] - first[0],
+                ctx_switches_involuntary=last[1] - first[1], samples=len(w.cpu)))
         return out
 
     def timeline(self) -> dict[str, dict[str, list[float]]]:
@@ -284,17 +347,14 @@ class Profiler:
         end = self._stopped_at if self._stopped_at is not None else time.monotonic()
         return self._own_cpu_s / max(end - self._t0, 1e-9)
 
-    def report(self) -> dict[str, Any]:
-        """Everything, JSON-ready."""
-        return {
-            "interval_s": self.interval_s, "samples": self._samples,
-            "mean_interval_s": self._mean_interval(),
-            "cores": os.cpu_count() or 1,
-            "sampler_cpu_fraction": self.sampler_cpu_fraction,
-            "sampler_cpu_s": self._own_cpu_s,
-            "processes": self.processes(), "timeline": self.timeline(),
-            "shm": self.shm_objects, "shm_bytes": sum(self.shm_objects.values()),
-        }
+    def report(self) -> ProfileReport:
+        """Everything (:meth:`ProfileReport.to_dict` for JSON)."""
+        return ProfileReport(
+            interval_s=self.interval_s, samples=self._samples,
+            mean_interval_s=self._mean_interval(), cores=os.cpu_count() or 1,
+            sampler_cpu_fraction=self.sampler_cpu_fraction, sampler_cpu_s=self._own_cpu_s,
+            processes=self.processes(), timeline=self.timeline(),
+            shm=dict(self.shm_objects), shm_bytes=sum(self.shm_objects.values()))
 
 
 def _mean(values: list[float]) -> float:

@@ -62,7 +62,7 @@ def main() -> int:
                 print(f"  {len(shm_t) / 60:.0f} min", file=sys.stderr, flush=True)
 
         summary = net.run(on_profile=on_profile)
-    timeline = summary.profile["timeline"]
+    timeline = summary.profile.timeline
     rows = []
     for role, series in timeline.items():
         rss = series["rss_bytes"]
@@ -86,7 +86,7 @@ def main() -> int:
         "shm_bytes_start": shm_bytes[0] if shm_bytes else 0,
         "shm_bytes_end": shm_bytes[-1] if shm_bytes else 0,
         "shm_slope_bytes_per_min": slope_per_min(shm_t, shm_bytes),
-        "sampler_cpu_fraction": summary.profile["sampler_cpu_fraction"],
+        "sampler_cpu_fraction": summary.profile.sampler_cpu_fraction,
     }
     print(f"soak: realtime, {args.robots} robots, camera {args.camera}, "
           f"{elapsed / 60:.1f} min, {summary.steps} engine steps, late steps "

@@ -36,18 +36,18 @@ def test_the_sampler_sees_a_busy_and_an_idle_process_and_one_that_ends() -> None
             time.sleep(0.3)  # CPU time accrues between samples
         idle.communicate(b"", timeout=10)  # the idle one ends
         prof.sample(full=True)
-        rows = {p["role"]: p for p in prof.processes()}
+        rows = {p.role: p for p in prof.processes()}
     finally:
         busy.kill()
         busy.wait()
-    assert rows["busy"]["pid"] == busy.pid and rows["idle"]["pid"] == idle.pid
+    assert rows["busy"].pid == busy.pid and rows["idle"].pid == idle.pid
     # An ordering, not a share of a shared machine's cores: the busy loop used
     # more CPU than the sleeper, and no process more than all the cores.
-    assert rows["idle"]["cpu_percent_mean"] < rows["busy"]["cpu_percent_mean"]
-    assert rows["busy"]["cpu_percent_mean"] <= 100 * CORES + 10
+    assert rows["idle"].cpu_percent_mean < rows["busy"].cpu_percent_mean
+    assert rows["busy"].cpu_percent_mean <= 100 * CORES + 10
     for row in rows.values():
-        assert row["rss_bytes_peak"] > 0 and row["affinity"]
-        assert row["uss_bytes"] is None or row["uss_bytes"] > 0
+        assert row.rss_bytes_peak > 0 and row.affinity
+        assert row.uss_bytes is None or row.uss_bytes > 0
     assert prof.live_rows()[1]["ended"]
     assert 0 < prof.sampler_cpu_fraction < 1  # its cost is docs/profiling.md's figure
 
@@ -133,22 +133,23 @@ def test_a_batch_profiles_its_workers() -> None:
         pids = {f"worker-{w}": child.pid for w, child in enumerate(envs._workers)}
         envs.reset()
         actions = np.zeros((4, 2), np.float32)
-        while envs.profile()["samples"] < 6:
+        while envs.profile().samples < 6:
             envs.step(actions)
         live = envs.profile()
     finally:
         envs.close()
-    rows = {p["role"]: p for p in live["processes"]}
+    rows = {p.role: p for p in live.processes}
     assert set(rows) == {"parent", "worker-0", "worker-1"}
-    assert rows["parent"]["pid"] == os.getpid()
+    assert rows["parent"].pid == os.getpid()
     for role, pid in pids.items():
-        assert rows[role]["pid"] == pid
-        assert 0 < rows[role]["cpu_percent_mean"] <= 100 * CORES + 10
-        assert rows[role]["rss_bytes_peak"] > 0
-    assert live["shm_bytes"] > 0
+        assert rows[role].pid == pid
+        assert 0 < rows[role].cpu_percent_mean <= 100 * CORES + 10
+        assert rows[role].rss_bytes_peak > 0
+    assert live.shm_bytes > 0
+    assert live.to_dict()["processes"][0]["role"] == live.processes[0].role  # JSON rows
     after = envs.profile()  # still readable after close, and no longer sampling
-    assert after["samples"] >= live["samples"]
-    assert envs.profile()["samples"] == after["samples"]
+    assert after.samples >= live.samples
+    assert envs.profile().samples == after.samples
     plain = dmxshm.make_vec(2, num_workers=1)
     try:
         with pytest.raises(DmxError, match="profile=True"):
@@ -164,11 +165,11 @@ def test_a_profiled_spine_shows_its_bus_and_itself_on_their_cpus() -> None:
 
     report, _ = run(SpineConfig(duration_s=0.6, frequency_hz=500.0), profile_interval_s=0.1)
     assert report.processes is not None and report.profile is not None
-    rows = {p["role"]: p for p in report.processes}
+    rows = {p.role: p for p in report.processes}
     assert set(rows) == {"supervisor", "can-bus", "spine"}
-    assert rows["spine"]["affinity"] == [report.figures.cpu]
-    assert rows["spine"]["stayed_in_affinity"]
-    assert report.shm_bytes > 0 and report.profile["samples"] >= 2
+    assert rows["spine"].affinity == [report.figures.cpu]
+    assert rows["spine"].stayed_in_affinity
+    assert report.shm_bytes > 0 and report.profile.samples >= 2
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

@@ -103,7 +103,7 @@ from dmxshm.proc.cpus import usable_cpus
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.proc.watch import ChildFailedError, short_cause
-from dmxshm.profiling import Profiler, shm_sizes
+from dmxshm.profiling import Profiler, ProfileReport, shm_sizes
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
@@ -275,11 +275,11 @@ class DmxVectorEnv(VectorEnv):
                                                 daemon=True)
         self._profile_thread.start()
 
-    def profile(self) -> dict[str, Any]:
+    def profile(self) -> ProfileReport:
         """The profile so far (``make_vec(..., profile=True)``): one row per process.
 
         Returns:
-            :meth:`dmxshm.profiling.Profiler.report`: ``processes`` (the
+            a :class:`~dmxshm.profiling.ProfileReport`: ``processes`` (the
             parent and each ``worker-W``: CPU% mean and peak, affinity, cores
             run on, RSS/USS/PSS peaks, context switches), ``timeline`` (CPU%
             over time), ``shm`` and ``shm_bytes`` (the batch's shared memory),

@@ -26,7 +26,10 @@ def profile(path: str, plot: str | None) -> None:
     """
     run = _read_profile(path)
     check_outputs(plot=plot)
-    console.print_profile(run["processes"], run["profile"], run.get("shm_bytes", 0))
+    from dmxshm.profiling import ProfileReport
+
+    report = ProfileReport.from_dict(run["profile"], run["processes"])
+    console.print_profile(report.processes, report, run.get("shm_bytes", 0))
     if plot:
         from dmxshm.bench.plot import plot_profile
 

@@ -13,6 +13,7 @@ from dmxshm.network.plan import Plan
 from dmxshm.network.recording import CONTACT_SHEET
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 from dmxshm.pngio import contact_sheet, write_png
+from dmxshm.profiling import ProcessRow, ProfileReport
 from dmxshm.settings import JSON_SCHEMA_VERSION
 from dmxshm.spine.network_spine import NetworkSpineResult
 from dmxshm.spine.report import no_nan
@@ -126,8 +127,8 @@ class Summary:
     unfinished: list[str] = field(default_factory=list)
     contact_sheet: str | None = None
     shm_bytes: int = 0
-    processes: list[dict[str, Any]] = field(default_factory=list)
-    profile: dict[str, Any] = field(default_factory=dict)
+    processes: list[ProcessRow] = field(default_factory=list)
+    profile: ProfileReport | None = None
     taps: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     busy_us: dict[str, float] = field(default_factory=dict)
@@ -144,6 +145,9 @@ class Summary:
                  "spine": self.spine.to_dict() if self.spine is not None else {},
                  "log": ({k: v for k, v in self.log.as_dict().items()
                           if k not in ("config", "summary")} if self.log is not None else {}),
+                 "processes": [row.to_dict() for row in self.processes],
+                 "profile": (self.profile.to_dict(with_processes=False)
+                             if self.profile is not None else {}),
                  "start_hook": self.taps or None}
         fields = {}
         for f in dataclasses.fields(self):

@@ -401,7 +401,7 @@ class Network:
         if self.profiler is not None:
             self.profiler.stop()
             report = self.profiler.report()
-            summary.processes = report.pop("processes")
+            summary.processes = report.processes
             summary.profile = report
         if self.config.log:  # the processes' parts of the log, merged, with the summary
             summary.log = logs.finish(self.config.log, summary.to_dict())

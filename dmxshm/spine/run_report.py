@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dmxshm.profiling import ProcessRow, ProfileReport
 from dmxshm.settings import JSON_SCHEMA_VERSION
 from dmxshm.spine.agent import AgentResult
 from dmxshm.spine.config import SpineConfig, SpineError
@@ -79,8 +80,8 @@ class SpineRunReport:
         bus_scheduling: the scheduling the bus got (None: the bus did not report).
         shm_bytes: shared memory the run created.
         agent: what its agent did (None: no ``--agent``).
-        processes, profile: ``--profile`` only, as :meth:`dmxshm.profiling.Profiler.report`
-            gives them (``processes`` the rows, ``profile`` the rest).
+        processes, profile: ``--profile`` only: the profiler's rows and its
+            :class:`~dmxshm.profiling.ProfileReport` (the JSON writes the rows apart).
     """
 
     figures: SpineReport
@@ -89,8 +90,8 @@ class SpineRunReport:
     bus_scheduling: str | None
     shm_bytes: int
     agent: AgentReport | None = None
-    processes: list[dict[str, Any]] | None = None
-    profile: dict[str, Any] | None = None
+    processes: list[ProcessRow] | None = None
+    profile: ProfileReport | None = None
 
     @property
     def scheduling(self) -> str:
@@ -107,16 +108,16 @@ class SpineRunReport:
         out["bus_scheduling"] = self.bus_scheduling
         out["shm_bytes"] = self.shm_bytes
         if self.processes is not None:
-            out["processes"] = self.processes
+            out["processes"] = [row.to_dict() for row in self.processes]
         if self.profile is not None:
-            out["profile"] = self.profile
+            out["profile"] = self.profile.to_dict(with_processes=False)
         return no_nan(out)
 
 
 def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
            cpus: tuple[int, int | None], *, host_steal_s: float | None = None,
            agent: AgentResult | None = None, bus_scheduling: str | None = None,
-           shm_bytes: int = 0, profile: dict[str, Any] | None = None) -> SpineRunReport:
+           shm_bytes: int = 0, profile: ProfileReport | None = None) -> SpineRunReport:
     """The report of a run: its :class:`~dmxshm.spine.report.SpineReport` with the
     law of ``cfg``'s configuration alone, and the run's own figures.
 
@@ -130,20 +131,18 @@ def report(cfg: SpineConfig, recs: np.ndarray, spine: SpineResult,
             returned nothing, and the report says so with zeros).
         bus_scheduling: what scheduling the bus got, if it reported.
         shm_bytes: shared memory the run created.
-        profile: ``--profile``: the profiler's report (its ``processes`` are
-            taken out into :attr:`SpineRunReport.processes`).
+        profile: ``--profile``: the profiler's report (its rows are also
+            :attr:`SpineRunReport.processes`).
     """
     law = Law.of(cfg.schedule, 1.0 / cfg.frequency_hz, cfg.plan_s, cfg.reply_at,
                  agent=bool(cfg.agent))
     figures = measure(recs, spine, law, frequency_hz=cfg.frequency_hz, cpu=cpus[0],
                       round_trips=bool(cfg.agent), host_steal_s=host_steal_s)
-    rest = dict(profile) if profile is not None else None
-    processes = rest.pop("processes") if rest is not None else None
     return SpineRunReport(
         figures=figures, config=cfg, bus_cpu=cpus[1], bus_scheduling=bus_scheduling,
         shm_bytes=shm_bytes,
         agent=AgentReport.of(agent or AgentResult(), spine) if cfg.agent else None,
-        processes=processes, profile=rest)
+        processes=profile.processes if profile is not None else None, profile=profile)
 
 
 class SpineShutDown(SpineError):

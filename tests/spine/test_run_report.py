@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dmxshm.profiling import ProcessRow, ProfileReport
 from dmxshm.settings import JSON_SCHEMA_VERSION
 from dmxshm.spine.agent import AgentResult
 from dmxshm.spine.loop import SpineLoop
@@ -34,8 +35,14 @@ KEYS = ["schema_version", "schedule", "frequency_hz", "cpu", "scheduling", "cycl
 WITH_AGENT = ["schema_version", "agent_round_trip_us", *KEYS[1:KEYS.index("bus_scheduling")],
               "agent",
               *KEYS[KEYS.index("bus_scheduling"):]]
-ROWS = [{"role": "spine", "pid": 1, "affinity": [1]}]
-PROFILE = {"interval_s": 0.5, "samples": 3, "processes": ROWS, "timeline": []}
+ROWS = [ProcessRow(role="spine", pid=1, affinity=[1], affinity_changes=0, cores_seen=[1],
+                   stayed_in_affinity=True, cpu_percent_mean=50.0, cpu_percent_peak=90.0,
+                   user_percent_mean=40.0, system_percent_mean=10.0, rss_bytes_peak=1 << 20,
+                   uss_bytes=None, pss_bytes=None, ctx_switches_voluntary=3,
+                   ctx_switches_involuntary=1, samples=3)]
+PROFILE = ProfileReport(interval_s=0.5, samples=3, mean_interval_s=0.5, cores=2,
+                        sampler_cpu_fraction=0.001, sampler_cpu_s=0.001, processes=ROWS,
+                        timeline={}, shm={}, shm_bytes=0)
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +96,13 @@ def test_an_agents_report_and_a_profile_join_the_json(loop_run: tuple[np.ndarray
                                   expired_actions=0, round_trip_us_p50=pytest.approx(2000.0),
                                   round_trip_us_p99=pytest.approx(2980.0),
                                   round_trip_samples=3)
-    assert r.processes == ROWS and r.profile is not None and "processes" not in r.profile
-    assert "processes" in PROFILE  # the profiler's report is not changed
+    assert r.processes == ROWS and r.profile is PROFILE
     d = r.to_dict()
     assert list(d) == [*WITH_AGENT, "processes", "profile"]
     assert d["agent"]["round_trip_us"] == {"p50": r.agent.round_trip_us_p50,
                                            "p99": r.agent.round_trip_us_p99, "samples": 3}
-    assert d["processes"] == ROWS and d["profile"]["samples"] == 3
+    assert d["processes"] == [row.to_dict() for row in ROWS] and d["profile"]["samples"] == 3
+    assert "processes" not in d["profile"]  # the rows are written once, apart
     # The frozen schema of a real run's report with an agent (tests/test_json_schema.py).
     assert mismatches(as_read(d), SPINE_REPORT) == []
 
