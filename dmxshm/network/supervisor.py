@@ -44,9 +44,9 @@ from dmxshm.network.summary import Summary, summarize
 from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.supervisor import Supervisor
 from dmxshm.proc.watch import (
-    WATCH_INTERVAL_S,
     ChildFailedError,
     Watch,
+    WatchPolicy,
     explain,
     short_cause,
 )
@@ -421,7 +421,7 @@ class Network:
         others overstayed the engine's end."""
         sup = self.supervisor
         engine = sup.child("engine")
-        watch = Watch(sup)  # the process layer's one policy: root cause after a report grace
+        watch = Watch(sup, self.policy)  # the process layer's one policy, configured here
         engine_done_at: float | None = None
         while watch.step():
             if engine_done_at is None and engine.report is not None:
@@ -440,14 +440,9 @@ class Network:
         """After Ctrl-C or SIGTERM: stop the children (they unwind and report what they
         did so far) and summarise that, marked interrupted; None if nothing came."""
         assert self.plan is not None
-        if self._stop_spine():
-            # The spine's end ends the physics, whose end ends the renderers and the
-            # agents: let them finish by themselves (whole results, no stop racing
-            # their ends), END_GRACE_S at most.
-            deadline = time.monotonic() + END_GRACE_S
-            while self.supervisor.running() and time.monotonic() < deadline:
-                self.supervisor.wait(WATCH_INTERVAL_S)
-        self.supervisor.stop()
+        # The spine first; its end ends the physics, whose end ends the renderers and
+        # the agents: they get END_GRACE_S to finish by themselves (the policy).
+        Watch(self.supervisor, self.policy).stop()
         results = {c.name: c.report.result for c in self.supervisor.children
                    if c.report is not None and c.report.result is not None}
         if "engine" not in results:
@@ -459,14 +454,18 @@ class Network:
         summary.interrupted = True
         return summary
 
+    @property
+    def policy(self) -> WatchPolicy:
+        """How this run's processes are watched and stopped: the process layer's one
+        policy, with the spine first (SIGTERM makes it send its SHUTDOWN stops, which
+        needs the engine still there to take them; the engine then ends with its
+        frames), then END_GRACE_S for the others to end by themselves."""
+        return WatchPolicy(stop_first=("spine",), stop_first_grace_s=SPINE_STOP_GRACE_S,
+                           end_grace_s=END_GRACE_S)
+
     def _stop_spine(self) -> bool:
-        """The spine first: SIGTERM makes it send its SHUTDOWN stops, which needs the
-        engine still there to take them (the engine then ends with its frames).
-        Whether the run has a spine."""
-        spine = [c for c in self.supervisor.children if c.name == "spine"]
-        if spine:
-            self.supervisor.stop(spine, SPINE_STOP_GRACE_S)
-        return bool(spine)
+        """The spine first (the policy's ``stop_first``); whether the run has one."""
+        return Watch(self.supervisor, self.policy).stop_first()
 
     def _stragglers(self, engine_done_at: float) -> bool:
         """After the engine's end, stop processes that do not finish; True if done.

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from dmxshm.errors import DmxError
 from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Supervisor
+from dmxshm.settings import STOP_GRACE_S
 
 WATCH_INTERVAL_S = 0.05
 """The longest one wait for news lasts: the watcher's own work (progress,
@@ -52,11 +53,20 @@ class WatchPolicy:
         tolerated: children whose failure does not fail the run (a spine's
             agent: the spine goes on without it); they never start the grace
             and are never the root cause.
+        stop_first: children stopped before the others when the run is stopped
+            (a network's spine: it sends its stops, which needs the engine
+            still there), each given ``stop_first_grace_s`` to end.
+        end_grace_s: after those, how long the others get to end by themselves
+            (their whole results, no stop racing their ends) before they are
+            stopped.
     """
 
     interval_s: float = WATCH_INTERVAL_S
     report_grace_s: float = REPORT_GRACE_S
     tolerated: frozenset[str] = frozenset()
+    stop_first: tuple[str, ...] = ()
+    stop_first_grace_s: float = STOP_GRACE_S
+    end_grace_s: float = 0.0
 
 
 class Watch:
@@ -96,6 +106,26 @@ class Watch:
         if self.failed_at is not None and now - self.failed_at >= self.policy.report_grace_s:
             return False
         return bool(sup.running())
+
+    def stop_first(self) -> bool:
+        """Stop the policy's ``stop_first`` children (each given its grace), in order;
+        whether there was any."""
+        sup = self.supervisor
+        first = [c for name in self.policy.stop_first for c in sup.children
+                 if c.name == name]
+        for child in first:
+            sup.stop([child], self.policy.stop_first_grace_s)
+        return bool(first)
+
+    def stop(self) -> None:
+        """Stop the run in the policy's order: the ``stop_first`` children, then
+        ``end_grace_s`` for the others to end by themselves, then the rest."""
+        sup = self.supervisor
+        if self.stop_first() and self.policy.end_grace_s > 0:
+            deadline = time.monotonic() + self.policy.end_grace_s
+            while sup.running() and time.monotonic() < deadline:
+                sup.wait(self.policy.interval_s)
+        sup.stop()
 
     def failure(self, exclude: Iterable[str] = ()) -> Outcome | None:
         """The root cause among the children that failed, if any did, leaving out the

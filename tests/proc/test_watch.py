@@ -78,3 +78,27 @@ def test_the_message_names_who_how_and_what_to_do() -> None:
     assert explain(raised) == ("engine (pid 3) failed: ValueError: bad\n--- traceback of "
                                "engine ---\nTraceback (most recent call last):\n  ...\n"
                                "ValueError: bad")
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_a_stop_goes_in_the_policys_order_first_ones_first_then_the_end_grace() -> None:
+    import time
+
+    policy = WatchPolicy(stop_first=("first",), stop_first_grace_s=5.0, end_grace_s=0.5)
+    with Supervisor() as sup:
+        first = sup.start("first", targets.sleeps, 60.0)
+        other = sup.start("other", targets.sleeps, 60.0)
+        t0 = time.monotonic()
+        Watch(sup, policy).stop()
+        sup.wait(1.0)
+        assert first.ended and other.ended
+        assert other.outcome is not None and other.outcome.cause is Cause.SIGNALLED
+        # The first one ended before the others were told; they were told after the grace.
+        assert first.ended_at is not None and other.ended_at is not None
+        assert first.ended_at < other.ended_at
+        assert other.ended_at - t0 >= policy.end_grace_s
+
+
+def test_a_policy_without_stop_first_stops_everyone_at_once() -> None:
+    with Supervisor() as sup:
+        assert Watch(sup).stop_first() is False
