@@ -92,6 +92,7 @@ class CameraProcess(Role[CameraResult]):
         slot = np.zeros((), out.dtype)
         period = 1.0 / self.cfg.sensor_rates_hz["camera"]
         due_at = t0
+        read_at: float | None = None  # the simulated time of the last frame's state
         while True:
             newer = state_ring.try_read(newest=True)
             if newer is not None:
@@ -113,6 +114,11 @@ class CameraProcess(Role[CameraResult]):
             due_at, behind = next_tick(due_at, now, period)
             done.missed += behind
             done.frames += 1
+            if float(st["sim_time_s"]) == read_at:
+                done.repeated += 1
+            else:
+                done.fresh += 1
+            read_at = float(st["sim_time_s"])
             slot["step"], slot["sim_time_s"] = st["step"], st["sim_time_s"]
             slot["frame"], slot["missed"] = done.frames, done.missed
             out.write(slot)

@@ -140,6 +140,11 @@ class Renderer(Role[RendererResult]):
         self.steps = 0
         self.elapsed_s = 0.0
         self.missed: dict[str, int] = {}
+        # Per sensor: ticks whose sample read a new state, and ticks that read the
+        # same state as its sample before (in realtime a sensor faster than the
+        # engine's states repeats itself).
+        self.fresh: dict[str, int] = dict.fromkeys(SENSORS, 0)
+        self.repeated: dict[str, int] = dict.fromkeys(SENSORS, 0)
 
     def loop(self) -> RendererResult:
         if self.cfg.mode == "gym":
@@ -154,7 +159,8 @@ class Renderer(Role[RendererResult]):
         # Stopped in its loop: what it produced (the contact sheet's frames are not kept).
         return RendererResult(steps=min(self.sensing.produced.values()),
                               render_s=self.sensing.render_s, produced=self.sensing.produced,
-                              frames={}, recorded=0, elapsed_s=self.elapsed_s)
+                              frames={}, recorded=0, elapsed_s=self.elapsed_s,
+                              missed=self.missed, fresh=self.fresh, repeated=self.repeated)
 
     def finish(self, result: RendererResult) -> RendererResult:
         for ring in self.obs_rings:
@@ -165,7 +171,7 @@ class Renderer(Role[RendererResult]):
         return RendererResult(steps=self.steps, render_s=self.sensing.render_s,
                               produced=self.sensing.produced, frames=self.recorder.frames,
                               recorded=self.recorder.count, elapsed_s=self.elapsed_s,
-                              missed=self.missed)
+                              missed=self.missed, fresh=self.fresh, repeated=self.repeated)
 
     def _gym(self) -> None:
         cfg, sensing, taps = self.cfg, self.sensing, self.taps
@@ -191,6 +197,7 @@ class Renderer(Role[RendererResult]):
                     taps.samples(k, sim_time_s, link.robots, obs, SENSORS)
             for name in SENSORS:
                 produced[name] += 1
+                self.fresh[name] += 1  # lockstep: every step's state is new
             taps.sent(k, produced, {})
             self.steps += 1
 
@@ -229,6 +236,8 @@ class Renderer(Role[RendererResult]):
         sensing, taps = self.sensing, self.taps
         state_ring, camera_ring = self.state_ring, self.camera_ring
         produced, missed = sensing.produced, self.missed
+        fresh, repeated = self.fresh, self.repeated
+        read_at: dict[str, float] = {}  # per sensor: the simulated time of its last state
         while True:
             newer = state_ring.try_read(newest=True)
             if newer is not None:
@@ -270,6 +279,11 @@ class Renderer(Role[RendererResult]):
                 missed["camera"] = int(frame["missed"])
             for s in due:
                 produced[s] += 1
+                if read_at.get(s) == sim_time_s:
+                    repeated[s] += 1
+                else:
+                    fresh[s] += 1
+                read_at[s] = sim_time_s
                 due_at[s], behind = next_tick(due_at[s], now, period[s])
                 missed[s] += behind
             taps.sent(k, produced, missed)

@@ -52,6 +52,8 @@ class RendererResult:
     recorded: int
     elapsed_s: float = 0.0
     missed: dict[str, int] = field(default_factory=dict)
+    fresh: dict[str, int] = field(default_factory=dict)  # ticks that read a new state
+    repeated: dict[str, int] = field(default_factory=dict)  # ticks that read the last one's
 
 
 @dataclass
@@ -64,6 +66,8 @@ class CameraResult:
     elapsed_s: float
     kept: dict[int, list[tuple[np.ndarray, int, float]]] = field(default_factory=dict)
     recorded: int = 0  # frames written as PNG (--record)
+    fresh: int = 0  # frames of a state newer than the frame before's
+    repeated: int = 0  # frames of the same state as the frame before
 
 
 @dataclass

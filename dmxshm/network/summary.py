@@ -51,11 +51,15 @@ class StepTiming:
 @dataclass
 class SensorRate:
     """A sensor's rate in a run, Hz: what was asked, what was made (the slowest
-    renderer's), and with camera processes what reached the agents."""
+    renderer's), and with camera processes what reached the agents; and how many
+    of its ticks (over every renderer, or camera process) read a state newer than
+    the tick before (``fresh``) or the same one again (``repeated``)."""
 
     configured_hz: float
     achieved_hz: float
     forwarded_hz: float | None = None
+    fresh: int | None = None
+    repeated: int | None = None
 
     def to_dict(self) -> dict[str, float]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -209,14 +213,17 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
             configured = cfg.sensor_rates_hz[name]
             achieved = min(c.frames / max(c.elapsed_s, 1e-9) for c in cameras.values())
             sensors[name] = SensorRate(
-                configured, achieved,
+                configured, achieved, fresh=sum(c.fresh for c in cameras.values()),
+                repeated=sum(c.repeated for c in cameras.values()),
                 # what reached the agents (a frame overwritten first is not)
                 forwarded_hz=min(r.produced[name] / max(r.elapsed_s, 1e-9) for r in renderers))
             continue
         else:
             configured = cfg.sensor_rates_hz[name]
             achieved = min(r.produced[name] / max(r.elapsed_s, 1e-9) for r in renderers)
-        sensors[name] = SensorRate(configured, achieved)
+        sensors[name] = SensorRate(configured, achieved,
+                                   fresh=sum(r.fresh.get(name, 0) for r in renderers),
+                                   repeated=sum(r.repeated.get(name, 0) for r in renderers))
     ticks = {name: [int(r.produced[name]) for r in renderers] for name in names}
     missed = {name: sum(int(r.missed.get(name, 0)) for r in renderers) for name in names}
     if cameras:  # made (and logged) by the camera processes, in renderer order

@@ -414,3 +414,20 @@ def test_camera_processes_send_each_robot_its_own_images_as_they_come(tmp_path) 
     assert len(set(firsts.values())) == 3  # three robots, three views
     assert s.recorded_frames == sum(len(list(tmp_path.glob(f"robot{r:02d}_*.png")))
                                     for r in range(3))
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_each_sensors_ticks_are_counted_fresh_or_repeated() -> None:
+    gym = run(robots=2, renderers=2, camera=(0, 0), steps=15)
+    for name, rate in gym.sensors.items():  # lockstep: every step's state is new
+        assert (rate.fresh, rate.repeated) == (sum(gym.sensor_ticks[name]), 0), name
+    rt = run(mode="realtime", robots=2, camera=(0, 0), duration_s=1.5, agent="idle",
+             sensor_rates_hz={"imu": 100.0, "encoders": 10.0, "tof": 10.0})
+    for name, rate in rt.sensors.items():
+        assert rate.fresh + rate.repeated == sum(rt.sensor_ticks[name]) > 0, name
+    # States come every dt_s (1/30 s): a 100 Hz IMU reads most of them more than once,
+    # a 10 Hz sensor (nearly) never (what issue 25 is about: rates hold, samples repeat).
+    imu, tof = rt.sensors["imu"], rt.sensors["tof"]
+    assert imu.repeated > imu.fresh > 0
+    assert tof.repeated / (tof.fresh + tof.repeated) < imu.repeated / (imu.fresh + imu.repeated)
+    assert rt.to_dict()["sensors"]["imu"]["repeated"] == rt.sensors["imu"].repeated
