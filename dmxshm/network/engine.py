@@ -226,7 +226,6 @@ class Engine(Role[EngineResult]):
         if spine is not None:
             spine.stop_cycles(RESET_CYCLES)
         states = world.state() if spine is None else spine.observe()
-        seen_at = world.sim_time_s
         try:
             for k in range(cfg.steps):
                 seen_at = world.sim_time_s if spine is None else spine.observed_time_s

@@ -45,7 +45,7 @@ class StepTiming:
 
     def to_dict(self) -> dict[str, float]:
         """The JSON's ``timing`` (a realtime run has no framework keys)."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return _measured(self)
 
 
 @dataclass
@@ -62,7 +62,7 @@ class SensorRate:
     repeated: int | None = None
 
     def to_dict(self) -> dict[str, float]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return _measured(self)
 
 
 @dataclass
@@ -159,6 +159,11 @@ class Summary:
             value = getattr(self, f.name)
             fields[key] = typed[key] if key in typed else _plain(value)
         return no_nan({"schema_version": SCHEMA_VERSION, **fields})
+
+
+def _measured(figures: Any) -> dict[str, Any]:
+    """A dataclass of figures as JSON, leaving out those not measured (None)."""
+    return {k: v for k, v in asdict(figures).items() if v is not None}
 
 
 def _plain(value: Any) -> Any:

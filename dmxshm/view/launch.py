@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import IO
 
@@ -42,6 +40,7 @@ from dmxshm.view.server import (
     check_host,
     require_aiohttp,
 )
+from dmxshm.view.server import wait_for_url as server_wait_for_url
 
 FOXGLOVE_MODULE = "dmxshm.view.foxglove"
 """The Foxglove live server's program (the view's command line: ``--pid PID --host H
@@ -211,18 +210,7 @@ def wait_for_url(proc: subprocess.Popen[bytes], what: str,
         ViewError: it ended first (its last error line says why), or it said
             nothing within ``timeout_s`` (``what``: who, in the message).
     """
-    assert proc.stdout is not None and proc.stderr is not None  # started with capture
-    deadline = time.monotonic() + timeout_s
-    while (left := deadline - time.monotonic()) > 0:
-        ready, _, _ = select.select([proc.stdout], [], [], min(left, 0.5))
-        if ready:
-            line = proc.stdout.readline()
-            if line:
-                return line.decode().strip()
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace").strip().splitlines()
-            raise ViewError(f"{what} did not start" + (f": {err[-1]}" if err else ""))
-    raise ViewError(f"{what} did not start within {timeout_s:g} s")
+    return server_wait_for_url(proc, timeout_s, what)
 
 
 def relay(pipe: IO[bytes]) -> None:

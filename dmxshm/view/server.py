@@ -451,15 +451,17 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(server.serve(lambda url: print(url, flush=True)))
 
 
-def wait_for_url(proc: Any, timeout_s: float = FIND_TIMEOUT_S) -> str:
-    """The URL a view process printed once it listens (it prints nothing else).
+def wait_for_url(proc: Any, timeout_s: float = FIND_TIMEOUT_S, what: str = "the view") -> str:
+    """The URL a server process (the view, Foxglove live) printed once it listens (it
+    prints nothing else).
 
     Raises:
         ViewError: it ended first (its last error line says why), or it said
-            nothing within ``timeout_s``.
+            nothing within ``timeout_s`` (``what``: who, in the message).
     """
     import select
 
+    assert proc.stdout is not None and proc.stderr is not None  # started with capture
     deadline = time.monotonic() + timeout_s
     while (left := deadline - time.monotonic()) > 0:
         ready, _, _ = select.select([proc.stdout], [], [], min(left, 0.5))
@@ -469,8 +471,8 @@ def wait_for_url(proc: Any, timeout_s: float = FIND_TIMEOUT_S) -> str:
                 return line.decode().strip()
         if proc.poll() is not None:
             err = proc.stderr.read().decode(errors="replace").strip().splitlines()
-            raise ViewError("the view did not start" + (f": {err[-1]}" if err else ""))
-    raise ViewError(f"the view did not start within {timeout_s:g} s")
+            raise ViewError(f"{what} did not start" + (f": {err[-1]}" if err else ""))
+    raise ViewError(f"{what} did not start within {timeout_s:g} s")
 
 
 def stop_process(proc: Any, grace_s: float = 5.0) -> None:

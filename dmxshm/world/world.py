@@ -282,9 +282,7 @@ class World:
         Raises:
             WorldError: wrong dtype or shape.
         """
-        if states.dtype != ROBOT_STATE_DTYPE or states.shape != (self.num_robots,):
-            raise WorldError(f"set_state needs shape ({self.num_robots},) of ROBOT_STATE_DTYPE, "
-                             f"got shape {states.shape} of {states.dtype}")
+        self._check_states(states, "set_state")
         c = self.client
         rows = np.ascontiguousarray(states).view(np.float64).reshape(-1, _STATE_FLOATS).tolist()
         for body, row in zip(self.robot_ids, rows, strict=True):
@@ -300,6 +298,11 @@ class World:
                 pb.resetJointState(body, joint, angle, rate, physicsClientId=c)
         self._state = states.copy()
 
+    def _check_states(self, states: np.ndarray, caller: str) -> None:
+        if states.dtype != ROBOT_STATE_DTYPE or states.shape != (self.num_robots,):
+            raise WorldError(f"{caller} needs shape ({self.num_robots},) of ROBOT_STATE_DTYPE, "
+                             f"got shape {states.shape} of {states.dtype}")
+
     def set_poses(self, states: np.ndarray) -> None:
         """Put the robots' bodies at the poses of ``states``, nothing else: for a world
         that only looks (ray tests of the time-of-flight sensor), never steps and never
@@ -309,9 +312,7 @@ class World:
         Raises:
             WorldError: wrong dtype or shape.
         """
-        if states.dtype != ROBOT_STATE_DTYPE or states.shape != (self.num_robots,):
-            raise WorldError(f"set_poses needs shape ({self.num_robots},) of "
-                             f"ROBOT_STATE_DTYPE, got shape {states.shape} of {states.dtype}")
+        self._check_states(states, "set_poses")
         c = self.client
         rows = np.ascontiguousarray(states).view(np.float64).reshape(-1, _STATE_FLOATS)
         for body, row in zip(self.robot_ids, rows[:, :7].tolist(), strict=True):

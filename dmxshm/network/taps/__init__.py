@@ -38,6 +38,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from dmxshm.world.state import poses_2d
+
 POINTS = ("start", "state", "commands", "end", "samples", "sent", "images")
 """The declared points a tap may watch (see the module docstring)."""
 
@@ -191,8 +193,6 @@ class _Poses:
         """The ``(R, 3)`` poses of ``states`` (the same array object as the last call:
         no new work). Read only."""
         if states is not self._states or self._poses is None:
-            from dmxshm.world.state import poses_2d
-
             self._poses = poses_2d(states)
             self._states = states  # held: its id cannot be reused while it is compared
         return self._poses
