@@ -1,4 +1,5 @@
-"""Minimal PNG writing (RGB, 8-bit) and contact sheets, with numpy and zlib only."""
+"""Minimal PNG writing and reading (RGB, 8-bit) and contact sheets, with numpy and zlib
+only."""
 
 from __future__ import annotations
 
@@ -30,6 +31,41 @@ def encode_png(rgb: np.ndarray, level: int = 6) -> bytes:
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header)
             + _chunk(b"IDAT", zlib.compress(rows.tobytes(), level)) + _chunk(b"IEND", b""))
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """The ``(H, W, 3)`` uint8 image of PNG bytes as :func:`encode_png` writes them (8-bit
+    RGB, no interlace, every row unfiltered): what a log's camera frames are.
+
+    Raises:
+        ValueError: not such a PNG (another writer's filters are not decoded here).
+
+    Example:
+        >>> img = np.arange(18, dtype=np.uint8).reshape(2, 3, 3)
+        >>> bool((decode_png(encode_png(img)) == img).all())
+        True
+    """
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    at, idat, header = 8, [], b""
+    while at + 8 <= len(data):
+        (n,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
+        body = data[at + 8:at + 8 + n]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat.append(body)
+        at += 12 + n
+    if len(header) != 13 or header[8:] != bytes((8, 2, 0, 0, 0)):
+        raise ValueError("not an 8-bit RGB PNG without interlace")
+    w, h = struct.unpack(">II", header[:8])
+    rows = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
+    if rows.size != h * (1 + 3 * w):
+        raise ValueError("a PNG whose image data does not fill its size")
+    rows = rows.reshape(h, 1 + 3 * w)
+    if rows[:, 0].any():
+        raise ValueError("a PNG with filtered rows (not written by dmxshm)")
+    return rows[:, 1:].reshape(h, w, 3).copy()
 
 
 def write_png(path: str | Path, rgb: np.ndarray) -> None:

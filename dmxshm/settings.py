@@ -81,7 +81,7 @@ EPISODE_STEPS = 1000
 """A DuckieLane episode's length unless set: the env's ``max_episode_steps`` and
 the registered spec's (one definition; importing it loads no simulator)."""
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2
 """Version of the ``--json`` outputs of ``dmxshm run`` and ``dmxshm spine``
 (docs/json.md): keys may be added without a change; a key renamed or removed,
 or a type changed, bumps it (listed in CHANGELOG)."""

@@ -9,6 +9,12 @@ random and lane-follow policies, camera on and off; and ``make_vec``
 observations and rewards with state and camera observations, 1 and 2
 workers, over steps with autoresets. Every digest is a SHA-256 of what the
 run produced; the same code, seed and configuration give the same digest.
+
+A network's row holds its ``trajectory_digest`` (everything the run produced:
+states, commands, samples) and its ``pose_digest`` (poses only: schema
+version 1's ``trajectory_digest``). A table written before the full digest
+(one string per row) is compared on what it has: a network's string with the
+``pose_digest``, a ``make_vec`` row's with its digest.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ BATCH_STEPS = 150
 
 
 def network_digest(robots: int, renderers: int, agents: int, policy: str,
-                   camera: tuple[int, int]) -> str:
+                   camera: tuple[int, int]) -> dict[str, str]:
     from dmxshm.network import Network
 
     try:
@@ -50,10 +56,13 @@ def network_digest(robots: int, renderers: int, agents: int, policy: str,
     cfg = NetworkConfig(robots=robots, renderers=renderers, agents=agents, agent=policy,
                         camera=camera, steps=STEPS, seed=7)
     with Network(cfg) as net:
-        return net.run().trajectory_digest
+        s = net.run()
+    # Before the full digest, trajectory_digest was the pose digest.
+    return {"trajectory_digest": s.trajectory_digest,
+            "pose_digest": getattr(s, "pose_digest", s.trajectory_digest)}
 
 
-def batch_digest(obs: str, camera: tuple[int, int], workers: int) -> str:
+def batch_digest(obs: str, camera: tuple[int, int], workers: int) -> dict[str, str]:
     import dmxshm
 
     envs = dmxshm.make_vec(BATCH_ENVS, num_workers=workers, obs=obs, camera=camera, seed=3)
@@ -69,7 +78,14 @@ def batch_digest(obs: str, camera: tuple[int, int], workers: int) -> str:
                 digest.update(np.ascontiguousarray(a).tobytes())
     finally:
         envs.close()
-    return digest.hexdigest()
+    return {"digest": digest.hexdigest()}
+
+
+def _as_row(value: str | dict[str, str], key: str) -> dict[str, str]:
+    """A row of a table of any version (a string: the pose digest, or a batch's)."""
+    if isinstance(value, dict):
+        return value
+    return {"digest" if key.startswith("make_vec") else "pose_digest": value}
 
 
 def main() -> int:
@@ -77,24 +93,28 @@ def main() -> int:
     parser.add_argument("--json", help="write the table to this file")
     parser.add_argument("--compare", help="a table written before: exit 1 on any difference")
     args = parser.parse_args()
-    table: dict[str, str] = {}
+    table: dict[str, dict[str, str]] = {}
     for robots, rend, agents, policy, camera in NETWORKS:
         key = (f"gym robots={robots} renderers={rend} agents={agents} {policy} "
                f"camera={camera[0]}x{camera[1]}")
         table[key] = network_digest(robots, rend, agents, policy, camera)
-        print(f"{table[key][:16]}  {key}", flush=True)
+        print(f"{table[key]['trajectory_digest'][:16]}  pose {table[key]['pose_digest'][:16]}"
+              f"  {key}", flush=True)
     for obs, camera, workers in BATCHES:
         key = f"make_vec envs={BATCH_ENVS} obs={obs} camera={camera[0]}x{camera[1]} " \
               f"workers={workers}"
         table[key] = batch_digest(obs, camera, workers)
-        print(f"{table[key][:16]}  {key}", flush=True)
+        print(f"{table[key]['digest'][:16]}  {' ' * 21}  {key}", flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(table, fh, indent=1)
     if args.compare:
         with open(args.compare) as fh:
             before = json.load(fh)
-        differ = [k for k in before if before[k] != table.get(k)]
+        differ = []
+        for k, value in before.items():
+            then, now = _as_row(value, k), table.get(k, {})
+            differ += [f"{k} ({name})" for name in then if then[name] != now.get(name)]
         print(f"\n{len(before) - len(differ)} of {len(before)} digests equal"
               + (": differ: " + "; ".join(differ) if differ else ""))
         return 1 if differ else 0

@@ -25,6 +25,7 @@ from dmxshm.network.plan import Plan
 from dmxshm.network.renderer import next_tick
 from dmxshm.network.results import CameraResult
 from dmxshm.network.role import Role, run_role
+from dmxshm.network.taps.digest import SampleDigest
 from dmxshm.network.taps.log import ImageLog
 from dmxshm.network.taps.record import Recorder
 from dmxshm.world.renderers import adopt_probe
@@ -62,7 +63,9 @@ class CameraProcess(Role[CameraResult]):
         self.done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
         self.recorder = Recorder(cfg.record_dir, cfg.record_every, cfg.camera[0],
                                  self.robots, "frame")
-        self.tap([ImageLog(cfg.log, self.name) if cfg.log else None, self.recorder])
+        self.digest = SampleDigest(self.robots, ("camera",))
+        self.tap([self.digest, ImageLog(cfg.log, self.name) if cfg.log else None,
+                  self.recorder])
 
     def loop(self) -> CameraResult:
         cfg, done = self.cfg, self.done
@@ -78,11 +81,13 @@ class CameraProcess(Role[CameraResult]):
         return done
 
     def partial(self, result: CameraResult | None) -> CameraResult:
+        self.done.digests = self.digest.hexdigests()
         return self.done  # what it made so far
 
     def finish(self, result: CameraResult) -> CameraResult:
         self.out.close_writer()
         result.kept, result.recorded = self.recorder.frames, self.recorder.count
+        result.digests = self.digest.hexdigests()
         return result
 
     def _render(self, st: np.ndarray, t0: float) -> None:

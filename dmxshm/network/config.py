@@ -28,6 +28,10 @@ MAX_CAMERA_PIXELS = 1920 * 1080
 MAX_ROBOTS = 64
 DEFAULT_SENSOR_RATES_HZ = DEFAULT_RATES_HZ
 """Each sensor's realtime rate unless set (defined once, in :mod:`dmxshm.matrix.sensors`)."""
+STATE_RATE_FACTOR = 2
+"""Realtime mode: states are published at least this many times as fast as the fastest
+sensor samples them, so that two consecutive samples of a sensor read two states
+(equal rates alias into repeats); docs/sensors.md."""
 DEFAULT_SPINE_REPLY_AT_S = 200e-6
 """T_o of a realtime spine unless set: the engine's reply to a frame 200 us after its
 send (a ring handoff each way and one physics step of a few robots; docs/spine.md)."""
@@ -288,8 +292,67 @@ class NetworkConfig:
 
     @property
     def planned_steps(self) -> int:
-        """Engine steps of the run: ``steps`` (gym), or ``duration_s / dt_s`` (realtime)."""
-        return self.steps if self.mode == "gym" else int(round(self.duration_s / self.dt_s))
+        """Engine steps of the run: ``steps`` (gym), or ``duration_s / state_dt_s``
+        (realtime: a step per published state)."""
+        if self.mode == "gym":
+            return self.steps
+        return int(round(self.duration_s / self.state_dt_s))
+
+    @property
+    def fastest_sensor_hz(self) -> float:
+        """The highest rate a sensor samples at (realtime; the camera's only if it is on)."""
+        return max(hz for name, hz in self.sensor_rates_hz.items()
+                   if name != "camera" or self.camera_wh is not None)
+
+    @property
+    def physics_dt_s(self) -> float:
+        """One Bullet step. Gym: ``dt_s / substeps``; with a spine: ``1 / spine_hz``.
+        Realtime: ``dt_s / substeps`` divided further, by the smallest whole number
+        that makes it at most ``1 / (STATE_RATE_FACTOR * fastest_sensor_hz)``, so that
+        a state published every Bullet step comes at least twice as fast as the
+        fastest sensor (defaults: 1/240 s, against gym's 1/120 s).
+
+        Example:
+            >>> NetworkConfig(mode="realtime").physics_dt_s == 1 / 240
+            True
+        """
+        if self.spine:
+            return 1.0 / self.spine_hz
+        step = self.dt_s / self.substeps
+        if self.mode == "gym":
+            return step
+        split = math.ceil(step * STATE_RATE_FACTOR * self.fastest_sensor_hz - 1e-9)
+        return step / max(split, 1)
+
+    @property
+    def state_every(self) -> int:
+        """Bullet steps between two published states: gym: ``substeps`` (one state a
+        step of ``dt_s``; with a spine, 1); realtime: 1; a realtime spine: the most
+        cycles that keep states at least ``STATE_RATE_FACTOR`` times as fast as the
+        fastest sensor (5 at 1 kHz with a 100 Hz IMU), at least 1."""
+        if self.spine_process:
+            return max(1, math.floor(self.spine_hz / (STATE_RATE_FACTOR
+                                                       * self.fastest_sensor_hz) + 1e-9))
+        if self.mode == "gym" and not self.spine:
+            return self.substeps
+        return 1
+
+    @property
+    def engine_world_steps(self) -> tuple[float, int]:
+        """``(dt_s, substeps)`` of the engine's world: a step per published state (gym:
+        ``dt_s`` in ``substeps``; realtime: one Bullet step), or per CAN cycle with a
+        spine."""
+        if self.spine:
+            return 1.0 / self.spine_hz, 1
+        if self.mode == "gym":
+            return self.dt_s, self.substeps
+        return self.physics_dt_s, 1
+
+    @property
+    def state_dt_s(self) -> float:
+        """Simulated time between two published states (an engine step, but under a
+        realtime spine, whose engine steps once per CAN cycle)."""
+        return self.physics_dt_s * self.state_every
 
     @property
     def camera_wh(self) -> tuple[int, int] | None:

@@ -16,9 +16,11 @@ sees), and three stop cycles run before step 0.
 the physics: each frame is one physics step of ``1 / spine_hz``, and the
 engine replies with the wheel states of that step (:func:`_spine_loop`).
 
-*Realtime mode*: physics advances against the wall clock, one step every
-``dt_s``. Each step the engine takes the newest command of each agent if
-one arrived, publishes the state, and never waits for anybody. A command
+*Realtime mode*: physics advances against the wall clock, one Bullet step
+every ``state_dt_s`` (1/240 s by default: at least twice as fast as the
+fastest sensor, so that each sensor sample reads a state of its own
+instant). Each step the engine takes the newest command of each agent if one
+arrived, publishes the state, and never waits for anybody. A command
 older than ``command_timeout_s`` stops its robot.
 
 Commands are checked before they reach physics: a non-finite wheel speed,
@@ -37,7 +39,7 @@ from dmxshm.errors import RingClosedError
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import EngineResult
 from dmxshm.network.role import Role, run_role
-from dmxshm.network.taps.digest import Digest
+from dmxshm.network.taps.digest import PoseDigest, StateDigest
 from dmxshm.network.taps.lanes import Lanes
 from dmxshm.network.taps.log import StateLog
 from dmxshm.network.taps.view import StatePoses
@@ -134,13 +136,11 @@ class Engine(Role[EngineResult]):
 
     def attach(self) -> None:
         cfg, plan = self.cfg, self.plan
-        if cfg.spine:  # one physics step per spine cycle (lockstep, or the spine's CAN cycle)
-            world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=1.0 / cfg.spine_hz,
-                          substeps=1)
-        else:
-            world = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
-                          substeps=cfg.substeps)
-        self.world = self.own(world)
+        # A step per published state (realtime: each Bullet step, at least twice as
+        # fast as the fastest sensor), or per spine cycle (lockstep, or its CAN cycle).
+        dt_s, substeps = cfg.engine_world_steps
+        self.world = world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s,
+                                            substeps=substeps))
         self.state_rings = [self.ring(n, "writer") for n in
                             (*plan.indexed("state.renderer"), *plan.indexed("state.camera"))]
         # With a spine process (realtime), the engine's only command source is the
@@ -154,8 +154,9 @@ class Engine(Role[EngineResult]):
         self.spine_reply = (self.port("spine.replies", "writer", spin_us=None)
                             if spine_process else None)
         self.rejections = Rejections(plan)
-        self.digest, self.lanes = Digest(with_end=not spine_process), Lanes(world)
-        self.tap([self.digest, self.lanes,
+        self.pose_digest = PoseDigest(with_end=not spine_process)
+        self.digest, self.lanes = StateDigest(with_end=not spine_process), Lanes(world)
+        self.tap([self.pose_digest, self.digest, self.lanes,
                   StateLog(cfg.log) if cfg.log else None,
                   StatePoses(plan.ring("view.state"), lambda: self.late_steps)
                   if plan.has("view.state") else None])
@@ -195,7 +196,7 @@ class Engine(Role[EngineResult]):
         return EngineResult(
             steps=self.done, sim_time_s=world.sim_time_s, wall_time_s=self.wall_s,
             physics_s=self.physics_s, metrics_s=self.lanes.seconds,
-            trajectory_digest=self.digest.hexdigest(),
+            pose_digest=self.pose_digest.hexdigest(), digests=self.digest.hexdigests(),
             rejected_commands=rej.counts.tolist(),
             expired_commands=None if self.expired is None else self.expired.tolist(),
             received_commands=rej.received.tolist(), first_rejections=rej.first,
@@ -204,11 +205,14 @@ class Engine(Role[EngineResult]):
 
     def _ended(self, result: EngineResult) -> EngineResult:
         """What every end reports, a stop's partial result too: the final poses and the
-        rings' drops (the renderers' rings only: a camera process takes the newest state
-        at its ticks, and what it skips is by design, not a drop)."""
+        rings' drops (gym mode's renderers' rings only: in realtime, renderers and camera
+        processes take the newest state at their ticks, from states published at least
+        twice as fast as they sample, and what they skip is by design, not a drop)."""
         result.final_poses = poses_2d(self.world.state()).tolist()
         result.cmd_drops = sum(r.stats().drops for r in self.cmd_rings)
-        result.state_drops = sum(r.stats().drops for r in self.state_rings[:self.cfg.renderers])
+        gym = self.cfg.mode == "gym"
+        result.state_drops = sum(r.stats().drops for r in self.state_rings[:self.cfg.renderers]
+                                 if gym)
         return result
 
     def _gym(self) -> None:
@@ -255,8 +259,9 @@ class Engine(Role[EngineResult]):
         The engine takes the spine's frames in order (the oldest not read; a frame
         overwritten before it was read is counted in the command drops), applies
         its wheel commands, steps once (``1 / spine_hz``), and replies with the
-        wheel states of that step. The renderers get the state every ``dt_s`` of
-        simulated time and keep their sensor rates from it. The run ends when the
+        wheel states of that step. The renderers get the state every
+        ``state_every`` cycles (at least twice as fast as the fastest sensor) and keep
+        their sensor rates from it. The run ends when the
         spine closes its frames.
         """
         cfg, world, taps = self.cfg, self.world, self.taps
@@ -291,7 +296,7 @@ class Engine(Role[EngineResult]):
                 states = world.state()
                 _reply_to_spine(reply, self.done, states, int(frame["step"]), t_taken)
                 self.done += 1
-                if state_due(world.sim_time_s, published, cfg.dt_s):
+                if state_due(self.done, cfg.state_every):
                     publish(states)
             taps.end(self.done, world.sim_time_s, states)
         finally:
@@ -331,7 +336,7 @@ class Engine(Role[EngineResult]):
                 # Sleep until the wall clock reaches the simulated time of step k+1.
                 # A late step is counted and the next one starts at once, so the
                 # simulation catches up with the wall clock instead of drifting.
-                ahead_s = t_start + (k + 1) * cfg.dt_s - clock()
+                ahead_s = t_start + (k + 1) * cfg.state_dt_s - clock()
                 if ahead_s > 0:
                     time.sleep(ahead_s)
                 else:
@@ -371,9 +376,10 @@ def _reply_to_spine(ring: Ring, step: int, states: np.ndarray, frame: int,
         slot["wheel_rate_rad_s"] = states["wheel_rate_rad_s"]
 
 
-def state_due(sim_time_s: float, published: int, dt_s: float) -> bool:
-    """Whether a spine-driven engine, having published ``published`` states,
-    publishes (and hashes) the state now: one every ``dt_s`` of simulated time."""
-    return sim_time_s >= published * dt_s - 1e-9
+def state_due(cycles: int, every: int) -> bool:
+    """Whether a spine-driven engine, after ``cycles`` physics steps, publishes (and
+    hashes) the state now: one every ``every`` cycles
+    (:attr:`~dmxshm.network.config.NetworkConfig.state_every`)."""
+    return cycles % every == 0
 
 

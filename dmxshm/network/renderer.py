@@ -28,6 +28,7 @@ from dmxshm.network.config import NetworkConfig
 from dmxshm.network.plan import ObsLink, Plan
 from dmxshm.network.results import RendererResult
 from dmxshm.network.role import Role, run_role
+from dmxshm.network.taps.digest import SampleDigest
 from dmxshm.network.taps.log import SampleLog
 from dmxshm.network.taps.record import Recorder
 from dmxshm.network.taps.view import SampleImages
@@ -133,7 +134,11 @@ class Renderer(Role[RendererResult]):
                                                       for r in link.robots),
                                  "step" if cfg.mode == "gym" else "frame")
         view = f"view.obs.{index}"
-        self.tap([SampleLog(cfg.log, self.name) if cfg.log else None,
+        # The sensors whose samples this renderer makes (in realtime the camera
+        # process makes the images, and hashes them).
+        self.made = tuple(s for s in SENSORS if s != "camera" or renders)
+        self.digest = SampleDigest(self.robots, self.made)
+        self.tap([self.digest, SampleLog(cfg.log, self.name) if cfg.log else None,
                   SampleImages(plan.ring(view), self.robots, self.name)
                   if plan.has(view) else None,
                   self.recorder])
@@ -160,7 +165,8 @@ class Renderer(Role[RendererResult]):
         return RendererResult(steps=min(self.sensing.produced.values()),
                               render_s=self.sensing.render_s, produced=self.sensing.produced,
                               frames={}, recorded=0, elapsed_s=self.elapsed_s,
-                              missed=self.missed, fresh=self.fresh, repeated=self.repeated)
+                              missed=self.missed, fresh=self.fresh, repeated=self.repeated,
+                              digests=self.digest.hexdigests())
 
     def finish(self, result: RendererResult) -> RendererResult:
         for ring in self.obs_rings:
@@ -171,13 +177,14 @@ class Renderer(Role[RendererResult]):
         return RendererResult(steps=self.steps, render_s=self.sensing.render_s,
                               produced=self.sensing.produced, frames=self.recorder.frames,
                               recorded=self.recorder.count, elapsed_s=self.elapsed_s,
-                              missed=self.missed, fresh=self.fresh, repeated=self.repeated)
+                              missed=self.missed, fresh=self.fresh, repeated=self.repeated,
+                              digests=self.digest.hexdigests())
 
     def _gym(self) -> None:
         cfg, sensing, taps = self.cfg, self.sensing, self.taps
         sources = list(zip(self.links, self.obs_rings, strict=True))
         timeout_s = cfg.wait_timeout_s
-        produced = sensing.produced
+        produced, made = sensing.produced, self.made
         while True:
             try:
                 st = self.state_ring.read(timeout_s)
@@ -193,8 +200,8 @@ class Renderer(Role[RendererResult]):
                 with ring.writing(timeout_s) as slot:
                     slot["step"] = k
                     obs = slot["obs"]
-                    sensing.fill(obs, link.robots, states, k, sim_time_s, SENSORS)
-                    taps.samples(k, sim_time_s, link.robots, obs, SENSORS)
+                    sensing.fill(obs, link.robots, states, k, sim_time_s, made)
+                    taps.samples(k, sim_time_s, link.robots, obs, made)
             for name in SENSORS:
                 produced[name] += 1
                 self.fresh[name] += 1  # lockstep: every step's state is new

@@ -20,6 +20,9 @@ class EngineResult:
 
     ``taps`` is what the taps the network was given report in the engine, by name
     (:class:`~dmxshm.network.plan.TapSpec`; ``dmxshm bench network``'s floor).
+    ``digests`` are the engine's streams (``states``, ``commands``) of the
+    trajectory digest (:mod:`dmxshm.network.taps.digest`); ``pose_digest`` is the
+    pose-only digest.
     """
 
     steps: int
@@ -27,7 +30,8 @@ class EngineResult:
     wall_time_s: float
     physics_s: float
     metrics_s: float
-    trajectory_digest: str
+    pose_digest: str
+    digests: dict[str, str]
     rejected_commands: list[int]
     expired_commands: list[int] | None
     lane: dict[str, list[float]]
@@ -54,6 +58,7 @@ class RendererResult:
     missed: dict[str, int] = field(default_factory=dict)
     fresh: dict[str, int] = field(default_factory=dict)  # ticks that read a new state
     repeated: dict[str, int] = field(default_factory=dict)  # ticks that read the last one's
+    digests: dict[str, str] = field(default_factory=dict)  # its robots' sample streams
 
 
 @dataclass
@@ -68,6 +73,7 @@ class CameraResult:
     recorded: int = 0  # frames written as PNG (--record)
     fresh: int = 0  # frames of a state newer than the frame before's
     repeated: int = 0  # frames of the same state as the frame before
+    digests: dict[str, str] = field(default_factory=dict)  # its robots' camera streams
 
 
 @dataclass

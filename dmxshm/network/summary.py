@@ -12,6 +12,7 @@ from dmxshm.logs import LogInfo
 from dmxshm.network.plan import Plan
 from dmxshm.network.recording import CONTACT_SHEET
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
+from dmxshm.network.taps.digest import combine
 from dmxshm.pngio import contact_sheet, write_png
 from dmxshm.profiling import ProcessRow, ProfileReport
 from dmxshm.settings import JSON_SCHEMA_VERSION
@@ -95,6 +96,12 @@ class Summary:
     nothing measures them: gym mode has no command timeout and no schedule;
     with a realtime spine the spine expires the agents' commands (its count is
     ``expired_commands``) and no engine step has a deadline.
+    ``trajectory_digest`` covers everything the run produced (every published
+    state in full, every applied command, every sensor sample with the state it
+    read; :mod:`dmxshm.network.taps.digest`), ``digests`` its streams by name
+    (``states``, ``commands``, ``robot03/imu``...: where two runs differ), and
+    ``pose_digest`` the pose-only digest of schema version 1's
+    ``trajectory_digest``.
     ``renderer`` is the camera renderer used (``tiny`` or ``egl``), and
     ``renderer_device`` EGL's OpenGL renderer (``llvmpipe ...`` on Mesa).
     ``sensor_ticks`` counts each sensor's readings per renderer (each of its
@@ -139,6 +146,8 @@ class Summary:
     received_commands: list[int] = field(default_factory=list)
     first_rejections: dict[int, str] = field(default_factory=dict)
     busy_fraction: dict[str, float] = field(default_factory=dict)
+    pose_digest: str = ""
+    digests: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -252,6 +261,9 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         write_png(sheet, contact_sheet(
             [[f for f, _, _ in frames[k]] for k in robots],
             labels=[[f"r{k} s{step} t{t:.1f}" for _, step, t in frames[k]] for k in robots]))
+    streams: dict[str, str] = {}  # every robot's sample streams, whoever made them
+    for made in (*renderers, *cameras.values()):
+        streams.update(made.digests)
     spine = results.get("spine")
     busy_s = {"engine": eng.physics_s + eng.metrics_s,
               **{name: r.render_s for name, r in results.items()
@@ -262,7 +274,9 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         mode=cfg.mode, robots=cfg.robots, seed=cfg.seed, map=cfg.map, steps=eng.steps,
         sim_time_s=float(eng.sim_time_s), wall_time_s=float(eng.wall_time_s),
         steps_per_s=eng.steps / max(eng.wall_time_s, 1e-9),
-        final_poses=eng.final_poses, trajectory_digest=eng.trajectory_digest,
+        final_poses=eng.final_poses, trajectory_digest=combine(
+            eng.digests["states"], eng.digests["commands"], streams),
+        pose_digest=eng.pose_digest, digests={**eng.digests, **dict(sorted(streams.items()))},
         sensors=sensors, drops=drops, rejected_commands=eng.rejected_commands,
         expired_commands=spine.expired_commands if spine is not None else eng.expired_commands,
         timing=timing,

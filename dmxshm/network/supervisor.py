@@ -91,6 +91,7 @@ def view_meta(cfg: NetworkConfig, plan: Plan) -> dict[str, Any]:
             "robots": cfg.robots, "map": cfg.map, "seed": cfg.seed,
             "map_size_m": list(load_map(cfg.map).size_m),
             "camera": list(cfg.camera_wh or (0, 0)), "dt_s": cfg.dt_s,
+            "state_dt_s": cfg.state_dt_s,
             "steps": cfg.planned_steps, "spine": cfg.spine_process, "spine_hz": cfg.spine_hz,
             "sensor_rates_hz": dict(cfg.sensor_rates_hz),
             "renderer_robots": [list(r) for r in plan.renderer_robots]}

@@ -90,7 +90,7 @@ class Streamer:
     def __init__(self, reader: RunReader, context: Any) -> None:
         self.reader = reader
         meta = reader.meta
-        self.dt_s = float(meta["dt_s"])
+        self.dt_s = float(meta.get("state_dt_s", meta["dt_s"]))  # a state's step
         robots = range(int(meta["robots"]))
         # Made at once (not at the first message) so that a client's first
         # advertise lists every topic of the run.
@@ -128,7 +128,7 @@ class Streamer:
 
     def _images(self, slot: np.void) -> None:
         # Stamped with the simulated time of the state the renderer sensed with
-        # (the view ring keeps no camera time; states come every dt_s).
+        # (the view ring keeps no camera time; states come every state_dt_s).
         sim_time_s = int(slot["step"]) * self.dt_s
         wall_ns = round(float(slot["wall_time_s"]) * 1e9)
         for j, robot in enumerate(slot["robots"].tolist()):
