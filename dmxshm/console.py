@@ -539,14 +539,27 @@ def print_replay(r: Any, json_path: str | None) -> None:
     """``dmxshm replay``'s report of a :class:`~dmxshm.replay.ReplayResult`: the
     replay's figures, both digests and the verdict; to ``json_path`` too where asked."""
     rec, again = r.recording, r.replayed
-    if r.physics_only:  # a realtime spine run: its physics, replayed in this process
-        click.echo(f"\nreplay of the {again.mode}: {again.steps} physics steps")
+    if r.in_process:  # a realtime run: its physics and samples, replayed in this process
+        click.echo(f"\nreplay of a realtime run in this process: {again.steps} physics steps, "
+                   f"{again.samples} logged samples recomputed and compared")
     else:
         print_summary(again)
         print_cut_parts(again.log)
     click.echo(f"recorded run ({rec.mode} mode, {rec.steps} steps, {rec.wall_time_s:.1f} s): "
                f"digest {rec.trajectory_digest}")
+    if r.equal and r.digest_equal:
+        verdict = "EQUAL (every state, command and sample)"
+    elif r.equal:
+        verdict = (f"EQUAL on what was compared ({', '.join(r.compared_streams)}); not replayed: "
+                   f"{', '.join(r.not_replayed)}")
+    else:
+        verdict = "DIFFERENT" + (f": streams {', '.join(r.differing)}" if r.differing else "")
     click.echo(f"replay: {again.steps} steps in {again.wall_time_s:.1f} s; digest "
-               f"{'EQUAL' if r.digest_equal else 'DIFFERENT'}")
+               f"{again.trajectory_digest}; {verdict}")
+    if r.first_difference is not None:
+        click.echo(f"first difference: {r.first_difference}")
+    unread = again.unread if r.in_process else []
+    if unread:
+        click.echo(f"samples of states the replay never published: {', '.join(unread)}")
     if json_path:
         write_json(r.to_dict(), json_path)

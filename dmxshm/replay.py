@@ -1,19 +1,24 @@
 """Replaying a recorded run exactly: ``dmxshm replay run.mcap``.
 
 A realtime run is not reproducible: which command each robot had at each
-engine step depends on timing. Its log (:mod:`dmxshm.logs`) keeps exactly
-that, the command physics applied in every step (``/robotNN/wheels``, one
-message per robot per step, an expired command as zeros). Replay re-runs
-the same map, seed, robots and physics step in gym mode, where an agent
-answers each step with the command recorded for that step, and compares the
-trajectory digest with the recorded run's: equal means the replay went
-through the same states, bit for bit. :func:`replay` returns a
-:class:`ReplayResult` that carries that verdict (``digest_equal``).
+engine step, and which state each sensor sample read, depend on timing. Its
+log (:mod:`dmxshm.logs`) keeps exactly that: the command physics applied in
+every step (``/robotNN/wheels``, one message per robot per step, an expired
+command as zeros), and every sample with the state it read. A realtime run
+(through the spine or not) is replayed in this process
+(:func:`dmxshm.realtime_replay.replay_realtime`): its physics with the logged
+commands, every logged sample recomputed from the state it read and compared
+with the log, all of it hashed as the run did. A gym run is replayed as a gym
+network again, where an agent answers each step with the command recorded
+for that step; so is a realtime run replayed with ``--log`` (its sensors then
+sample once a step: the verdict covers its states and commands).
 
-A realtime run through the spine (``--spine``) is replayed physics only, in
-this process: its physics steps are the spine's CAN cycles, each logged
-with its command (:func:`replay_spine_physics`). A gym run through the
-spine replays through the simulation spine, as any gym run.
+:func:`replay` returns a :class:`ReplayResult` with the verdict
+(:attr:`ReplayResult.equal`): every stream of the trajectory digest that the
+replay compared (states, commands, each robot's sensors) is the recorded
+run's, and no logged sample differs from its recomputation; where it
+compared every stream, that is the same ``trajectory_digest``, bit for bit
+(:attr:`ReplayResult.digest_equal`).
 
 A log is refused, with the reason, when it lacks what replay needs: no
 configuration or summary (not a dmxshm log, or a run that did not finish),
@@ -40,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dmxshm.errors import DmxError
-from dmxshm.logs import CONFIG_TOPIC, LOG_FORMAT, SUMMARY_TOPIC, LogError, messages
+from dmxshm.logs import CONFIG_TOPIC, LOG_FORMAT, SENSOR_TOPICS, SUMMARY_TOPIC, LogError, messages
+from dmxshm.realtime_replay import RealtimeReplay, Sample, camera_sample, json_sample
 
 if TYPE_CHECKING:
     from dmxshm.network.config import NetworkConfig
@@ -70,6 +76,8 @@ class Recording:
     config: dict[str, Any]
     summary: dict[str, Any]
     commands: np.ndarray  # (steps, robots, 2) rad/s, as applied in each step
+    # (robot, sensor) -> its samples in log order (a realtime log's; gym logs: empty)
+    samples: dict[tuple[int, str], list[Sample]] = dataclasses.field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -90,6 +98,11 @@ class Recording:
         """The recorded run's trajectory digest, which the replay's must equal."""
         return str(self.summary["trajectory_digest"])
 
+    @property
+    def digests(self) -> dict[str, str]:
+        """The recorded run's digest streams (``states``, ``commands``, ``robot03/imu``...)."""
+        return dict(self.summary.get("digests") or {})
+
 
 def load(path: str) -> Recording:
     """The configuration, summary and per-step commands of the log at ``path``.
@@ -100,6 +113,7 @@ def load(path: str) -> Recording:
     """
     config = summary = None
     wheels: dict[int, list[tuple[int, float, float]]] = {}
+    samples: dict[tuple[int, str], list[Sample]] = {}
     for topic, _, msg in messages(path):
         try:
             if topic == CONFIG_TOPIC:
@@ -110,6 +124,12 @@ def load(path: str) -> Recording:
                 d = json.loads(msg.data)
                 wheels.setdefault(int(topic[len("/robot"):].split("/")[0]), []).append(
                     (int(d["step"]), float(d["left_rad_s"]), float(d["right_rad_s"])))
+            elif (config is not None and config.get("mode") == "realtime"
+                  and topic.startswith("/robot") and topic.split("/")[-1] in SENSOR_TOPICS):
+                robot, sensor = int(topic[len("/robot"):].split("/")[0]), topic.split("/")[-1]
+                samples.setdefault((robot, sensor), []).append(
+                    camera_sample(msg.data) if sensor == "camera"
+                    else json_sample(sensor, json.loads(msg.data)))
         except (ValueError, KeyError, TypeError) as exc:  # a damaged message, not a bug here
             raise LogError(f"{path} is damaged: a message on {topic} does not decode "
                            f"({type(exc).__name__}: {exc}); record the run again") from None
@@ -117,7 +137,9 @@ def load(path: str) -> Recording:
         raise ReplayError(f"{path} has no {CONFIG_TOPIC}: not a log of dmxshm run --log")
     if config.get("log_format") != LOG_FORMAT:
         raise ReplayError(f"{path} is a log of format {config.get('log_format')}; this dmxshm "
-                          f"replays format {LOG_FORMAT}")
+                          f"replays format {LOG_FORMAT} (format 1 was written before every "
+                          "sample was hashed and realtime states came every dt: replay it "
+                          "with the dmxshm that recorded it)")
     if summary is None:
         raise ReplayError(f"{path} has no {SUMMARY_TOPIC}: the run did not finish (it failed "
                           "or was stopped), so the log may lack the commands of its last steps")
@@ -138,7 +160,7 @@ def load(path: str) -> Recording:
                 f"{path}: robot {robot} has {len(got)} wheel commands for {steps} steps"
                 + (f" (missing from step {missing[0]})" if len(missing) else "")
                 + "; replay needs the command of every step")
-    return Recording(config, summary, commands)
+    return Recording(config, summary, commands, samples)
 
 
 class Replayed:
@@ -178,82 +200,122 @@ def commands_agent(commands: np.ndarray) -> Iterator[str]:
 def replay_config(rec: Recording, agent: str, log: str | None = None,
                   camera: tuple[int, int] | None = None, **overrides: Any) -> NetworkConfig:
     """The gym-mode configuration that replays ``rec`` (same map, seed, robots, physics)
-    with ``agent`` (:func:`commands_agent` of ``rec.commands``)."""
+    with ``agent`` (:func:`commands_agent` of ``rec.commands``). A realtime run's
+    physics step is its Bullet step (a state each), so its gym replay steps that."""
     from dmxshm.network.config import NetworkConfig
 
     c = rec.config
     # A log written before a field existed ran with that field's default.
     default = {f.name: f.default for f in dataclasses.fields(NetworkConfig)}
+    dt_s, substeps = float(c["dt_s"]), int(c["substeps"])
+    if rec.mode == "realtime" and not c.get("spine"):
+        from dmxshm.realtime_replay import realtime_config
+
+        dt_s, substeps = realtime_config(rec).physics_dt_s, 1
     return NetworkConfig(
         mode="gym", robots=int(c["robots"]), renderers=int(c["renderers"]),
         agents=int(c["agents"]), agent=agent, steps=rec.steps,
         camera=tuple(camera if camera is not None else c["camera"]),
-        seed=int(c["seed"]), map=str(c["map"]), dt_s=float(c["dt_s"]),
-        substeps=int(c["substeps"]), wait_timeout_s=float(c["wait_timeout_s"]), log=log,
+        seed=int(c["seed"]), map=str(c["map"]), dt_s=dt_s,
+        substeps=substeps, wait_timeout_s=float(c["wait_timeout_s"]), log=log,
         renderer=str(c.get("renderer", default["renderer"])),
         spine=bool(c.get("spine", default["spine"])),
         spine_hz=float(c.get("spine_hz", default["spine_hz"])), **overrides)
 
 
-@dataclass
-class PhysicsReplay:
-    """What a physics-only replay gives (a realtime spine run's)."""
-
-    mode: str
-    steps: int
-    wall_time_s: float
-    trajectory_digest: str
-    final_poses: list[list[float]]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Its figures, as ``dmxshm replay --json`` writes them."""
-        return dataclasses.asdict(self)
-
-
 @dataclass(frozen=True)
 class ReplayResult:
-    """A replay and its verdict: whether it went through the recorded run's states.
+    """A replay and its verdict: whether it went through the recorded run's states,
+    commands and samples.
 
     Attributes:
         recording: what was replayed.
-        replayed: the replay's :class:`~dmxshm.network.summary.Summary`, or a
-            :class:`PhysicsReplay` for a realtime spine run (:attr:`physics_only`).
+        replayed: the replay's :class:`~dmxshm.network.summary.Summary` (a gym
+            network), or a :class:`~dmxshm.realtime_replay.RealtimeReplay` (a
+            realtime run, replayed in this process: :attr:`in_process`).
+        compared: the digest streams the verdict covers (None: every stream the
+            replay made): a realtime run replayed as a gym network compares its
+            states and commands only, a replay at another camera size leaves the
+            camera out.
     """
 
     recording: Recording
-    replayed: Summary | PhysicsReplay
+    replayed: Summary | RealtimeReplay
+    compared: tuple[str, ...] | None = None
+
+    @property
+    def in_process(self) -> bool:
+        """A realtime run, replayed sample for sample in this process."""
+        return isinstance(self.replayed, RealtimeReplay)
+
+    @property
+    def first_difference(self) -> Any:
+        """The first logged sample that its replayed state does not give (an in-process
+        replay's :class:`~dmxshm.realtime_replay.Difference`), or None."""
+        return self.replayed.first_difference if self.in_process else None  # type: ignore[union-attr]
+
+    @property
+    def compared_streams(self) -> dict[str, str]:
+        """The replay's digest streams that the verdict covers, by name."""
+        made = dict(self.replayed.digests)
+        if self.compared is not None:
+            made = {k: v for k, v in made.items() if k in self.compared}
+        return made
+
+    @property
+    def differing(self) -> list[str]:
+        """The compared streams whose digest is not the recorded run's (or that the
+        recorded run did not have)."""
+        recorded = self.recording.digests
+        return [k for k, v in self.compared_streams.items() if recorded.get(k) != v]
+
+    @property
+    def not_replayed(self) -> list[str]:
+        """The recorded run's streams the verdict does not cover."""
+        made = self.compared_streams
+        return [k for k in self.recording.digests if k not in made]
 
     @property
     def digest_equal(self) -> bool:
-        """The verdict: the replay's trajectory digest is the recorded run's, so it went
-        through the same states, bit for bit."""
+        """The replay's ``trajectory_digest`` is the recorded run's: it made every state,
+        command and sample of the run, bit for bit."""
         return self.replayed.trajectory_digest == self.recording.trajectory_digest
 
     @property
-    def physics_only(self) -> bool:
-        """The replay stepped the recorded physics alone, in this process (a realtime
-        spine run): it has no sensors and no processes."""
-        return isinstance(self.replayed, PhysicsReplay)
+    def equal(self) -> bool:
+        """The verdict: every compared stream is the recorded run's, and (in process)
+        every logged sample is what its replayed state gives and read a state the
+        replay published."""
+        unread = self.replayed.unread if self.in_process else []  # type: ignore[union-attr]
+        return (bool(self.compared_streams) and not self.differing
+                and self.first_difference is None and not unread)
 
     def to_dict(self) -> dict[str, Any]:
         """``dmxshm replay --json``: the replay's figures, the recorded digest and the
         verdict."""
-        return {**self.replayed.to_dict(), "recorded_digest": self.recording.trajectory_digest,
-                "digest_equal": self.digest_equal}
+        out = self.replayed.to_dict()
+        difference = self.first_difference
+        out.update(recorded_digest=self.recording.trajectory_digest,
+                   digest_equal=self.digest_equal, equal=self.equal, differing=self.differing,
+                   not_replayed=self.not_replayed,
+                   first_difference=(dataclasses.asdict(difference)
+                                     if difference is not None else None))
+        return out
 
 
 def replay(path: str, log: str | None = None, camera: tuple[int, int] | None = None,
            on_progress: Callable[[int], None] | None = None) -> ReplayResult:
-    """Replay the run logged at ``path`` in gym mode.
+    """Replay the run logged at ``path`` (see the module docstring).
 
     Args:
         path: the log of the run (``dmxshm run --log``).
-        log: record the replay too (its sensors rendered again).
-        camera: the replay's camera size (default: the recorded one).
+        log: record the replay too (a gym network, its sensors rendered again).
+        camera: the replay's camera size (default: the recorded one; ``(0, 0)``:
+            none, faster; the camera's streams are then not compared).
         on_progress: called with the replay's step count.
 
     Returns:
-        the replay and its verdict (:attr:`ReplayResult.digest_equal`).
+        the replay and its verdict (:attr:`ReplayResult.equal`).
 
     Raises:
         ReplayError, LogError: the log cannot be replayed (the message says why).
@@ -283,9 +345,9 @@ def prepare(path: str, log: str | None = None, camera: tuple[int, int] | None = 
     return rec
 
 
-def _physics_only(rec: Recording) -> bool:
-    """A realtime run through the spine: replayed physics only, in this process."""
-    return bool(rec.config.get("spine")) and rec.config.get("mode") == "realtime"
+def _in_process(rec: Recording, log: str | None) -> bool:
+    """A realtime run, replayed in this process (without a --log of the replay)."""
+    return rec.mode == "realtime" and log is None
 
 
 def check(rec: Recording, path: str, log: str | None = None,
@@ -298,17 +360,21 @@ def check(rec: Recording, path: str, log: str | None = None,
         ConfigError, MapError, RendererError: its configuration cannot run here.
     """
     _check_log(rec, path, log)
-    if not _physics_only(rec):  # the agent is Replayed itself: loaded, not made
-        replay_config(rec, f"{__name__}:Replayed", log, camera).preflight()
+    if _in_process(rec, log) and camera not in (None, (0, 0)) \
+            and tuple(camera) != tuple(rec.config["camera"]):
+        raise ReplayError("a realtime run replays its samples as recorded: --camera can only "
+                          "be the recorded size or 0x0 (no camera, faster)")
+    # The agent is Replayed itself: loaded, not made; the renderer probed where asked.
+    replay_config(rec, f"{__name__}:Replayed", log, camera).preflight()
 
 
 def _check_log(rec: Recording, path: str, log: str | None) -> None:
     if log is not None and os.path.realpath(log) == os.path.realpath(path):
         raise LogError("the replay's --log would overwrite the log being replayed; give "
                        "another path")
-    if log is not None and _physics_only(rec):
-        raise ReplayError("a realtime spine run replays its physics only (no sensors, "
-                          "no processes): --log is not available for it")
+    if log is not None and rec.mode == "realtime" and rec.config.get("spine"):
+        raise ReplayError("a realtime spine run replays in this process (its CAN cycles' "
+                          "physics and its samples): --log is not available for it")
 
 
 def run_recording(rec: Recording, path: str, log: str | None = None,
@@ -320,52 +386,16 @@ def run_recording(rec: Recording, path: str, log: str | None = None,
         the errors of :func:`check`, then those of the run.
     """
     from dmxshm.network import run
+    from dmxshm.realtime_replay import replay_realtime
 
     _check_log(rec, path, log)
-    if _physics_only(rec):
-        return ReplayResult(rec, replay_spine_physics(rec, on_progress))
+    if _in_process(rec, log):
+        return ReplayResult(rec, replay_realtime(rec, camera != (0, 0), on_progress))
+    compared: tuple[str, ...] | None = None
+    if rec.mode == "realtime":  # a gym network's sensors sample once a step
+        compared = ("states", "commands")
+    elif camera is not None and tuple(camera) != tuple(rec.config["camera"]):
+        compared = tuple(k for k in rec.digests if not k.endswith("/camera"))
     with commands_agent(rec.commands) as agent:
         return ReplayResult(rec, run(replay_config(rec, agent, log, camera),
-                                     on_progress=on_progress))
-
-
-def replay_spine_physics(rec: Recording,
-                         on_progress: Callable[[int], None] | None = None) -> PhysicsReplay:
-    """Replay a realtime run through the spine: its physics, step for step.
-
-    The engine of such a run stepped physics once per CAN cycle of the spine
-    (``1 / spine_hz``), each with the frame's command, and published (and
-    hashed) the state every ``dt_s`` of simulated time. This does the same in
-    this process with the logged commands, and hashes the same states.
-    """
-    import hashlib
-    import time
-
-    from dmxshm.network.engine import state_due
-    from dmxshm.world.state import poses_2d
-    from dmxshm.world.world import World
-
-    c = rec.config
-    t0 = time.perf_counter()
-    digest = hashlib.sha256()
-    dt_s = float(c["dt_s"])
-    with World(str(c["map"]), int(c["robots"]), seed=int(c["seed"]),
-               dt_s=1.0 / float(c["spine_hz"]), substeps=1) as world:
-        published = 0
-
-        def publish(states: np.ndarray) -> None:
-            nonlocal published
-            digest.update(poses_2d(states).tobytes())
-            published += 1
-
-        publish(world.state())
-        for k in range(rec.steps):  # as the engine's spine loop (network/engine.py)
-            world.apply_wheel_speeds(rec.commands[k])
-            world.step()
-            if state_due(world.sim_time_s, published, dt_s):
-                publish(world.state())
-            if on_progress is not None and k % 1000 == 0:
-                on_progress(k)
-        final = poses_2d(world.state()).tolist()
-    return PhysicsReplay("physics of the spine's CAN cycles", rec.steps,
-                         time.perf_counter() - t0, digest.hexdigest(), final)
+                                     on_progress=on_progress), compared)

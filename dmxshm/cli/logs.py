@@ -49,12 +49,15 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
            overwrite: bool, json: str | None) -> None:
     """Replay a run recorded with 'dmxshm run --log', exactly.
 
-    Re-runs the same map, seed and robots in gym mode, each robot given at
-    every engine step the command it had in the recorded run, and compares
-    the trajectory digests: equal means the replay went through the same
-    states, bit for bit. Exits 1 if they differ. A realtime run is what this
-    is for (it cannot be reproduced by running it again); a log that lacks
-    what replay needs is refused with the reason.
+    A realtime run (what this is for: it cannot be reproduced by running it
+    again) is replayed in this process: its physics with the logged commands,
+    every logged sample recomputed from the state it read and compared with
+    the log. A gym run is run again as a gym network, each robot given at every
+    step the command it had. Either way the trajectory digests are compared
+    (every state, command and sample): EQUAL means the replay produced the
+    same, bit for bit; otherwise the differing streams and the first differing
+    sample (step, robot, topic) are named and the exit code is 1. A log that
+    lacks what replay needs is refused with the reason (exit 2).
     """
     from dmxshm import replay as rp
 
@@ -65,5 +68,5 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
         result = rp.run_recording(rec, path, log=log_path, camera=camera,
                                   on_progress=on_progress)
     console.print_replay(result, json)
-    if not result.digest_equal:
+    if not result.equal:
         sys.exit(EXIT_ERROR)

@@ -1,0 +1,338 @@
+"""Replaying a realtime run in this process, sample for sample.
+
+A realtime run's samples depend on timing: which state each sensor read at
+its tick. Its log keeps that: every sample with the step of the state it
+read (``step`` in the JSON sensors; a camera frame's ``timestamp`` is that
+state's simulated time), and the command physics applied in every step. This
+replay steps the recorded physics with the recorded commands, as the
+engine's loop did (``network/engine.py``: a state published every Bullet
+step, or every ``state_every`` CAN cycles through a spine), and at each
+published state recomputes every logged sample that read it, as the renderer
+and camera processes did (the time of flight on a scene holding the poses,
+the camera on one holding the whole state). It compares each with the
+logged one, and hashes all of it as the run's taps did
+(:mod:`dmxshm.network.taps.digest`), so that the verdict covers both: the
+same digest, and every logged sample what the recorded states give. The first
+sample that differs is named (step, robot, topic).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dmxshm.network.taps.digest import SAMPLE_FIELDS, combine, stream_key
+
+if TYPE_CHECKING:
+    from dmxshm.network.config import NetworkConfig
+    from dmxshm.replay import Recording
+
+_SAMPLE_DTYPES = {"imu": np.dtype("<f4"), "encoders": np.dtype("<i8"), "tof": np.dtype("<f4"),
+                  "camera": np.dtype("u1")}
+"""Each sensor's value type in an observation record (what the digest hashes)."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One logged sample: the step of the state it read (None for a camera frame, found
+    by its simulated time), that time in nanoseconds, and its value as logged."""
+
+    step: int | None
+    sim_ns: int
+    value: Any
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first logged sample that is not what the replayed state gives."""
+
+    step: int
+    robot: int
+    topic: str
+    logged: str
+    replayed: str
+
+    def __str__(self) -> str:
+        return (f"step {self.step}, robot {self.robot}, {self.topic}: logged {self.logged}, "
+                f"replayed {self.replayed}")
+
+
+@dataclass
+class RealtimeReplay:
+    """What a realtime replay gives: the digests it computed, the samples it checked,
+    and the first difference (None: every logged sample is what its state gives)."""
+
+    mode: str
+    steps: int
+    wall_time_s: float
+    trajectory_digest: str
+    pose_digest: str
+    digests: dict[str, str]
+    final_poses: list[list[float]]
+    samples: int = 0
+    first_difference: Difference | None = None
+    unread: list[str] = field(default_factory=list)  # samples of states never published
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its figures, as ``dmxshm replay --json`` writes them."""
+        out = dataclasses.asdict(self)
+        out["first_difference"] = (dataclasses.asdict(self.first_difference)
+                                   if self.first_difference is not None else None)
+        return out
+
+
+def realtime_config(rec: Recording) -> NetworkConfig:
+    """The recorded realtime run's configuration (what its physics and sensors were),
+    without what this process need not do (log, record, pin, profile)."""
+    from dmxshm.network.config import NetworkConfig
+
+    names = {f.name for f in dataclasses.fields(NetworkConfig) if not f.name.startswith("_")}
+    given = {k: v for k, v in rec.config.items() if k in names}
+    given.update(log=None, record_dir=None, pin={}, profile=False, agent="idle")
+    for wh in ("camera",):
+        given[wh] = tuple(given.get(wh, (0, 0)))
+    return NetworkConfig(**given)
+
+
+class _Sensors:
+    """Recomputes samples from a state, as a realtime renderer and camera process do."""
+
+    def __init__(self, cfg: NetworkConfig, camera: bool) -> None:
+        from dmxshm.matrix.camera import Camera
+        from dmxshm.matrix.sensors import TimeOfFlight
+        from dmxshm.world.world import World
+
+        self.scene = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
+                           substeps=cfg.substeps)  # the renderer's: poses, for rays
+        self.tof = TimeOfFlight()
+        self.view = self.camera = None
+        if camera and cfg.camera_wh is not None:
+            self.view = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
+                              substeps=cfg.substeps, renderer=cfg.renderer_used)
+            self.camera = Camera(*cfg.camera_wh, renderer=cfg.renderer_used)
+        self._posed = self._viewed = -1
+
+    def values(self, sensor: str, step: int, states: np.ndarray,
+               robots: list[int]) -> list[np.ndarray]:
+        """Sensor ``sensor``'s samples of ``robots`` from state ``step``, as the digest
+        hashes them (the observation record's dtype)."""
+        from dmxshm.matrix.sensors import encoders_many, imu_many
+
+        rows = states[np.asarray(robots, np.intp)]
+        if sensor == "imu":
+            acc, gyro = imu_many(rows)
+            both = np.concatenate([acc, gyro], axis=1).astype("<f4")
+            return list(both)
+        if sensor == "encoders":
+            return list(np.asarray(encoders_many(rows), "<i8"))
+        if sensor == "tof":
+            if self._posed != step:
+                self.scene.set_poses(states)
+                self._posed = step
+            return list(np.asarray(self.tof.measure_many(self.scene.client, rows), "<f4"))
+        assert self.camera is not None and self.view is not None
+        if self._viewed != step:
+            self.view.set_state(states)
+            self._viewed = step
+        h, w = self.camera.height, self.camera.width
+        out = []
+        for robot in robots:
+            image = np.zeros((h, w, 3), np.uint8)
+            self.camera.render(self.view.client, states[robot], out=image)
+            out.append(image)
+        return out
+
+    def close(self) -> None:
+        for world in (self.scene, self.view):
+            if world is not None:
+                world.close()
+
+
+def _fields(data: bytes) -> dict[int, Any]:
+    """The top-level fields of a protobuf message: varints as int, the rest as bytes."""
+    out: dict[int, Any] = {}
+    at = 0
+
+    def varint() -> int:
+        nonlocal at
+        value = shift = 0
+        while True:
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while at < len(data):
+        tag = varint()
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            out[number] = varint()
+        elif wire == 2:
+            n = varint()
+            out[number] = data[at:at + n]
+            at += n
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+            out[number] = data[at:at + n]
+            at += n
+        else:
+            raise ValueError(f"protobuf wire type {wire} is not read here")
+    return out
+
+
+def camera_sample(data: bytes) -> Sample:
+    """A logged camera frame (foxglove ``CompressedImage``, protobuf): its simulated time
+    (the state it was made from) and its PNG. Read here, field by field, so that
+    replay needs no protobuf library (tests/logs checks it on the SDK's encoding)."""
+    message = _fields(data)  # timestamp = 1, data = 2, format = 3, frame_id = 4
+    stamp = _fields(message.get(1, b""))  # seconds = 1, nanos = 2
+    return Sample(None, int(stamp.get(1, 0)) * 1_000_000_000 + int(stamp.get(2, 0)),
+                  bytes(message.get(2, b"")))
+
+
+def json_sample(sensor: str, d: dict[str, Any]) -> Sample:
+    """A logged IMU, encoder or time-of-flight reading (the log's JSON)."""
+    if sensor == "imu":
+        value: Any = [*d["acceleration_m_s2"], *d["angular_velocity_rad_s"]]
+    elif sensor == "encoders":
+        value = [d["left_ticks"], d["right_ticks"]]
+    else:
+        value = d["range_m"]
+    return Sample(int(d["step"]), round(float(d["sim_time_s"]) * 1e9), value)
+
+
+def _logged(sensor: str, sample: Sample) -> np.ndarray:
+    """A logged sample's value in the observation record's dtype (a PNG decoded)."""
+    if sensor == "camera":
+        from dmxshm.pngio import decode_png
+
+        return decode_png(sample.value)
+    return np.asarray(sample.value, _SAMPLE_DTYPES[sensor])
+
+
+def _show(value: np.ndarray) -> str:
+    if value.ndim == 3:
+        return f"an image of digest {hashlib.sha256(value.tobytes()).hexdigest()[:12]}"
+    return np.array2string(value, precision=9)
+
+
+def replay_realtime(rec: Recording, camera: bool = True,
+                    on_progress: Callable[[int], None] | None = None) -> RealtimeReplay:
+    """Replay the realtime run ``rec`` in this process (see the module docstring).
+
+    Args:
+        rec: the recording (:func:`dmxshm.replay.load`).
+        camera: recompute the camera's frames too (False: faster; the camera's
+            streams are then not part of the replay's digests).
+        on_progress: called with the physics steps done.
+    """
+    from dmxshm.world.state import poses_2d
+    from dmxshm.world.world import World
+
+    cfg = realtime_config(rec)
+    t0 = time.perf_counter()
+    made = [s for s in SAMPLE_FIELDS
+            if s != "camera" or (camera and cfg.camera_wh is not None)]
+    streams = {(r, s): hashlib.sha256() for r in range(cfg.robots) for s in made}
+    by_step: dict[int, list[tuple[int, str, Sample]]] = {}
+    images: dict[int, list[tuple[int, Sample]]] = {}  # by simulated time, ns
+    for (robot, sensor), got in rec.samples.items():
+        if sensor not in made:
+            continue
+        for sample in got:
+            if sample.step is None:
+                images.setdefault(sample.sim_ns, []).append((robot, sample))
+            else:
+                by_step.setdefault(sample.step, []).append((robot, sensor, sample))
+    states_h, commands_h, poses_h = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
+    result = RealtimeReplay(rec.mode, rec.steps, 0.0, "", "", {}, [])
+    sensors = _Sensors(cfg, camera)
+    dt_s, substeps = cfg.engine_world_steps
+    try:
+        with World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s, substeps=substeps) as world:
+
+            def publish(step: int, states: np.ndarray) -> None:
+                states_h.update(states.tobytes())
+                poses_h.update(poses_2d(states).tobytes())
+                due = by_step.pop(step, [])
+                due += [(r, "camera", s) for r, s in
+                        images.pop(round(world.sim_time_s * 1e9), [])]
+                _check(result, sensors, streams, step, world.sim_time_s, states, due)
+
+            published = 0
+            if cfg.spine_process:  # a physics step per CAN cycle; a state every few
+                publish(0, world.state())
+                published = 1
+            for k in range(rec.steps):
+                if not cfg.spine_process:
+                    publish(k, world.state())
+                commands_h.update(np.ascontiguousarray(rec.commands[k], "<f8").tobytes())
+                world.apply_wheel_speeds(rec.commands[k])
+                world.step()
+                if cfg.spine_process and (k + 1) % cfg.state_every == 0:
+                    publish(published, world.state())
+                    published += 1
+                if on_progress is not None and k % 100 == 0:
+                    on_progress(k)
+            if on_progress is not None:
+                on_progress(rec.steps)
+            states = world.state()
+            if not cfg.spine_process:  # the state after the last step, as the engine's end
+                states_h.update(states.tobytes())
+                poses_h.update(poses_2d(states).tobytes())
+            result.final_poses = poses_2d(states).tolist()
+    finally:
+        sensors.close()
+    result.unread = sorted({f"robot{r:02d}/{s}" for left in by_step.values()
+                            for r, s, _ in left}
+                           | {f"robot{r:02d}/camera" for left in images.values() for r, _ in left})
+    digests = {stream_key(r, s): h.hexdigest() for (r, s), h in sorted(streams.items())}
+    result.digests = {"states": states_h.hexdigest(), "commands": commands_h.hexdigest(),
+                      **digests}
+    result.trajectory_digest = combine(result.digests["states"], result.digests["commands"],
+                                       digests)
+    result.pose_digest = poses_h.hexdigest()
+    result.wall_time_s = time.perf_counter() - t0
+    return result
+
+
+def _check(result: RealtimeReplay, sensors: _Sensors,
+           streams: dict[tuple[int, str], Any], step: int, sim_time_s: float,
+           states: np.ndarray, due: list[tuple[int, str, Sample]]) -> None:
+    """Recompute the samples ``due`` (those that read state ``step``), compare each with
+    its logged value, and hash the recomputed ones into their streams."""
+    by_sensor: dict[str, list[tuple[int, Sample]]] = {}
+    for robot, sensor, sample in due:
+        by_sensor.setdefault(sensor, []).append((robot, sample))
+    read = step.to_bytes(8, "little")
+    for sensor in SAMPLE_FIELDS:  # in any order: each stream is a robot's sensor
+        got = by_sensor.get(sensor)
+        if not got:
+            continue
+        robots = sorted({r for r, _ in got})
+        values = dict(zip(robots, sensors.values(sensor, step, states, robots), strict=True))
+        for robot, sample in got:
+            value = values[robot]
+            h = streams[robot, sensor]
+            h.update(read)
+            h.update(value.tobytes())
+            result.samples += 1
+            if result.first_difference is not None:
+                continue
+            logged = _logged(sensor, sample)
+            same_time = sample.sim_ns == round(sim_time_s * 1e9)
+            if not same_time or logged.shape != value.shape or not np.array_equal(logged, value):
+                from dmxshm.logs import robot_topic
+
+                result.first_difference = Difference(
+                    step, robot, robot_topic(robot, sensor),
+                    _show(logged) + ("" if same_time else f" at {sample.sim_ns} ns"),
+                    _show(value) + ("" if same_time else f" at {round(sim_time_s * 1e9)} ns"))
