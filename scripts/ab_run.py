@@ -8,7 +8,8 @@ Each run is ``python -m dmxshm.cli run ARGS --json F`` with ``PYTHONPATH`` set t
 the tree measured, from a neutral folder (so neither tree's folder shadows the
 other). Prints each pair, the median steps/s of each side, the ratio of the
 medians and the median of the pairs' ratios; checks that both sides ran the same
-trajectory (the digest). ``--json OUT`` keeps the raw figures.
+trajectory (the pose digest, which every version has). ``--json OUT`` keeps the
+raw figures.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ def one_run(tree: Path, args: list[str], folder: str) -> dict:
                    stderr=subprocess.DEVNULL)
     with open(out) as f:
         summary = json.load(f)
-    return {"steps_per_s": summary["steps_per_s"], "digest": summary["trajectory_digest"],
+    # The pose digest: what both sides have (schema version 1's trajectory_digest).
+    return {"steps_per_s": summary["steps_per_s"],
+            "digest": summary.get("pose_digest", summary["trajectory_digest"]),
             "timing": summary["timing"]}
 
 

@@ -14,7 +14,10 @@ A network's row holds its ``trajectory_digest`` (everything the run produced:
 states, commands, samples) and its ``pose_digest`` (poses only: schema
 version 1's ``trajectory_digest``). A table written before the full digest
 (one string per row) is compared on what it has: a network's string with the
-``pose_digest``, a ``make_vec`` row's with its digest.
+``pose_digest``, a ``make_vec`` row's with its digest. A ``make_vec`` row's
+``digest`` is this script's hash of what the batch returned (observations,
+rewards, flags), its ``trajectory_digest`` the batch's own
+(``DmxVectorEnv.trajectory_digest``: states, actions and returns per env).
 """
 
 from __future__ import annotations
@@ -76,9 +79,11 @@ def batch_digest(obs: str, camera: tuple[int, int], workers: int) -> dict[str, s
             o, r, term, trunc, _ = envs.step(actions)
             for a in (o, r, term, trunc):
                 digest.update(np.ascontiguousarray(a).tobytes())
+        # The batch's own digest (everything its envs did), where this version has it.
+        own = getattr(envs, "trajectory_digest", None)
     finally:
         envs.close()
-    return {"digest": digest.hexdigest()}
+    return {"digest": digest.hexdigest(), **({"trajectory_digest": own} if own else {})}
 
 
 def _as_row(value: str | dict[str, str], key: str) -> dict[str, str]:

@@ -48,6 +48,11 @@ SUMMARY: dict[str, str] = {
     "steps_per_s": "number",
     "final_poses": "array<array<number>>",
     "trajectory_digest": "string",
+    "pose_digest": "string",
+    "digests": "object",
+    "digests.states": "string",
+    "digests.commands": "string",
+    "digests.*": "string",
     "sensors": "object",
     **{f"sensors.{s}.{k}": "number" for s in SENSORS for k in ("configured_hz", "achieved_hz")},
     "drops": "object",
@@ -364,7 +369,7 @@ def spine_run() -> dict[str, Any]:
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_gym_summary_keeps_its_keys_and_types(gym: dict[str, Any]) -> None:
-    assert gym["schema_version"] == SCHEMA_VERSION == 1
+    assert gym["schema_version"] == SCHEMA_VERSION == 2
     assert mismatches(gym, {**GYM, **LOGGED}) == []
     assert gym["log"]["topics"], "no topic: the log's rows were not checked"
 

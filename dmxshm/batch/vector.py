@@ -69,6 +69,7 @@ rewards whatever ``num_workers`` is.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import threading
@@ -684,6 +685,30 @@ class DmxVectorEnv(VectorEnv):
         return DmxTimeoutError(
             f"recv() waited {waited_s:.1f} s (timeout_s) for {self.batch_size} env(s); "
             f"{len(self._collector.finished)} finished{state}")
+
+    @property
+    def trajectory_digest(self) -> str:
+        """SHA-256 (hex) over everything the batch's envs did so far: each env's own
+        digest (the actions it stepped with, its world's state in full, the
+        observations, rewards and flags it returned), in env order, so the same
+        seeds and actions give the same digest with any number of workers. Read it
+        between steps (after ``step``, ``reset`` or ``recv`` returned).
+
+        Example:
+            >>> import dmxshm, numpy as np
+            >>> def run(workers):
+            ...     envs = dmxshm.make_vec(2, num_workers=workers)
+            ...     try:
+            ...         _ = envs.reset(seed=1), envs.step(np.full((2, 2), 0.5, np.float32))
+            ...         return envs.trajectory_digest
+            ...     finally:
+            ...         envs.close()
+            >>> run(1) == run(2)
+            True
+        """
+        self._check_open()
+        digests = self._arrays.views["digests"]
+        return hashlib.sha256(b"dmxshm batch digest 1\0" + digests.tobytes()).hexdigest()
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]  # one tiled image
         """The camera images of the first sub-environments (up to :data:`RENDER_ENVS`),

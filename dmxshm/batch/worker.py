@@ -12,7 +12,9 @@ Nothing is pickled on the step path.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -117,7 +119,9 @@ class Arrays:
             # parent waits for
             ("cmd", (n,), np.dtype(np.int64)), ("t_env", (n,), np.dtype(np.float64)),
             ("done_ids", (n,), np.dtype(np.int64)), ("done_count", (workers,), np.dtype(np.int64)),
-            ("need", (1,), np.dtype(np.int64))]
+            ("need", (1,), np.dtype(np.int64)),
+            # each env's digest of everything it did so far (SHA-256; Shard.hash)
+            ("digests", (n, 32), np.dtype(np.uint8))]
         layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
         layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
@@ -168,6 +172,7 @@ class Shard:
         self.pending_reset = [False] * len(envs)
         self.keys = [k for k in v if k.startswith("obs:")]
         self.announcer = Announcer(index, lo, hi, v, ready)
+        self.hashes = [hashlib.sha256() for _ in envs]
 
     def put(self, i: int, obs: Any, prefix: str = "") -> None:
         for key in self.keys:
@@ -220,6 +225,8 @@ class Shard:
                     progress[m], stepped[m] = 0.0, False
             offsets[m], on_road[m] = info["lane_offset_m"], info["on_road"]
             self.put(lo + j, obs)
+            self.hash(j, wheels[m] if stepped[m] or finals[m] else None, rewards[m], ended[m],
+                      cut[m], finals[m])
         if same_step:
             v["final"][rows] = finals
         v["rewards"][rows] = rewards
@@ -229,6 +236,22 @@ class Shard:
         v["info:on_road"][rows] = on_road
         v["info:progress_m"][rows] = progress
         v["info:_progress_m"][rows] = stepped
+
+    def hash(self, j: int, wheels: list[float] | None, reward: float, ended: bool, cut: bool,
+             final: bool) -> None:
+        """Add what env ``lo + j`` just did to its digest, and publish the digest: the
+        action it stepped with (none for a reset), its world's state in full, the
+        observation it returned (and an ended episode's last one), the reward and
+        flags. Per env, so the batch's digest is the same with any number of workers
+        (:attr:`~dmxshm.batch.vector.DmxVectorEnv.trajectory_digest`)."""
+        h, i, v = self.hashes[j], self.lo + j, self.v
+        h.update(b"r" if wheels is None else struct.pack("<cff", b"s", *wheels))
+        h.update(self.envs[j].world.state(copy=False).tobytes())
+        for prefix in ("final:", "") if final else ("",):
+            for key in self.keys:
+                h.update(v[prefix + key][i].tobytes())
+        h.update(struct.pack("<d??", reward, ended, cut))
+        v["digests"][i] = np.frombuffer(h.digest(), np.uint8)
 
     def put_final(self, i: int, obs: Any, info: dict[str, Any]) -> None:
         """The last observation and info of env ``i``'s episode (``SAME_STEP``)."""

@@ -97,12 +97,19 @@ def test_a_realtime_log_counts_every_sensor_tick_and_replays_to_the_same_digest(
         for sensor in SENSORS:  # one renderer: each robot gets every tick
             assert len(got[logs.robot_topic(robot, sensor)]) == s.sensor_ticks[sensor][0]
         assert len(got[logs.robot_topic(robot, "wheels")]) == s.steps
-    result = replay(path, camera=(0, 0))
+    # Replayed in this process: every state, command and logged sample, images too.
+    result = replay(path)
     rec, again = result.recording, result.replayed
-    assert result.digest_equal and not result.physics_only
-    assert rec.steps == s.steps and again.mode == "gym" and again.steps == s.steps
-    assert again.trajectory_digest == s.trajectory_digest
-    assert again.final_poses == s.final_poses
+    assert result.in_process and result.equal and result.digest_equal
+    assert rec.steps == s.steps == again.steps and again.mode == "realtime"
+    assert again.trajectory_digest == s.trajectory_digest and again.digests == s.digests
+    assert again.pose_digest == s.pose_digest and again.final_poses == s.final_poses
+    assert again.samples == sum(len(got[logs.robot_topic(r, k)]) for r in range(2)
+                                for k in SENSORS)
+    # Without the camera (faster): the other streams, the camera's named as not replayed.
+    quick = replay(path, camera=(0, 0))
+    assert quick.equal and not quick.digest_equal
+    assert quick.not_replayed == ["robot00/camera", "robot01/camera"]
     # What was applied is replayed, an expired command as zeros.
     wheels = [v for _, v in got[logs.robot_topic(0, "wheels")]]
     assert np.array_equal(rec.commands[:, 0], [[w["left_rad_s"], w["right_rad_s"]]
@@ -123,24 +130,30 @@ def test_replay_with_split_processes_and_expired_commands(tmp_path) -> None:
     expired = [w["expired"] for w in wheels]
     assert any(expired) and not all(expired)
     assert all(w["left_rad_s"] == 0.0 for w in wheels if w["expired"])
-    again = replay(path).replayed
-    assert again.trajectory_digest == s.trajectory_digest
+    result = replay(path)
+    assert result.equal and result.replayed.trajectory_digest == s.trajectory_digest
+    # As a gym network (--log): its sensors sample once a step; states and commands
+    # are the recorded run's.
+    again = replay(path, log=str(tmp_path / "again.mcap"))
+    assert again.equal and again.compared_streams.keys() == {"states", "commands"}
+    assert again.replayed.final_poses == s.final_poses
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_runs_through_the_spine_replay_to_the_same_digest(tmp_path) -> None:
     # Realtime: the spine's CAN cycles were the physics steps, each logged with
-    # its command; the replay steps the physics alone. Gym: the simulation spine.
+    # its command, a state published every 5; the replay steps the physics and
+    # recomputes the samples in this process. Gym: the simulation spine.
     rt = str(tmp_path / "rt-spine.mcap")
     s = run(mode="realtime", robots=2, duration_s=0.5, spine=True, camera=(0, 0),
             agent="random", log=rt)
     result = replay(rt)
     rec, again = result.recording, result.replayed
-    assert result.physics_only and result.digest_equal
+    assert result.in_process and result.equal and result.digest_equal
     assert rec.steps == s.steps == again.steps > 400  # ~1 kHz
     assert again.trajectory_digest == s.trajectory_digest
     assert again.final_poses == s.final_poses
-    with pytest.raises(ReplayError, match="physics only"):
+    with pytest.raises(ReplayError, match="in this process"):
         replay(rt, log=str(tmp_path / "again.mcap"))
     gym = str(tmp_path / "gym-spine.mcap")
     g = run(robots=2, steps=40, spine=True, spine_hz=200.0, camera=(0, 0), agent="random",

@@ -119,7 +119,7 @@ def test_the_page_shows_the_run_live_and_keeps_working_after_it(tmp_path) -> Non
         if os.environ.get("DMXSHM_VIEW_SCREENSHOT"):  # docs/view.png
             driver.save_screenshot(os.environ["DMXSHM_VIEW_SCREENSHOT"])
         runner.join(TIMEOUT_S / 2)
-        assert summary_box and summary_box[0].steps == 180
+        assert summary_box and summary_box[0].steps == 6 * 240  # a state every 1/240 s
         # The run ended: the page says so and keeps its last picture.
         until(lambda: driver.execute_script(js)["ended"])
         assert "ended" in driver.find_element("id", "status").text
