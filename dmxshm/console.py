@@ -554,8 +554,9 @@ def print_replay(r: Any, json_path: str | None) -> None:
                    f"{', '.join(r.not_replayed)}")
     else:
         verdict = "DIFFERENT" + (f": streams {', '.join(r.differing)}" if r.differing else "")
-    click.echo(f"replay: {again.steps} steps in {again.wall_time_s:.1f} s; digest "
-               f"{again.trajectory_digest}; {verdict}")
+    click.echo(f"replay: {again.steps} steps in {again.wall_time_s:.1f} s; its digest "
+               f"{again.trajectory_digest}")
+    click.echo(f"replay: digest {verdict}")
     if r.first_difference is not None:
         click.echo(f"first difference: {r.first_difference}")
     unread = again.unread if r.in_process else []
