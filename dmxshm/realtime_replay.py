@@ -31,9 +31,11 @@ from dmxshm.network.taps.digest import SAMPLE_FIELDS, combine, stream_key
 
 if TYPE_CHECKING:
     from dmxshm.network.config import NetworkConfig
-    from dmxshm.replay import Recording
 
-_SAMPLE_DTYPES = {"imu": np.dtype("<f4"), "encoders": np.dtype("<i8"), "tof": np.dtype("<f4"),
+Recording = Any
+"""A :class:`dmxshm.replay.Recording` (named, not imported: replay imports this module)."""
+
+_SAMPLE_DTYPES: dict[str, np.dtype[Any]] = {"imu": np.dtype("<f4"), "encoders": np.dtype("<i8"), "tof": np.dtype("<f4"),
                   "camera": np.dtype("u1")}
 """Each sensor's value type in an observation record (what the digest hashes)."""
 
@@ -135,7 +137,8 @@ class _Sensors:
             if self._posed != step:
                 self.scene.set_poses(states)
                 self._posed = step
-            return list(np.asarray(self.tof.measure_many(self.scene.client, rows), "<f4"))
+            ranges = self.tof.measure_many(self.scene.client, rows)
+            return list(np.array(ranges, dtype=np.float32))
         assert self.camera is not None and self.view is not None
         if self._viewed != step:
             self.view.set_state(states)

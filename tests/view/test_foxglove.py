@@ -156,7 +156,7 @@ def test_a_client_gets_the_runs_channels_then_their_messages() -> None:
     # Stamped with the simulated time: the time of a state, a whole number of steps.
     sim = [p.timestamp.seconds + p.timestamp.nanos / 1e9 for _, p in poses]
     assert sim == sorted(sim) and sim[-1] > sim[0]
-    assert all(abs(s / cfg.dt_s - round(s / cfg.dt_s)) < 1e-6 for s in sim)
+    assert all(abs(s / cfg.state_dt_s - round(s / cfg.state_dt_s)) < 1e-6 for s in sim)
     assert {p.frame_id for _, p in poses} == {"map"}
     # A unit quaternion about z (the view state's yaw).
     q = poses[-1][1].pose.orientation
