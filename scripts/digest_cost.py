@@ -4,11 +4,12 @@ digest only, in alternating runs of one script.
     git worktree add /tmp/base 1e05a29     # the last commit with the pose digest only
     python scripts/digest_cost.py --base /tmp/base --pairs 5 --json cost.json
 
-Four workloads, each run by both trees in turn (base, this, base, this...), each
-run in a fresh process from a neutral folder with ``PYTHONPATH`` set to its tree:
+Four workloads, each run by both trees in turn (base first in odd pairs, this
+tree first in even ones, so that neither side always runs second), each run in
+a fresh process from a neutral folder with ``PYTHONPATH`` set to its tree:
 
 - ``gym camera``: ``dmxshm run --robots 4 --steps 600 --agent random`` (160x120);
-- ``gym state``: the same with ``--camera 0x0``;
+- ``gym state``: the same with ``--camera 0x0`` and 3000 steps;
 - ``make_vec camera``: 8 envs of 64x64 camera observations, 2 workers, 400 steps;
 - ``make_vec state``: 8 envs of state observations, 2 workers, 3000 steps.
 
@@ -57,7 +58,7 @@ print(json.dumps({"rate": 8 * (steps - 20) / dt, "digest": h.hexdigest()}))
 
 WORKLOADS = {
     "gym camera": ("run", ["--robots", "4", "--steps", "600", "--agent", "random"]),
-    "gym state": ("run", ["--robots", "4", "--steps", "600", "--agent", "random",
+    "gym state": ("run", ["--robots", "4", "--steps", "3000", "--agent", "random",
                           "--camera", "0x0"]),
     "make_vec camera": ("batch", ["camera", "400"]),
     "make_vec state": ("batch", ["state", "3000"]),
@@ -83,14 +84,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, type=Path, help="the pose-digest checkout")
     ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--only", action="append", choices=list(WORKLOADS),
+                    help="run only this workload (repeatable)")
     ap.add_argument("--json", dest="json_out")
     a = ap.parse_args()
-    rows: dict[str, list[dict]] = {name: [] for name in WORKLOADS}
+    workloads = {k: v for k, v in WORKLOADS.items() if not a.only or k in a.only}
+    rows: dict[str, list[dict]] = {name: [] for name in workloads}
     with tempfile.TemporaryDirectory() as folder:
         for i in range(a.pairs):
-            for name, (kind, args) in WORKLOADS.items():
-                base = one(a.base, kind, args, folder)
-                this = one(HERE, kind, args, folder)
+            for name, (kind, args) in workloads.items():
+                if i % 2 == 0:
+                    base = one(a.base, kind, args, folder)
+                    this = one(HERE, kind, args, folder)
+                else:
+                    this = one(HERE, kind, args, folder)
+                    base = one(a.base, kind, args, folder)
                 if base["digest"] != this["digest"]:
                     print(f"{name}, pair {i + 1}: the trees ran different trajectories",
                           file=sys.stderr)
