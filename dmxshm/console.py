@@ -99,9 +99,13 @@ def print_summary(s: Summary) -> None:
     if "camera" in s.sensors:
         click.echo(f"camera renderer: {s.renderer}"
                    + (f" ({s.renderer_device})" if s.renderer_device else ""))
-    click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12}")
+    click.echo(f"{'sensor':<10} {'configured Hz':>14} {'achieved Hz':>12} {'fresh':>8} "
+               f"{'repeated':>9}")
     for name, rate in s.sensors.items():
-        click.echo(f"{name:<10} {rate.configured_hz:>14.1f} {rate.achieved_hz:>12.1f}")
+        # fresh: samples of a newer state than the sample before (docs/sensors.md)
+        counts = ("" if rate.fresh is None
+                  else f" {rate.fresh:>8} {rate.repeated if rate.repeated is not None else 0:>9}")
+        click.echo(f"{name:<10} {rate.configured_hz:>14.1f} {rate.achieved_hz:>12.1f}{counts}")
     if s.mode == "realtime":
         missed = sum(s.missed_sensor_ticks.values())
         late = ("" if s.late_steps is None  # a spine keeps the schedule: not measured here
