@@ -126,12 +126,14 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("bench", "proc"): "the floor's children",
     ("bench", "spine"): "bench plot draws dmxshm spine's typed report (a type only)",
     ("cli", "matrix"): "maps --render's top view",
+    ("cli", "profiling"): "the profile's report types, printed by console.py (types only)",
     ("cli", "logs"): "run --log, log info, replay, view (logs.py, replay.py, view/)",
     ("network", "logs"): "each process's part of an MCAP log; the view's rings",
     ("logs", "world"): "PNG encoding (pngio)",
     ("logs", "matrix"): "the view's map picture",
     ("logs", "shm"): "the view peeks at overwrite rings",
-    ("logs", "network"): "replay runs a gym network",
+    ("logs", "network"): "replay runs a gym network; a realtime replay hashes as the "
+                         "network's digest taps (realtime_replay.py)",
     ("spine", "world"): "the agent policies (policies.py, drawn in world), when a spine "
                         "agent is resolved",
     ("cli", "proc"): "the live view's server process (proc/program.py)",
@@ -145,7 +147,7 @@ INSIDE = {"console": "cli", "sysinfo": "cli", "pngio": "world", "_pybullet": "wo
           # The built-in agents and the user's policies: shared by network and spine.
           "policies": "world",
           # Not drawn as boxes; their imports are listed in NOT_DRAWN.
-          "replay": "logs", "view": "logs", "rllib": "sb3"}
+          "replay": "logs", "realtime_replay": "logs", "view": "logs", "rllib": "sb3"}
 
 
 def _group(module: str) -> str:
