@@ -96,9 +96,8 @@ def realtime_config(rec: Recording) -> NetworkConfig:
 
     names = {f.name for f in dataclasses.fields(NetworkConfig) if not f.name.startswith("_")}
     given = {k: v for k, v in rec.config.items() if k in names}
-    given.update(log=None, record_dir=None, pin={}, profile=False, agent="idle")
-    for wh in ("camera",):
-        given[wh] = tuple(given.get(wh, (0, 0)))
+    given.update(log=None, record_dir=None, pin={}, profile=False, agent="idle",
+                 camera=tuple(given.get("camera", (0, 0))))
     return NetworkConfig(**given)
 
 

@@ -359,22 +359,23 @@ def check(rec: Recording, path: str, log: str | None = None,
         ReplayError, LogError: the replay cannot be run as asked (the message says why).
         ConfigError, MapError, RendererError: its configuration cannot run here.
     """
-    _check_log(rec, path, log)
-    if _in_process(rec, log) and camera not in (None, (0, 0)) \
-            and tuple(camera) != tuple(rec.config["camera"]):
-        raise ReplayError("a realtime run replays its samples as recorded: --camera can only "
-                          "be the recorded size or 0x0 (no camera, faster)")
+    _check_log(rec, path, log, camera)
     # The agent is Replayed itself: loaded, not made; the renderer probed where asked.
     replay_config(rec, f"{__name__}:Replayed", log, camera).preflight()
 
 
-def _check_log(rec: Recording, path: str, log: str | None) -> None:
+def _check_log(rec: Recording, path: str, log: str | None,
+               camera: tuple[int, int] | None = None) -> None:
     if log is not None and os.path.realpath(log) == os.path.realpath(path):
         raise LogError("the replay's --log would overwrite the log being replayed; give "
                        "another path")
     if log is not None and rec.mode == "realtime" and rec.config.get("spine"):
         raise ReplayError("a realtime spine run replays in this process (its CAN cycles' "
                           "physics and its samples): --log is not available for it")
+    if _in_process(rec, log) and camera not in (None, (0, 0)) \
+            and tuple(camera) != tuple(rec.config["camera"]):
+        raise ReplayError("a realtime run replays its samples as recorded: --camera can only "
+                          "be the recorded size or 0x0 (no camera, faster)")
 
 
 def run_recording(rec: Recording, path: str, log: str | None = None,
@@ -388,7 +389,7 @@ def run_recording(rec: Recording, path: str, log: str | None = None,
     from dmxshm.network import run
     from dmxshm.realtime_replay import replay_realtime
 
-    _check_log(rec, path, log)
+    _check_log(rec, path, log, camera)
     if _in_process(rec, log):
         return ReplayResult(rec, replay_realtime(rec, camera != (0, 0), on_progress))
     compared: tuple[str, ...] | None = None

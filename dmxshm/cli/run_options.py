@@ -113,7 +113,8 @@ OPTIONS = [
     click.option("--rates", callback=parse_rates, default="",
                  help="Realtime sensor rates in Hz, e.g. camera=15,imu=200 [default: "
                       + ",".join(f"{k}={v:g}" for k, v in DEFAULT_SENSOR_RATES_HZ.items())
-                      + "]."),
+                      + "]. Physics steps and publishes a state at least twice as fast "
+                        "as the fastest sensor, so each sample is of its own instant."),
     click.option("--view", "view", is_flag=True,
                  help="Serve a live view of the run in the browser (map, poses and trails, "
                       "cameras, sensor rates, steps/s; the spine's histograms). Needs "

@@ -17,7 +17,7 @@ from dmxshm import logs  # noqa: E402
 from dmxshm.cli import EXIT_ERROR, cli  # noqa: E402
 from dmxshm.network import NetworkConfig, run  # noqa: E402
 from dmxshm.realtime_replay import camera_sample  # noqa: E402
-from dmxshm.replay import replay  # noqa: E402
+from dmxshm.replay import ReplayError, replay  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -65,6 +65,9 @@ def test_an_untouched_log_replays_equal(recorded: tuple[str, object]) -> None:
     result = replay(path)
     assert result.equal and result.digest_equal and result.first_difference is None
     assert result.replayed.trajectory_digest == s.trajectory_digest  # type: ignore[attr-defined]
+    # Its samples are replayed as recorded: another camera size is refused, with why.
+    with pytest.raises(ReplayError, match="recorded size or 0x0"):
+        replay(path, camera=(48, 32))
 
 
 def test_one_altered_imu_message_is_named(recorded: tuple[str, object], tmp_path) -> None:
