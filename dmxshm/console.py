@@ -568,3 +568,17 @@ def print_replay(r: Any, json_path: str | None) -> None:
         click.echo(f"samples of states the replay never published: {', '.join(unread)}")
     if json_path:
         write_json(r.to_dict(), json_path)
+
+
+def print_runs(runs: list[Any]) -> None:
+    """``dmxshm ps``: one row per running network (:class:`~dmxshm.network.runs.RunInfo`)."""
+    if not runs:
+        click.echo("no network of yours is running")
+        return
+    click.echo(f"{'pid':>8}  {'name':<16} {'mode':<9} {'robots':>6} {'agents':>6} "
+               f"{'renderers':>9}  {'camera':<9} {'uptime':>8}")
+    for r in runs:
+        mode = r.mode + ("+spine" if r.spine else "")
+        camera = "off" if tuple(r.camera) == (0, 0) else f"{r.camera[0]}x{r.camera[1]}"
+        click.echo(f"{r.pid:>8}  {r.name or '-':<16} {mode:<9} {r.robots:>6} {r.agents:>6} "
+                   f"{r.renderers:>9}  {camera:<9} {r.uptime_s:>7.0f}s")

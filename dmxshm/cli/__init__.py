@@ -10,12 +10,13 @@ library and a call of :mod:`dmxshm.console` that prints the result:
 * :mod:`~dmxshm.cli.run` (with :mod:`~dmxshm.cli.run_options`), :mod:`~dmxshm.cli.view`,
   :mod:`~dmxshm.cli.logs` (``log info``, ``replay``), :mod:`~dmxshm.cli.spine`,
   :mod:`~dmxshm.cli.bench`, :mod:`~dmxshm.cli.maps`, :mod:`~dmxshm.cli.profile`,
-  :mod:`~dmxshm.cli.info`, :mod:`~dmxshm.cli.clean`: the commands.
+  :mod:`~dmxshm.cli.info`, :mod:`~dmxshm.cli.clean`, :mod:`~dmxshm.cli.ps`: the
+  commands.
 """
 
 from __future__ import annotations
 
-from dmxshm.cli import bench, clean, info, logs, maps, profile, run, spine, view
+from dmxshm.cli import bench, clean, info, logs, maps, profile, ps, run, spine, view
 from dmxshm.cli.group import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -27,7 +28,7 @@ from dmxshm.cli.group import (
 )
 
 for command in (info.info, clean.clean, run.run, view.view, logs.log_group, logs.replay,
-                maps.maps, profile.profile, spine.spine, bench.bench):
+                maps.maps, profile.profile, spine.spine, bench.bench, ps.ps):
     cli.add_command(command)
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_TARGET_MISSED", "EXIT_USAGE",

@@ -37,7 +37,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         profile: bool, profile_interval_s: float, rates: dict[str, float],
         log_path: str | None, view: bool, view_port: int, view_host: str,
         foxglove: bool, foxglove_port: int, foxglove_host: str,
-        allow_remote: bool, renderer: str) -> None:
+        allow_remote: bool, renderer: str, name: str | None) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -58,7 +58,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
             **reply_at,
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
-            profile_interval_s=profile_interval_s, log=log_path, renderer=renderer)
+            profile_interval_s=profile_interval_s, log=log_path, renderer=renderer, name=name)
         _refuse_unused(ctx, config)
         config.preflight()  # an agent that does not load, a bad map, too many robots
         if log_path:

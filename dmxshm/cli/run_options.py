@@ -71,6 +71,9 @@ OPTIONS = [
                  help="Seed of world and agents."),
     click.option("--map", "map_name", default=_default("map"), show_default=True,
                  help="Bundled map name or path of a map file."),
+    click.option("--name", default=None,
+                 help="Name the run ('dmxshm ps' lists it); refused if a running network "
+                      "of yours has it [default: unnamed]."),
     click.option("--pin", callback=parse_pin, default="",
                  help="Pin processes to CPUs: ROLE=CPU,... (roles: engine, renderer-N, "
                       "agent-N, camera-N in realtime with a camera, spine), or 'auto': the "

@@ -17,6 +17,7 @@ import numpy as np
 from dmxshm import settings
 from dmxshm.errors import DmxError
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
+from dmxshm.network.runs import NAME_RE, check_name
 from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world.maps import load_map
@@ -101,6 +102,9 @@ class NetworkConfig:
             ``"egl"`` (its EGL plugin; refused where it cannot load) or
             ``"auto"`` (``egl`` where a GPU is present, else ``tiny``);
             resolved when the configuration is made (:attr:`renderer_used`).
+        name: the run's name, listed by ``dmxshm ps`` (:mod:`dmxshm.network.runs`);
+            two running networks of one user never share one (refused at start).
+            None: unnamed.
     """
 
     mode: str = "gym"
@@ -130,6 +134,7 @@ class NetworkConfig:
     profile_interval_s: float = 0.5
     log: str | None = None
     renderer: str = "tiny"
+    name: str | None = None
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
     _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
@@ -186,6 +191,9 @@ class NetworkConfig:
                f"{EGL_MAX_WH[1]} buffer (it would be drawn smaller and stretched); use a "
                "smaller camera or --renderer tiny")
         _check(self.profile_interval_s > 0, "profile interval must be positive")
+        _check(self.name is None or (isinstance(self.name, str) and NAME_RE.match(self.name)),
+               f"name must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter "
+               f"or digit, not {self.name!r}")
         _check(self.pin == "auto" or isinstance(self.pin, dict),
                f"pin must be a dict ROLE -> CPU or 'auto', not {self.pin!r}")
         pins = (auto_pins(self.roles(), self.spine_process) if self.pin == "auto"
@@ -245,7 +253,9 @@ class NetworkConfig:
             AgentError: the agent does not load.
             MapError: the map does not load, or has no room for the robots.
             RendererError: the EGL renderer was asked for and cannot load here.
+            NameTakenError: another running network of this user has this ``name``.
         """
+        check_name(self.name)
         resolve(self.agent_ref)
         load_map(self.map).start_poses(self.robots, np.random.default_rng(self.seed))
         if self.renderer_used == "egl" and self.camera_wh is not None:

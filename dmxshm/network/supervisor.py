@@ -87,8 +87,8 @@ MAX_SPINE_RECORDS = 120_000
 
 def view_meta(cfg: NetworkConfig, plan: Plan) -> dict[str, Any]:
     """What the live view needs to know of a run (``view.meta``)."""
-    return {"pid": os.getpid(), "started": time.time(), "mode": cfg.mode,
-            "robots": cfg.robots, "map": cfg.map, "seed": cfg.seed,
+    return {"pid": os.getpid(), "started": time.time(), "mode": cfg.mode, "name": cfg.name,
+            "robots": cfg.robots, "agents": cfg.agents, "map": cfg.map, "seed": cfg.seed,
             "map_size_m": list(load_map(cfg.map).size_m),
             "camera": list(cfg.camera_wh or (0, 0)), "dt_s": cfg.dt_s,
             "state_dt_s": cfg.state_dt_s,

@@ -1,0 +1,104 @@
+"""The networks of this user that are running: what ``dmxshm ps`` lists.
+
+Every network writes what it is (its pid, name, mode, robots, agents, when it
+started) into its ``view.meta`` ring as it starts, before any process of it
+runs; a run is live while its supervisor's process is. This reads those
+rings, never waiting and never writing (the view's way of peeking).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import psutil
+
+from dmxshm.errors import RefusedError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+"""A run's ``--name``: 1 to 64 letters, digits, ``_``, ``.`` or ``-``, not starting
+with a punctuation mark."""
+
+
+class NameTakenError(RefusedError):
+    """A running network of this user already has that name.
+
+    Attributes:
+        pid: that network's supervisor.
+    """
+
+    def __init__(self, message: str, *, pid: int) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One running network, as its supervisor described it at its start."""
+
+    pid: int
+    name: str | None
+    mode: str
+    robots: int
+    agents: int
+    renderers: int
+    spine: bool
+    camera: tuple[int, int]
+    started: float  # wall clock, s since the epoch
+    uptime_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``dmxshm ps --json``'s row."""
+        return {**asdict(self), "camera": list(self.camera)}
+
+
+def live_runs() -> list[RunInfo]:
+    """This user's running networks, the oldest first."""
+    from dmxshm.shm.names import list_entries
+    from dmxshm.shm.ring import Ring
+    from dmxshm.view import rings as vr
+
+    found = []
+    for e in list_entries():
+        if e.kind != "segment" or e.what != vr.META or not psutil.pid_exists(e.pid):
+            continue
+        with contextlib.suppress(OSError):
+            if os.stat(e.path).st_uid != os.getuid():  # this user's runs only
+                continue
+        meta = None
+        with contextlib.suppress(Exception):  # a run ending as it is read: not listed
+            ring = Ring.attach(e.name)
+            try:
+                meta = vr.read_meta(ring)
+            finally:
+                ring.close()
+        if meta is None or int(meta.get("pid", -1)) != e.pid:
+            continue
+        started = float(meta["started"])
+        found.append(RunInfo(
+            pid=e.pid, name=meta.get("name"), mode=str(meta["mode"]),
+            robots=int(meta["robots"]), agents=int(meta.get("agents", 0)),
+            renderers=len(meta.get("renderer_robots", [])), spine=bool(meta.get("spine")),
+            camera=tuple(meta.get("camera", (0, 0))),  # type: ignore[arg-type]
+            started=started, uptime_s=max(time.time() - started, 0.0)))
+    return sorted(found, key=lambda r: r.started)
+
+
+def check_name(name: str | None) -> None:
+    """Refuse a name that another running network of this user has.
+
+    Raises:
+        NameTakenError: one has it (the message names its pid).
+    """
+    if name is None:
+        return
+    for run in live_runs():
+        if run.name == name:
+            raise NameTakenError(
+                f"a network named {name!r} is running (pid {run.pid}, {run.mode} mode, "
+                f"{run.robots} robots, up {run.uptime_s:.0f} s): give another --name, or "
+                "stop that run first ('dmxshm ps' lists the running networks)", pid=run.pid)

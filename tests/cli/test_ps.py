@@ -1,0 +1,62 @@
+"""``dmxshm ps`` lists the running networks; ``--name`` names one, once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from dmxshm.cli import EXIT_USAGE, cli
+from dmxshm.network import ConfigError, Network, NetworkConfig
+from dmxshm.network.runs import NameTakenError, live_runs
+from dmxshm.shm.names import list_entries
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_a_started_network_is_listed_by_name_and_its_name_is_taken() -> None:
+    cfg = NetworkConfig(mode="realtime", robots=2, agents=2, duration_s=30, camera=(0, 0),
+                        name="ps-test-net", wait_timeout_s=5.0)
+    with Network(cfg):  # started on entry
+        runs = [r for r in live_runs() if r.pid == os.getpid()]
+        assert [(r.name, r.mode, r.robots, r.agents) for r in runs] == [
+            ("ps-test-net", "realtime", 2, 2)]
+        r = CliRunner().invoke(cli, ["ps"])
+        assert r.exit_code == 0 and "ps-test-net" in r.output and str(os.getpid()) in r.output
+        rows = json.loads(CliRunner().invoke(cli, ["ps", "--json"]).output)
+        assert any(row["name"] == "ps-test-net" and row["pid"] == os.getpid() for row in rows)
+    # Gone with its run.
+    assert not [r for r in live_runs() if r.pid == os.getpid()]
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+def test_a_name_in_use_is_refused_before_anything_starts(tmp_path) -> None:
+    cfg = NetworkConfig(mode="realtime", robots=1, duration_s=30, camera=(0, 0),
+                        name="ps-taken", wait_timeout_s=5.0)
+    with Network(cfg):  # started on entry
+        before = {e.name for e in list_entries()}
+        runs = [r for r in live_runs() if r.name == "ps-taken"]
+        assert len(runs) == 1
+        # Another process asks for the same name: refused with the holder's pid, exit 2.
+        p = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--name", "ps-taken",
+                            "--steps", "5", "--camera", "0x0"], capture_output=True, text=True,
+                           cwd=str(tmp_path), timeout=50)
+        assert p.returncode == EXIT_USAGE, p.stderr
+        assert f"pid {os.getpid()}" in p.stderr and "ps-taken" in p.stderr
+        assert {e.name for e in list_entries()} == before  # the refused run made nothing
+        # And from Python, in this very process.
+        with pytest.raises(NameTakenError) as caught:
+            NetworkConfig(robots=1, steps=5, camera=(0, 0), name="ps-taken").preflight()
+        assert caught.value.pid == os.getpid()
+
+
+@pytest.mark.parametrize("name", ["", "-lead", "a b", "x" * 65, "semi;colon"])
+def test_a_bad_name_is_a_config_error(name: str) -> None:
+    with pytest.raises(ConfigError, match="name must be"):
+        NetworkConfig(name=name)
+    r = CliRunner().invoke(cli, ["run", "--name", name, "--steps", "3"])
+    assert r.exit_code == EXIT_USAGE and "name must be" in r.output
