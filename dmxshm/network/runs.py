@@ -83,7 +83,7 @@ def live_runs() -> list[RunInfo]:
             pid=e.pid, name=meta.get("name"), mode=str(meta["mode"]),
             robots=int(meta["robots"]), agents=int(meta.get("agents", 0)),
             renderers=len(meta.get("renderer_robots", [])), spine=bool(meta.get("spine")),
-            camera=tuple(meta.get("camera", (0, 0))),  # type: ignore[arg-type]
+            camera=(int(meta.get("camera", (0, 0))[0]), int(meta.get("camera", (0, 0))[1])),
             started=started, uptime_s=max(time.time() - started, 0.0)))
     return sorted(found, key=lambda r: r.started)
 
