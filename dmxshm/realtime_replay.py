@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,8 +36,9 @@ if TYPE_CHECKING:
 Recording = Any
 """A :class:`dmxshm.replay.Recording` (named, not imported: replay imports this module)."""
 
-_SAMPLE_DTYPES: dict[str, np.dtype[Any]] = {"imu": np.dtype("<f4"), "encoders": np.dtype("<i8"), "tof": np.dtype("<f4"),
-                  "camera": np.dtype("u1")}
+_SAMPLE_DTYPES: dict[str, np.dtype[Any]] = {
+    "imu": np.dtype("<f4"), "encoders": np.dtype("<i8"), "tof": np.dtype("<f4"),
+    "camera": np.dtype("u1")}
 """Each sensor's value type in an observation record (what the digest hashes)."""
 
 
@@ -97,7 +99,9 @@ def realtime_config(rec: Recording) -> NetworkConfig:
     names = {f.name for f in dataclasses.fields(NetworkConfig) if not f.name.startswith("_")}
     given = {k: v for k, v in rec.config.items() if k in names}
     given.update(log=None, record_dir=None, pin={}, profile=False, agent="idle",
-                 camera=tuple(given.get("camera", (0, 0))))
+                 camera=tuple(given.get("camera", (0, 0))), name=None,
+                 # the renderer the run used ("auto" resolved there, not here)
+                 renderer=str(rec.summary.get("renderer", given.get("renderer", "tiny"))))
     return NetworkConfig(**given)
 
 
@@ -113,10 +117,14 @@ class _Sensors:
                            substeps=cfg.substeps)  # the renderer's: poses, for rays
         self.tof = TimeOfFlight()
         self.view = self.camera = None
-        if camera and cfg.camera_wh is not None:
-            self.view = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
-                              substeps=cfg.substeps, renderer=cfg.renderer_used)
-            self.camera = Camera(*cfg.camera_wh, renderer=cfg.renderer_used)
+        try:
+            if camera and cfg.camera_wh is not None:
+                self.view = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
+                                  substeps=cfg.substeps, renderer=cfg.renderer_used)
+                self.camera = Camera(*cfg.camera_wh, renderer=cfg.renderer_used)
+        except BaseException:
+            self.close()
+            raise
         self._posed = self._viewed = -1
 
     def values(self, sensor: str, step: int, states: np.ndarray,
@@ -165,6 +173,8 @@ def _fields(data: bytes) -> dict[int, Any]:
         nonlocal at
         value = shift = 0
         while True:
+            if at >= len(data):
+                raise ValueError("a protobuf message cut short")
             byte = data[at]
             at += 1
             value |= (byte & 0x7F) << shift
@@ -179,6 +189,8 @@ def _fields(data: bytes) -> dict[int, Any]:
             out[number] = varint()
         elif wire == 2:
             n = varint()
+            if at + n > len(data):
+                raise ValueError("a protobuf field longer than its message")
             out[number] = data[at:at + n]
             at += n
         elif wire in (1, 5):
@@ -329,7 +341,13 @@ def _check(result: RealtimeReplay, sensors: _Sensors,
             result.samples += 1
             if result.first_difference is not None:
                 continue
-            logged = _logged(sensor, sample)
+            try:
+                logged = _logged(sensor, sample)
+            except (ValueError, zlib.error) as exc:
+                from dmxshm.logs import LogError, robot_topic
+
+                raise LogError(f"a message on {robot_topic(robot, sensor)} (state {step}) "
+                               f"does not decode ({exc}): the log is damaged") from None
             same_time = sample.sim_ns == round(sim_time_s * 1e9)
             if not same_time or logged.shape != value.shape or not np.array_equal(logged, value):
                 from dmxshm.logs import robot_topic

@@ -124,8 +124,7 @@ def load(path: str) -> Recording:
                 d = json.loads(msg.data)
                 wheels.setdefault(int(topic[len("/robot"):].split("/")[0]), []).append(
                     (int(d["step"]), float(d["left_rad_s"]), float(d["right_rad_s"])))
-            elif (config is not None and config.get("mode") == "realtime"
-                  and topic.startswith("/robot") and topic.split("/")[-1] in SENSOR_TOPICS):
+            elif topic.startswith("/robot") and topic.split("/")[-1] in SENSOR_TOPICS:
                 robot, sensor = int(topic[len("/robot"):].split("/")[0]), topic.split("/")[-1]
                 samples.setdefault((robot, sensor), []).append(
                     camera_sample(msg.data) if sensor == "camera"
@@ -160,6 +159,8 @@ def load(path: str) -> Recording:
                 f"{path}: robot {robot} has {len(got)} wheel commands for {steps} steps"
                 + (f" (missing from step {missing[0]})" if len(missing) else "")
                 + "; replay needs the command of every step")
+    if config.get("mode") != "realtime":
+        samples = {}  # a gym run replays as a network: its samples are not needed
     return Recording(config, summary, commands, samples)
 
 
@@ -218,7 +219,8 @@ def replay_config(rec: Recording, agent: str, log: str | None = None,
         camera=tuple(camera if camera is not None else c["camera"]),
         seed=int(c["seed"]), map=str(c["map"]), dt_s=dt_s,
         substeps=substeps, wait_timeout_s=float(c["wait_timeout_s"]), log=log,
-        renderer=str(c.get("renderer", default["renderer"])),
+        # the renderer the run used ("auto" resolved there, not here)
+        renderer=str(rec.summary.get("renderer", c.get("renderer", default["renderer"]))),
         spine=bool(c.get("spine", default["spine"])),
         spine_hz=float(c.get("spine_hz", default["spine_hz"])), **overrides)
 
@@ -389,6 +391,7 @@ def run_recording(rec: Recording, path: str, log: str | None = None,
     from dmxshm.network import run
     from dmxshm.realtime_replay import replay_realtime
 
+    camera = None if camera is None else (int(camera[0]), int(camera[1]))
     _check_log(rec, path, log, camera)
     if _in_process(rec, log):
         return ReplayResult(rec, replay_realtime(rec, camera != (0, 0), on_progress))

@@ -191,7 +191,8 @@ class NetworkConfig:
                f"{EGL_MAX_WH[1]} buffer (it would be drawn smaller and stretched); use a "
                "smaller camera or --renderer tiny")
         _check(self.profile_interval_s > 0, "profile interval must be positive")
-        _check(self.name is None or (isinstance(self.name, str) and bool(NAME_RE.match(self.name))),
+        _check(self.name is None
+               or (isinstance(self.name, str) and bool(NAME_RE.fullmatch(self.name))),
                f"name must be 1 to 64 letters, digits, '_', '.' or '-', starting with a letter "
                f"or digit, not {self.name!r}")
         _check(self.pin == "auto" or isinstance(self.pin, dict),

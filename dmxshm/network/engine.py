@@ -271,6 +271,7 @@ class Engine(Role[EngineResult]):
         everyone = np.arange(cfg.robots)
         t_start = clock()
         published = 0
+        every = cfg.state_every  # a property: once, not every CAN cycle
 
         def publish(states: np.ndarray) -> None:
             nonlocal published
@@ -296,7 +297,7 @@ class Engine(Role[EngineResult]):
                 states = world.state()
                 _reply_to_spine(reply, self.done, states, int(frame["step"]), t_taken)
                 self.done += 1
-                if state_due(self.done, cfg.state_every):
+                if state_due(self.done, every):
                     publish(states)
             taps.end(self.done, world.sim_time_s, states)
         finally:
@@ -311,6 +312,7 @@ class Engine(Role[EngineResult]):
         was_live = np.zeros(cfg.robots, bool)
         self.late_steps, self.max_lag_s = 0, 0.0
         sources = list(zip(self.cmd_rings, self.agent_rows, strict=True))
+        state_dt_s = cfg.state_dt_s  # a property: once, not every step
         t_start = clock()
         try:
             for k in range(cfg.planned_steps):
@@ -336,7 +338,7 @@ class Engine(Role[EngineResult]):
                 # Sleep until the wall clock reaches the simulated time of step k+1.
                 # A late step is counted and the next one starts at once, so the
                 # simulation catches up with the wall clock instead of drifting.
-                ahead_s = t_start + (k + 1) * cfg.state_dt_s - clock()
+                ahead_s = t_start + (k + 1) * state_dt_s - clock()
                 if ahead_s > 0:
                     time.sleep(ahead_s)
                 else:

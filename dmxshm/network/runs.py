@@ -15,8 +15,6 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import psutil
-
 from dmxshm.errors import RefusedError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -58,17 +56,22 @@ class RunInfo:
 
 def live_runs() -> list[RunInfo]:
     """This user's running networks, the oldest first."""
+    from dmxshm.shm.clean import creator_alive, in_other_namespace
     from dmxshm.shm.names import list_entries
     from dmxshm.shm.ring import Ring
     from dmxshm.view import rings as vr
 
     found = []
     for e in list_entries():
-        if e.kind != "segment" or e.what != vr.META or not psutil.pid_exists(e.pid):
+        if e.kind != "segment" or e.what != vr.META or in_other_namespace(e):
             continue
-        with contextlib.suppress(OSError):
-            if os.stat(e.path).st_uid != os.getuid():  # this user's runs only
-                continue
+        try:
+            st = os.stat(e.path)
+        except OSError:
+            continue  # gone as it was listed
+        # This user's runs, whose creator lives (a pid reused since is not it).
+        if st.st_uid != os.getuid() or not creator_alive(e, st):
+            continue
         meta = None
         with contextlib.suppress(Exception):  # a run ending as it is read: not listed
             ring = Ring.attach(e.name)

@@ -111,6 +111,15 @@ def test_one_altered_command_is_found(recorded: tuple[str, object], tmp_path) ->
     assert result.first_difference is not None and result.first_difference.step > 40
 
 
+def test_a_damaged_frame_is_a_log_error_naming_it(recorded: tuple[str, object],
+                                                  tmp_path) -> None:
+    path, _ = recorded
+    bad = str(tmp_path / "bad-frame.mcap")
+    altered(path, bad, logs.robot_topic(0, "camera"), 3, lambda data: data[:-40])
+    with pytest.raises(logs.LogError, match="/robot00/camera"):
+        replay(bad)
+
+
 def test_a_logged_frame_is_read_without_a_protobuf_library() -> None:
     from foxglove import messages as m
 
