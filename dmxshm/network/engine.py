@@ -193,8 +193,13 @@ class Engine(Role[EngineResult]):
         construction; with a spine, the spine expires the agents' commands (its own
         report counts them) and keeps the schedule: None, not counted."""
         world, rej = self.world, self.rejections
+        steps = self.done
+        if self.cfg.mode == "gym" and not self.cfg.spine:
+            # The steps physics made: a stop (Ctrl-C) between a step and its count
+            # must not report one step fewer than the simulated time says.
+            steps = world.step_count
         return EngineResult(
-            steps=self.done, sim_time_s=world.sim_time_s, wall_time_s=self.wall_s,
+            steps=steps, sim_time_s=world.sim_time_s, wall_time_s=self.wall_s,
             physics_s=self.physics_s, metrics_s=self.lanes.seconds,
             pose_digest=self.pose_digest.hexdigest(), digests=self.digest.hexdigests(),
             rejected_commands=rej.counts.tolist(),

@@ -23,7 +23,7 @@ from tests.procs import JOIN_TIMEOUT_S
 
 pytestmark = pytest.mark.timeout(CLI_TIMEOUT_S)
 
-COMMANDS = {"bench", "clean", "info", "log", "maps", "profile", "replay", "run", "spine",
+COMMANDS = {"bench", "clean", "info", "log", "maps", "profile", "ps", "replay", "run", "spine",
             "view"}
 MAX_MODULE_LINES = 300
 
