@@ -55,13 +55,14 @@ def ctrl_c_after(args: list[str], steps: int, json_path: Path) -> tuple[int, str
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_a_ctrl_c_realtime_run_keeps_its_command_drops(tmp_path: Path) -> None:
-    # One agent for 3 robots answers every observation (IMU at 100 Hz) and the
-    # engine takes the newest command 30 times a second: the rest are dropped.
+    # One agent for 3 robots answers every observation: three sensors on grids of
+    # nearly 100 Hz make ~300 a second, and the engine takes the newest command
+    # 240 times a second (a Bullet step each): the rest are dropped.
     code, out, err, data = ctrl_c_after(
-        ["--mode", "realtime", "--robots", "3", "--duration", "60", "--camera", "0x0"],
-        steps=60, json_path=tmp_path / "run.json")
+        ["--mode", "realtime", "--robots", "3", "--duration", "60", "--camera", "0x0",
+         "--rates", "encoders=99,tof=98"], steps=480, json_path=tmp_path / "run.json")
     assert code == 130, err[-2000:]
-    assert data["interrupted"] and data["steps"] >= 59
+    assert data["interrupted"] and data["steps"] >= 479
     assert data["drops"]["commands"] > 0, data["drops"]
     assert "drops: commands 0," not in out
     assert len(data["final_poses"]) == 3 and max(data["lane"]["distance_m"]) > 0
