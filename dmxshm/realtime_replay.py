@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dmxshm.network.taps.digest import SAMPLE_FIELDS, combine, stream_key
+from dmxshm.network.taps.digest import (
+    SAMPLE_FIELDS,
+    PoseDigest,
+    SampleDigest,
+    StateDigest,
+    combine,
+)
 
 if TYPE_CHECKING:
     from dmxshm.network.config import NetworkConfig
@@ -255,7 +261,10 @@ def replay_realtime(rec: Recording, camera: bool = True,
     t0 = time.perf_counter()
     made = [s for s in SAMPLE_FIELDS
             if s != "camera" or (camera and cfg.camera_wh is not None)]
-    streams = {(r, s): hashlib.sha256() for r in range(cfg.robots) for s in made}
+    # The run's own digest taps, fed what the replay recomputes.
+    streams = SampleDigest(range(cfg.robots), made)
+    state_digest = StateDigest(with_end=not cfg.spine_process)
+    pose_digest = PoseDigest(with_end=not cfg.spine_process)
     by_step: dict[int, list[tuple[int, str, Sample]]] = {}
     images: dict[int, list[tuple[int, Sample]]] = {}  # by simulated time, ns
     for (robot, sensor), got in rec.samples.items():
@@ -266,7 +275,6 @@ def replay_realtime(rec: Recording, camera: bool = True,
                 images.setdefault(sample.sim_ns, []).append((robot, sample))
             else:
                 by_step.setdefault(sample.step, []).append((robot, sensor, sample))
-    states_h, commands_h, poses_h = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
     result = RealtimeReplay(rec.mode, rec.steps, 0.0, "", "", {}, [])
     sensors = _Sensors(cfg, camera)
     dt_s, substeps = cfg.engine_world_steps
@@ -274,8 +282,8 @@ def replay_realtime(rec: Recording, camera: bool = True,
         with World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s, substeps=substeps) as world:
 
             def publish(step: int, states: np.ndarray) -> None:
-                states_h.update(states.tobytes())
-                poses_h.update(poses_2d(states).tobytes())
+                state_digest.state(step, world.sim_time_s, states)
+                pose_digest.state(step, world.sim_time_s, states)
                 due = by_step.pop(step, [])
                 due += [(r, "camera", s) for r, s in
                         images.pop(round(world.sim_time_s * 1e9), [])]
@@ -288,7 +296,7 @@ def replay_realtime(rec: Recording, camera: bool = True,
             for k in range(rec.steps):
                 if not cfg.spine_process:
                     publish(k, world.state())
-                commands_h.update(np.ascontiguousarray(rec.commands[k], "<f8").tobytes())
+                state_digest.commands(k, world.sim_time_s, rec.commands[k], None)
                 world.apply_wheel_speeds(rec.commands[k])
                 world.step()
                 if cfg.spine_process and (k + 1) % cfg.state_every == 0:
@@ -299,34 +307,32 @@ def replay_realtime(rec: Recording, camera: bool = True,
             if on_progress is not None:
                 on_progress(rec.steps)
             states = world.state()
-            if not cfg.spine_process:  # the state after the last step, as the engine's end
-                states_h.update(states.tobytes())
-                poses_h.update(poses_2d(states).tobytes())
+            # The state after the last step, as the engine's end (not under a spine).
+            state_digest.end(rec.steps, world.sim_time_s, states)
+            pose_digest.end(rec.steps, world.sim_time_s, states)
             result.final_poses = poses_2d(states).tolist()
     finally:
         sensors.close()
     result.unread = sorted({f"robot{r:02d}/{s}" for left in by_step.values()
                             for r, s, _ in left}
                            | {f"robot{r:02d}/camera" for left in images.values() for r, _ in left})
-    digests = {stream_key(r, s): h.hexdigest() for (r, s), h in sorted(streams.items())}
-    result.digests = {"states": states_h.hexdigest(), "commands": commands_h.hexdigest(),
-                      **digests}
+    digests = streams.hexdigests()
+    result.digests = {**state_digest.hexdigests(), **digests}
     result.trajectory_digest = combine(result.digests["states"], result.digests["commands"],
                                        digests)
-    result.pose_digest = poses_h.hexdigest()
+    result.pose_digest = pose_digest.hexdigest()
     result.wall_time_s = time.perf_counter() - t0
     return result
 
 
 def _check(result: RealtimeReplay, sensors: _Sensors,
-           streams: dict[tuple[int, str], Any], step: int, sim_time_s: float,
+           streams: SampleDigest, step: int, sim_time_s: float,
            states: np.ndarray, due: list[tuple[int, str, Sample]]) -> None:
     """Recompute the samples ``due`` (those that read state ``step``), compare each with
     its logged value, and hash the recomputed ones into their streams."""
     by_sensor: dict[str, list[tuple[int, Sample]]] = {}
     for robot, sensor, sample in due:
         by_sensor.setdefault(sensor, []).append((robot, sample))
-    read = step.to_bytes(8, "little")
     for sensor in SAMPLE_FIELDS:  # in any order: each stream is a robot's sensor
         got = by_sensor.get(sensor)
         if not got:
@@ -335,9 +341,7 @@ def _check(result: RealtimeReplay, sensors: _Sensors,
         values = dict(zip(robots, sensors.values(sensor, step, states, robots), strict=True))
         for robot, sample in got:
             value = values[robot]
-            h = streams[robot, sensor]
-            h.update(read)
-            h.update(value.tobytes())
+            streams.add(robot, sensor, step, value.tobytes())
             result.samples += 1
             if result.first_difference is not None:
                 continue

@@ -138,23 +138,25 @@ class SampleDigest(Tap):
 
     def samples(self, step: int, sim_time_s: float, robots: tuple[int, ...],
                 obs: np.ndarray, due: tuple[str, ...]) -> None:
-        read = step.to_bytes(8, "little")
-        hashes = self.hashes
         for sensor in due:
             # One copy of the field for all robots, cut per robot (numpy's per-row
             # indexing cost more than the hashing at a few robots).
             values = obs[SAMPLE_FIELDS[sensor]].tobytes()
             size = len(values) // len(robots)
             for j, robot in enumerate(robots):
-                hashes[robot, sensor].update(read + values[j * size:(j + 1) * size])
+                self.add(robot, sensor, step, values[j * size:(j + 1) * size])
 
     def images(self, frame: int, step: int, sim_time_s: float, robots: tuple[int, ...],
                images: np.ndarray) -> None:
-        read = step.to_bytes(8, "little")
         for j, robot in enumerate(robots):
-            h = self.hashes[robot, "camera"]
-            h.update(read)
-            h.update(images[j].tobytes())
+            self.add(robot, "camera", step, images[j].tobytes())
+
+    def add(self, robot: int, sensor: str, step: int, value: bytes) -> None:
+        """One sample of ``sensor`` of ``robot``, made from state ``step``: what a stream
+        hashes (a replay feeds its recomputed samples here too)."""
+        h = self.hashes[robot, sensor]
+        h.update(step.to_bytes(8, "little"))
+        h.update(value)
 
     def hexdigests(self) -> dict[str, str]:
         """Each stream's digest, by :func:`stream_key`."""
