@@ -8,12 +8,14 @@ from dmxshm.errors import DmxError
 
 if TYPE_CHECKING:
     from dmxshm.batch.vector import make_vec
+    from dmxshm.client import NetworkEnded, connect
 
 __version__ = "0.1.0"
 
-__all__ = ["DmxError", "__version__", "make_vec"]
+__all__ = ["DmxError", "NetworkEnded", "__version__", "connect", "make_vec"]
 
-_LAZY = {"make_vec": "dmxshm.batch.vector"}
+_LAZY = {"make_vec": "dmxshm.batch.vector", "connect": "dmxshm.client",
+         "NetworkEnded": "dmxshm.client"}
 """Names given here but defined in a module that ``import dmxshm`` does not load (the
 batch brings posix_ipc and the workers' machinery): the name is the function itself,
 so ``help(dmxshm.make_vec)`` shows its real signature and docstring."""

@@ -37,7 +37,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         profile: bool, profile_interval_s: float, rates: dict[str, float],
         log_path: str | None, view: bool, view_port: int, view_host: str,
         foxglove: bool, foxglove_port: int, foxglove_host: str,
-        allow_remote: bool, renderer: str, name: str | None) -> None:
+        allow_remote: bool, renderer: str, name: str | None, external_agents: int | None,
+        connect_timeout_s: float) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -51,8 +52,14 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     reply_at: dict[str, Any] = ({} if spine_reply_at_s is None
                                 else {"spine_reply_at_s": spine_reply_at_s})
     with usage_errors():  # what was asked cannot run: found before anything starts
+        if external_agents is not None and external_agents < 1:
+            raise RefusedError(f"--external-agents must be 1 or more, not {external_agents} "
+                               "(leave it out for a run of built-in agents only)")
+        if agents is None:
+            agents = 0 if external_agents else network.NetworkConfig.agents
         config = network.NetworkConfig(
             mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
+            external_agents=external_agents or 0, connect_timeout_s=connect_timeout_s,
             steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
             pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
@@ -74,14 +81,17 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             url = stack.enter_context(launch.foxglove_process(os.getpid(), foxglove_host,
                                                               foxglove_port, allow_remote))
             click.echo(f"foxglove: {url}", err=True)
+        announce: dict[str, Any] = {}
         if view:
             url = stack.enter_context(launch.view_process(os.getpid(), view_host, view_port,
                                                           allow_remote, follow=False))
             click.echo(f"view: {url}", err=True)
+            announce["view"] = url
         with console.run_progress(f"{mode} run", config.planned_steps,
                                   live_table=profile) as (on_progress, on_profile):
             try:
-                summary = network.run(config, on_progress=on_progress, on_profile=on_profile)
+                summary = network.run(config, on_progress=on_progress, on_profile=on_profile,
+                                      announce=announce)
             except network.RunFailedError as exc:  # the figures still tell what happened
                 failed, summary = exc, exc.summary
             except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, SIGTERM: what was done

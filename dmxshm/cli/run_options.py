@@ -46,8 +46,18 @@ OPTIONS = [
                  help="Robots in the world."),
     click.option("--renderers", type=int, default=_default("renderers"), show_default=True,
                  help="Renderer processes (robots are split between them)."),
-    click.option("--agents", type=int, default=_default("agents"), show_default=True,
-                 help="Agent processes (robots are split between them)."),
+    click.option("--agents", type=int, default=None,
+                 help=f"Built-in agent processes (robots are split between them and the "
+                      f"external slots, built-in first)  [default: {_default('agents')}, or 0 "
+                      "with --external-agents]"),
+    click.option("--external-agents", type=int, default=None,
+                 help="Agent slots for programs the network does not start: each takes one "
+                      "with dmxshm.connect() (or the C ABI of docs/abi.md). Gym mode waits "
+                      "for their commands; realtime: an unclaimed slot's robots stand still."),
+    click.option("--connect-timeout", "connect_timeout_s", type=float,
+                 default=_default("connect_timeout_s"), show_default=True,
+                 help="Gym mode with --external-agents: seconds a slot may wait for a client "
+                      "(at the start, or after its client left) before the run fails."),
     click.option("--agent", default=_default("agent"), show_default=True,
                  help="Built-in agent (idle, random, lane-follow), module:callable (found in "
                       "--app-dir or on sys.path) or path/to/file.py:callable."),

@@ -58,7 +58,7 @@ class Agent(Role[AgentResult]):
                                  f"{type(exc).__name__}: {exc}") from exc
             counts.busy_s += clock() - t0
             cmd["step"] = step
-            cmd["wall_time_s"] = time.monotonic()
+            cmd["wall_time_s"] = cmd["sent_time_s"] = time.monotonic()
             cmd["wheels_rad_s"] = as_wheels(answer, n, self.name)
             self.cmd_ring.write(cmd, cfg.wait_timeout_s)
             counts.steps += 1

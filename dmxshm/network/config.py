@@ -105,6 +105,11 @@ class NetworkConfig:
         name: the run's name, listed by ``dmxshm ps`` (:mod:`dmxshm.network.runs`);
             two running networks of one user never share one (refused at start).
             None: unnamed.
+        external_agents: agent slots that programs the network did not start take
+            (:func:`dmxshm.connect`, docs/abi.md); the robots are split among the
+            ``agents`` built-in agents and these, built-in first.
+        connect_timeout_s: gym mode with ``external_agents``: how long a slot may stay
+            unclaimed (at the start, or after its client left) before the run fails.
     """
 
     mode: str = "gym"
@@ -135,6 +140,8 @@ class NetworkConfig:
     log: str | None = None
     renderer: str = "tiny"
     name: str | None = None
+    external_agents: int = 0
+    connect_timeout_s: float = 60.0
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
     _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
@@ -147,10 +154,22 @@ class NetworkConfig:
         _check(self.mode in MODES, f"mode must be one of {MODES}, not {self.mode!r}")
         _check(1 <= self.robots <= MAX_ROBOTS,
                f"robots must be between 1 and {MAX_ROBOTS}, not {self.robots}")
-        for what in ("renderers", "agents"):
-            n = getattr(self, what)
-            _check(1 <= n <= self.robots,
-                   f"{what} must be between 1 and the number of robots ({self.robots}), not {n}")
+        _check(1 <= self.renderers <= self.robots,
+               f"renderers must be between 1 and the number of robots ({self.robots}), "
+               f"not {self.renderers}")
+        _check(self.external_agents >= 0,
+               f"external agents must be 0 or more, not {self.external_agents}")
+        _check(self.agents >= (0 if self.external_agents else 1),
+               f"agents must be at least {0 if self.external_agents else 1}, not {self.agents}")
+        _check(self.total_agents <= self.robots,
+               f"{self.agents} built-in and {self.external_agents} external agents are "
+               f"{self.total_agents} agents for {self.robots} robots: every agent needs a robot "
+               "(give more --robots, or fewer agents)" if self.external_agents else
+               f"agents must be between 1 and the number of robots ({self.robots}), "
+               f"not {self.agents}")
+        _check(math.isfinite(self.connect_timeout_s) and self.connect_timeout_s > 0,
+               f"connect timeout must be a positive number of seconds, "
+               f"not {self.connect_timeout_s}")
         _check(self.steps >= 1, f"steps must be at least 1, not {self.steps}")
         _check(math.isfinite(self.duration_s) and self.duration_s > 0,
                f"duration must be a positive number of seconds, not {self.duration_s}")
@@ -222,7 +241,22 @@ class NetworkConfig:
         return ([("engine", 0)] + [("renderer", r) for r in range(self.renderers)]
                 + [("camera", r) for r in range(self.renderers) if self.camera_processes]
                 + [("agent", a) for a in range(self.agents)]
+                + [("slot", j) for j in range(self.external_agents)]
                 + ([("spine", 0)] if self.spine_process else []))
+
+    @property
+    def total_agents(self) -> int:
+        """Built-in agents and external slots: the robots are split among these."""
+        return self.agents + self.external_agents
+
+    @property
+    def barrier_timeout_s(self) -> float:
+        """How long a gym-mode wait for the next step may last: ``wait_timeout_s``, and
+        ``connect_timeout_s`` more with external slots (a slot's client may come late,
+        or leave and be replaced). The slot's own process keeps the shorter limits."""
+        if self.mode == "gym" and self.external_agents:
+            return self.wait_timeout_s + self.connect_timeout_s
+        return self.wait_timeout_s
 
     @property
     def renderer_used(self) -> str:
@@ -280,6 +314,7 @@ class NetworkConfig:
             "duration_s": ("realtime", "a gym run lasts --steps steps"),
             "sensor_rates_hz": ("realtime", "in gym mode every sensor produces once a step"),
             "command_timeout_s": ("realtime", "in gym mode every step waits for every command"),
+            "connect_timeout_s": ("gym", "in realtime an unclaimed slot's robots stand still"),
             "spine_reply_at_s": ("realtime", "a gym spine is the engine's lockstep pipeline, "
                                              "with no frames to reply to")}
         unused = []

@@ -92,8 +92,7 @@ class Rejections:
         self._everyone_checks = 0  # checks of every robot at once (gym mode: one a step)
         self._bad = np.zeros(robots, np.int64)
         self.first: dict[int, str] = {}
-        self.owner = {int(r): f"agent-{a}" for a, rows in enumerate(plan.agent_robots)
-                      for r in rows}
+        self.owner = plan.owners()
 
     @property
     def received(self) -> np.ndarray:
@@ -167,6 +166,8 @@ class Engine(Role[EngineResult]):
         self.late_steps: int | None = None
         self.max_lag_s: float | None = None
         self.expired: np.ndarray | None = None
+        # Realtime: each taken command's age (taken - made), per command source.
+        self.latency: list[list[float]] | None = None
 
     def loop(self) -> EngineResult:
         if self.cfg.mode == "gym":
@@ -205,8 +206,24 @@ class Engine(Role[EngineResult]):
             rejected_commands=rej.counts.tolist(),
             expired_commands=None if self.expired is None else self.expired.tolist(),
             received_commands=rej.received.tolist(), first_rejections=rej.first,
+            command_latency=self._latency(),
             lane=self.lanes.report(), late_steps=self.late_steps, max_lag_s=self.max_lag_s,
             taps=self.taps.results())
+
+    def _latency(self) -> dict[str, dict[str, float]] | None:
+        """Realtime: per agent (``agent-0``, ``slot-0``), the age of the commands the
+        engine took, from their making (``sent_time_s``) to the step that applied them:
+        count, median, 99th percentile and maximum, in seconds."""
+        if self.latency is None:
+            return None
+        out = {}
+        for a, ages in enumerate(self.latency):
+            if ages:
+                x = np.asarray(ages)
+                out[self.plan.agent_name(a)] = {
+                    "n": int(x.size), "p50_s": float(np.percentile(x, 50)),
+                    "p99_s": float(np.percentile(x, 99)), "max_s": float(x.max())}
+        return out
 
     def _ended(self, result: EngineResult) -> EngineResult:
         """What every end reports, a stop's partial result too: the final poses and the
@@ -226,7 +243,7 @@ class Engine(Role[EngineResult]):
         wheels = np.zeros((cfg.robots, 2))
         everyone = np.arange(cfg.robots)
         sources = list(zip(self.cmd_rings, self.agent_rows, strict=True))
-        timeout_s = cfg.wait_timeout_s
+        timeout_s = cfg.barrier_timeout_s  # with external slots: a client may come late
         t_start = clock()
         # --spine: Vulp's pipeline in lockstep (SimulationSpine): the observation
         # published at step k is the state after the CAN cycle (physics step) of
@@ -317,6 +334,8 @@ class Engine(Role[EngineResult]):
         was_live = np.zeros(cfg.robots, bool)
         self.late_steps, self.max_lag_s = 0, 0.0
         sources = list(zip(self.cmd_rings, self.agent_rows, strict=True))
+        ages: list[list[float]] = [[] for _ in sources]
+        self.latency = ages
         state_dt_s = cfg.state_dt_s  # a property: once, not every step
         t_start = clock()
         try:
@@ -324,9 +343,10 @@ class Engine(Role[EngineResult]):
                 states = world.state()
                 _publish(self.state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
                 taps.state(k, world.sim_time_s, states)
-                for ring, rows in sources:
+                for i, (ring, rows) in enumerate(sources):
                     cmd = ring.try_read(newest=True)
                     if cmd is not None:  # checked once, when it arrives
+                        ages[i].append(clock() - float(cmd["sent_time_s"]))
                         wheels[rows] = self.rejections.check(cmd["wheels_rad_s"], rows, k)
                         cmd_time[rows] = cmd["wall_time_s"]
                 now = clock()

@@ -55,7 +55,9 @@ PORTS = {
     "state.renderer.N": "engine -> renderer-N: every robot's state, each published step",
     "state.camera.N": "engine -> camera-N: the same, for renderer N's camera process",
     "camera.N": "camera-N -> renderer-N: its robots' images (realtime with a camera)",
-    "cmd.agent.N": "agent-N -> engine (or the spine): its robots' wheel commands",
+    "cmd.agent.N": "agent-N -> engine (or the spine): its robots' wheel commands (N: "
+                   "the agent's index among built-in agents and slots, built-in first)",
+    "slot.N": "an outside program <-> slot-N: the agent slot of docs/abi.md",
     "spine.frames": "spine -> engine: every robot's command, one frame per CAN cycle",
     "spine.replies": "engine -> spine: the wheel states after each frame's physics step",
     "spine.records": "spine -> anyone: its per-cycle timing records",
@@ -133,6 +135,17 @@ class Plan:
         """This process's slot in the start barrier: its place in the start order."""
         return self.config.processes().index((role, 0 if role in ("engine", "spine") else index))
 
+    def agent_name(self, a: int) -> str:
+        """Who drives the robots of agent index ``a``: ``agent-a`` (built in) or
+        ``slot-j`` (the j-th external slot)."""
+        built_in = self.config.agents
+        return f"agent-{a}" if a < built_in else f"slot-{a - built_in}"
+
+    def owners(self) -> dict[int, str]:
+        """Each robot's driver (:meth:`agent_name`)."""
+        return {int(r): self.agent_name(a) for a, rows in enumerate(self.agent_robots)
+                for r in rows}
+
     def links_of_renderer(self, r: int) -> list[ObsLink]:
         return [link for link in self.links if link.renderer == r]
 
@@ -153,7 +166,7 @@ def split(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
 def make_plan(config: NetworkConfig) -> Plan:
     """The topology of ``config`` (ring names are filled in by the network)."""
     rend = split(config.robots, config.renderers)
-    agents = split(config.robots, config.agents)
+    agents = split(config.robots, config.total_agents)
     links = []
     for r, rr in enumerate(rend):
         for a, aa in enumerate(agents):
@@ -181,6 +194,9 @@ def obs_slot_dtype(config: NetworkConfig, robots: int) -> np.dtype:
 
 
 def cmd_slot_dtype(robots: int) -> np.dtype:
-    """Wheel commands of the robots of one agent, for one step."""
-    return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"),
+    """Wheel commands of the robots of one agent, for one step: ``wall_time_s`` when the
+    network got it (a built-in agent: when it sent it; its expiry counts from this),
+    ``sent_time_s`` when its agent made it (an outside client's ``act()``), both
+    ``time.monotonic()``."""
+    return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"), ("sent_time_s", "<f8"),
                      ("wheels_rad_s", "<f8", (robots, 2))])

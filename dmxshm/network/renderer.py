@@ -183,7 +183,7 @@ class Renderer(Role[RendererResult]):
     def _gym(self) -> None:
         cfg, sensing, taps = self.cfg, self.sensing, self.taps
         sources = list(zip(self.links, self.obs_rings, strict=True))
-        timeout_s = cfg.wait_timeout_s
+        timeout_s = cfg.barrier_timeout_s  # with external slots: a client may come late
         produced, made = sensing.produced, self.made
         while True:
             try:

@@ -43,6 +43,7 @@ class EngineResult:
     cmd_drops: int = 0
     state_drops: int = 0
     taps: dict[str, Any] = field(default_factory=dict)
+    command_latency: dict[str, dict[str, float]] | None = None
 
 
 @dataclass
@@ -83,3 +84,26 @@ class AgentResult:
     steps: int
     busy_s: float
     obs_drops: int
+
+
+@dataclass
+class SlotResult:
+    """An agent slot's figures (:mod:`dmxshm.network.slot`): who held it and when,
+    the commands it passed on and those it rejected.
+
+    ``holders`` has one record per client that held the slot: ``pid``, ``name`` (what
+    the client called itself), ``claimed_at``/``left_at`` (Unix time; ``left_at`` None
+    if it held the slot to the end) and ``claimed_step``/``left_step``. ``rejections``
+    counts the rejected commands by reason (``step``, ``sequence``, ``reset``, ``time``),
+    ``first_rejections`` says what the first of each was.
+    """
+
+    index: int
+    robots: list[int]
+    steps: int = 0  # commands passed on to the engine
+    accepted: int = 0
+    rejected: int = 0
+    rejections: dict[str, int] = field(default_factory=dict)
+    first_rejections: dict[str, str] = field(default_factory=dict)
+    holders: list[dict[str, Any]] = field(default_factory=list)
+    obs_drops: int = 0

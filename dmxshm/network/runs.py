@@ -35,8 +35,50 @@ class NameTakenError(RefusedError):
 
 
 @dataclass(frozen=True)
+class SlotInfo:
+    """An agent slot of a running network (docs/abi.md) and who holds it now.
+
+    ``holder`` is the pid the holding client wrote (its own PID namespace's), None
+    while the slot is free; ``served``: the network's slot process serves it.
+    """
+
+    index: int
+    robots: tuple[int, ...]
+    segment: str
+    holder: int | None
+    holder_name: str
+    served: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "robots": list(self.robots)}
+
+
+def slot_states(slots: list[dict[str, Any]]) -> tuple[SlotInfo, ...]:
+    """Each slot of a run's meta, with its holder now (never takes a lock)."""
+    from dmxshm.shm.slot import SlotSegment
+
+    out = []
+    for s in slots:
+        holder, who, served = None, "", False
+        with contextlib.suppress(Exception):  # a run ending as it is read: a free slot
+            seg = SlotSegment.attach(str(s["segment"]))
+            try:
+                served = seg.served()
+                if seg.held():
+                    pid, _, who = seg.holder()
+                    holder = pid
+            finally:
+                seg.close()
+        out.append(SlotInfo(index=int(s["index"]), robots=tuple(int(r) for r in s["robots"]),
+                            segment=str(s["segment"]), holder=holder, holder_name=who,
+                            served=served))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class RunInfo:
-    """One running network, as its supervisor described it at its start."""
+    """One running network, as its supervisor described it at its start, and its
+    agent slots as they are now."""
 
     pid: int
     name: str | None
@@ -48,10 +90,17 @@ class RunInfo:
     camera: tuple[int, int]
     started: float  # wall clock, s since the epoch
     uptime_s: float
+    slots: tuple[SlotInfo, ...] = ()
+    view: str | None = None  # the live view's address, where the run has one
+
+    @property
+    def free_slots(self) -> list[SlotInfo]:
+        return [s for s in self.slots if s.holder is None]
 
     def to_dict(self) -> dict[str, Any]:
         """``dmxshm ps --json``'s row."""
-        return {**asdict(self), "camera": list(self.camera)}
+        return {**asdict(self), "camera": list(self.camera),
+                "slots": [s.to_dict() for s in self.slots]}
 
 
 def live_runs() -> list[RunInfo]:
@@ -87,7 +136,8 @@ def live_runs() -> list[RunInfo]:
             robots=int(meta["robots"]), agents=int(meta.get("agents", 0)),
             renderers=len(meta.get("renderer_robots", [])), spine=bool(meta.get("spine")),
             camera=(int(meta.get("camera", (0, 0))[0]), int(meta.get("camera", (0, 0))[1])),
-            started=started, uptime_s=max(time.time() - started, 0.0)))
+            started=started, uptime_s=max(time.time() - started, 0.0),
+            slots=slot_states(list(meta.get("slots", []))), view=meta.get("view")))
     return sorted(found, key=lambda r: r.started)
 
 

@@ -108,6 +108,11 @@ class Summary:
     robots got one a tick). ``log`` is :func:`dmxshm.logs.info` of the run's MCAP log (``--log``).
     ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
     the figures of the steps done until then.
+    ``slots`` has one row per external agent slot (:class:`~dmxshm.network.results.SlotResult`
+    as a dict: its robots, who held it and when, the commands it passed on and rejected);
+    ``command_latency`` (realtime) each agent's command age when the engine applied it,
+    from its making (``count``, ``p50_s``, ``p99_s``, ``max_s``); None in gym mode and
+    with a realtime spine.
     """
 
     mode: str
@@ -148,6 +153,8 @@ class Summary:
     busy_fraction: dict[str, float] = field(default_factory=dict)
     pose_digest: str = ""
     digests: dict[str, str] = field(default_factory=dict)
+    slots: list[dict[str, Any]] = field(default_factory=list)
+    command_latency: dict[str, dict[str, float]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -292,4 +299,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         busy_us={name: b / steps * 1e6 for name, b in busy_s.items()},
         busy_fraction={name: b / max(eng.wall_time_s, 1e-9) for name, b in busy_s.items()},
         first_rejections=eng.first_rejections,
+        slots=[asdict(results[name]) for name in cfg.roles()
+               if name.startswith("slot-") and name in results],
+        command_latency=eng.command_latency,
     )

@@ -36,9 +36,11 @@ from dmxshm.network.plan import (
     cmd_slot_dtype,
     make_plan,
     obs_slot_dtype,
+    robot_obs_dtype,
     state_slot_dtype,
 )
 from dmxshm.network.renderer import run_renderer
+from dmxshm.network.slot import run_slot
 from dmxshm.network.spine import run_spine
 from dmxshm.network.summary import Summary, summarize
 from dmxshm.proc.outcome import Outcome
@@ -56,6 +58,7 @@ from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
+from dmxshm.shm.slot import SlotSegment
 from dmxshm.spine.network_spine import (
     request_stop,
     spine_reply_dtype,
@@ -64,6 +67,7 @@ from dmxshm.spine.network_spine import (
 from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.view import rings as view_rings
 from dmxshm.world.maps import load_map
+from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 
 # Once the engine has finished, how long the others get to finish too.
 END_GRACE_S = 2.0
@@ -74,7 +78,7 @@ SPINE_STOP_GRACE_S = 5.0
 
 MAINS: dict[str, Callable[..., object]] = {
     "engine": run_engine, "renderer": run_renderer, "agent": run_agent,
-    "spine": run_spine, "camera": run_camera}
+    "spine": run_spine, "camera": run_camera, "slot": run_slot}
 """The main function of each role."""
 
 SPINE_FRAME_SLOTS = 64
@@ -85,8 +89,11 @@ MAX_SPINE_RECORDS = 120_000
 1 kHz, 18 MB); the spine's timing report covers every cycle."""
 
 
-def view_meta(cfg: NetworkConfig, plan: Plan) -> dict[str, Any]:
-    """What the live view needs to know of a run (``view.meta``)."""
+def view_meta(cfg: NetworkConfig, plan: Plan, extra: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """What the live view (and ``dmxshm ps``, :func:`dmxshm.connect`) need to know of a
+    run (``view.meta``); ``extra``: what the caller adds (the view's address)."""
+    extra = extra or {}
     return {"pid": os.getpid(), "started": time.time(), "mode": cfg.mode, "name": cfg.name,
             "robots": cfg.robots, "agents": cfg.agents, "map": cfg.map, "seed": cfg.seed,
             "map_size_m": list(load_map(cfg.map).size_m),
@@ -94,7 +101,12 @@ def view_meta(cfg: NetworkConfig, plan: Plan) -> dict[str, Any]:
             "state_dt_s": cfg.state_dt_s,
             "steps": cfg.planned_steps, "spine": cfg.spine_process, "spine_hz": cfg.spine_hz,
             "sensor_rates_hz": dict(cfg.sensor_rates_hz),
-            "renderer_robots": [list(r) for r in plan.renderer_robots]}
+            "renderer_robots": [list(r) for r in plan.renderer_robots],
+            "external_agents": cfg.external_agents,
+            "slots": [{"index": j, "robots": list(plan.agent_robots[cfg.agents + j]),
+                       "segment": plan.rings.get(f"slot.{j}", "")}
+                      for j in range(cfg.external_agents)],
+            **extra}
 
 
 class NetworkError(ChildFailedError):
@@ -169,7 +181,8 @@ class NoCommandsError(RobotsIdleError):
         # sent is what the spine took from them.
         counts = summary.spine.received_commands if summary.spine is not None else None
         idle = [r for r, n in enumerate(counts if counts is not None
-                                        else summary.received_commands) if n == 0]
+                                        else summary.received_commands)
+                if n == 0 and r in owners]  # the robots of built-in agents
         if not idle:
             return
         agents = sorted({owners.get(r, "?") for r in idle})
@@ -209,8 +222,10 @@ class Network:
             counter); what each reports in the engine is ``Summary.taps[name]``.
     """
 
-    def __init__(self, config: NetworkConfig, taps: Sequence[TapSpec] = ()) -> None:
+    def __init__(self, config: NetworkConfig, taps: Sequence[TapSpec] = (),
+                 announce: dict[str, Any] | None = None) -> None:
         self.config = config
+        self.announce = dict(announce or {})
         self.taps = tuple(taps)
         names = [spec.name for spec in self.taps]
         if len(set(names)) != len(names):
@@ -288,6 +303,12 @@ class Network:
             ring.close()
         cmd = [Ring.create(reg, f"cmd.{a}", cmd_slot_dtype(len(robots)), nslots, disc)
                for a, robots in enumerate(plan.agent_robots)]
+        slots = []  # the agent slots outside programs take (docs/abi.md)
+        for j in range(cfg.external_agents):
+            slot = SlotSegment.create(reg, j, cfg.mode, plan.agent_robots[cfg.agents + j],
+                                      robot_obs_dtype(cfg), MAX_WHEEL_SPEED_RAD_S)
+            slots.append(slot.name)
+            slot.close()
         spine = []  # commands to the engine, its replies (a spine process only)
         if cfg.spine_process:
             # The engine takes every frame in order: room for a stall of the
@@ -307,7 +328,10 @@ class Network:
                              view_rings.obs_dtype(len(robots), cfg.camera_wh), 2, "overwrite")
                  for r, robots in enumerate(plan.renderer_robots)]
         view[0].bind("writer", "supervisor")
-        view_rings.write_meta(view[0], view_meta(cfg, plan))
+        view_rings.write_meta(view[0], view_meta(
+            cfg, dataclasses.replace(plan, rings={f"slot.{j}": name
+                                                  for j, name in enumerate(slots)}),
+            self.announce))
         start = Barrier.create(reg, "start", plan.parties)
         start.close()
         for ring in [*rings[1:], *cmd, *spine, *view, *cameras]:
@@ -318,6 +342,7 @@ class Network:
                       enumerate(rings[cfg.renderers:])})
         ports.update({f"camera.{r}": ring.name for r, ring in enumerate(cameras)})
         ports.update({f"cmd.agent.{a}": ring.name for a, ring in enumerate(cmd)})
+        ports.update({f"slot.{j}": name for j, name in enumerate(slots)})
         ports.update({name: ring.name for name, ring in
                       zip(("spine.frames", "spine.replies", "spine.records"), spine)})
         ports.update({"view.meta": view[0].name, "view.state": view[1].name})
@@ -409,11 +434,12 @@ class Network:
             self._log_claim = None  # merged: nothing left for close()
         if self.config.spine_process:
             SpineStoppedError.check(summary, sup.child("spine").pid)
-        owners = {r: f"agent-{a}" for a, rows in enumerate(self.plan.agent_robots)
-                  for r in rows}
+        owners = self.plan.owners()
         CommandsRejectedError.check(summary, owners)
         if self.config.mode == "realtime":  # gym mode's barrier waits for every command
-            NoCommandsError.check(summary, owners)
+            # An outside agent's robots may stand still: a warning (the summary's slots).
+            NoCommandsError.check(summary, {r: who for r, who in owners.items()
+                                            if who.startswith("agent-")})
         return summary
 
     def _watch(self, on_progress: Callable[[int], None] | None,
@@ -496,7 +522,8 @@ class Network:
 
 def run(config: NetworkConfig, *, taps: Sequence[TapSpec] = (),
         on_progress: Callable[[int], None] | None = None,
-        on_profile: Callable[[Profiler], None] | None = None) -> Summary:
+        on_profile: Callable[[Profiler], None] | None = None,
+        announce: dict[str, Any] | None = None) -> Summary:
     """One whole run, what ``dmxshm run`` does: start, watch, summarise, tear down.
 
     Args:
@@ -508,6 +535,8 @@ def run(config: NetworkConfig, *, taps: Sequence[TapSpec] = (),
     Raises:
         NetworkError: a process died or raised; names it and the cause.
         ConfigError, AgentError, MapError: the run could not start.
+
+    ``announce`` is added to what ``dmxshm ps`` lists of the run (``{"view": url}``).
     """
-    with Network(config, taps=taps) as net:
+    with Network(config, taps=taps, announce=announce) as net:
         return net.run(on_progress, on_profile)

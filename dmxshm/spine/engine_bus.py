@@ -58,7 +58,7 @@ class EngineBus:
         """One frame: ``wheels_rad_s`` per robot (``(robots, 2)``, or one pair for all)."""
         slot = self._slot
         slot["step"] = cycle
-        slot["wall_time_s"] = time.monotonic()
+        slot["wall_time_s"] = slot["sent_time_s"] = time.monotonic()
         slot["wheels_rad_s"] = wheels_rad_s
         self.frames.write(slot, wait_s)  # an overwrite ring: it never waits
 

@@ -1,0 +1,310 @@
+"""The slot role: serves one agent slot to a program the network did not start.
+
+A network run with ``external_agents`` has a slot process per slot
+(``slot-0``...). To the rest of the network it is an agent: it reads its
+robots' observation rings and writes their command ring. To the outside it
+serves the slot's segment (:mod:`dmxshm.shm.slot`, docs/abi.md): each
+observation goes into the slot, each command a client writes there is checked
+and passed on. What a client writes is never trusted: a command that answers
+the wrong step, goes back in sequence or sets a reserved field is rejected,
+counted and named, and the engine's own checks (finite, within the motors'
+limit) follow for the values.
+
+*Gym mode*: for each step the slot publishes the observation and waits for the
+command answering it; the engine's barrier waits for the slot as for any
+agent. Unclaimed, the slot waits ``connect_timeout_s`` for a client (and says
+how to connect), then fails the run naming itself; a client that dies is named
+and another may take its place within the same time. A client that holds the
+slot but sends no command for ``wait_timeout_s`` fails the run too.
+
+*Realtime mode*: observations are published as they come (a thread) and each
+new command is passed on at once; an unclaimed slot's robots stand still
+(their commands expire) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from dmxshm.errors import DmxError, RingClosedError, RingTimeoutError
+from dmxshm.network.plan import Plan
+from dmxshm.network.results import SlotResult
+from dmxshm.network.role import Role, run_role
+from dmxshm.shm.slot import (
+    FAILED,
+    O_ACCEPTED,
+    O_AWAITING,
+    O_REJECTED,
+    SlotSegment,
+)
+from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire
+
+POLL_S = 0.05
+"""How often a waiting slot looks at its holder (and how late it may see a client
+come or go)."""
+
+
+class SlotError(DmxError):
+    """A slot of a gym run was not driven: nobody claimed it in time, or its client
+    stopped answering."""
+
+
+class Slot(Role[SlotResult]):
+    """Slot ``index``: agent ``agents + index`` of the plan, served to an outside client."""
+
+    kind = "slot"
+
+    def attach(self) -> None:
+        cfg, plan, j = self.cfg, self.plan, self.index
+        self.agent = a = cfg.agents + j
+        self.robots = robots = plan.agent_robots[a]
+        links = plan.links_of_agent(a)
+        self.obs_rings = [self.ring(link.ring, "reader") for link in links]
+        self.where = [np.array([robots.index(r) for r in link.robots]) for link in links]
+        self.cmd_ring = self.port(f"cmd.agent.{a}", "writer")
+        self.slot = slot = self.own(SlotSegment.attach(plan.ring(f"slot.{j}")))
+        slot.serve(os.getppid())
+        self.result = SlotResult(index=j, robots=list(robots))
+        self.holding: dict[str, Any] | None = None  # the present holder's record
+        self.last_seq = int(slot.cmd_head["seq"][0])
+        self.published = -1  # the step of the newest observation published
+        self.q = 0  # observations published
+        self.step = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._ended = threading.Event()
+        self.own(self, close=self._join)  # before the rings close (last attached first)
+        self.tap(())
+
+    # -- what the skeleton calls ------------------------------------------------------
+    def loop(self) -> SlotResult:
+        if self.cfg.mode == "gym":
+            self._gym()
+        else:
+            self._realtime()
+        return self.result
+
+    def partial(self, result: SlotResult | None) -> SlotResult:
+        self.slot.end()  # stopped: the client's next call says so
+        return self._final(result if result is not None else self.result)
+
+    def finish(self, result: SlotResult) -> SlotResult:
+        self.slot.end()
+        self.cmd_ring.close_writer()
+        return self._final(result)
+
+    def _final(self, result: SlotResult) -> SlotResult:
+        self._join()
+        self._look(self.step)  # the last holder, and whether it is still there
+        result.obs_drops = sum(ring.stats().drops for ring in self.obs_rings)
+        result.holders = [dict(h) for h in result.holders]
+        return result
+
+    # -- gym ----------------------------------------------------------------------------
+    def _gym(self) -> None:
+        cmd = np.zeros((), self.cmd_ring.dtype)
+        try:
+            while True:
+                try:
+                    obs, step, sim = self._read(self.cfg.barrier_timeout_s)
+                except RingClosedError:
+                    break
+                self._publish(obs, step, sim)
+                self.slot.set_word(O_AWAITING, step)
+                _, sent, wheels = self._await(step)
+                cmd["step"], cmd["sent_time_s"], cmd["wheels_rad_s"] = step, sent, wheels
+                cmd["wall_time_s"] = time.monotonic()
+                self.cmd_ring.write(cmd, self.cfg.barrier_timeout_s)
+                self.result.steps += 1
+        except SlotError:
+            self.slot.end(FAILED)
+            raise
+
+    def _await(self, step: int) -> tuple[int, float, np.ndarray]:
+        """The command answering ``step`` (see the module docstring for the limits)."""
+        cfg, slot = self.cfg, self.slot
+        since = time.monotonic()  # when the present wait (for a claim, or an answer) began
+        told = False
+        while True:
+            got = self._take(lambda s: s == step, f"the network waits for step {step}")
+            if got is not None:
+                return got
+            change = self._look(step)
+            now = time.monotonic()
+            if change:
+                since = now  # a new client, or one that left: the clock starts again
+            if self.holding is None:
+                if not told:
+                    told = self._announce(step)
+                if now - since > cfg.connect_timeout_s:
+                    left = self.result.holders[-1] if self.result.holders else None
+                    why = (f"its client (pid {left['pid']}) left at step {left['left_step']} "
+                           "and no other claimed it" if left else "nobody claimed it")
+                    raise SlotError(f"{self.name} (robots {self._robots()}): {why} within "
+                                    f"{cfg.connect_timeout_s:g} s (--connect-timeout)")
+            else:
+                told = False
+                if now - since > cfg.wait_timeout_s:
+                    rejected = (f"; {self.result.rejected} of its commands were rejected, the "
+                                f"first: {next(iter(self.result.first_rejections.values()))}"
+                                if self.result.rejected else "")
+                    raise SlotError(
+                        f"{self.name}: its client (pid {self.holding['pid']}) sent no command "
+                        f"for step {step} within {cfg.wait_timeout_s:g} s (--timeout)"
+                        + rejected)
+            self._sleep(slot)
+
+    # -- realtime -------------------------------------------------------------------------
+    def _realtime(self) -> None:
+        self._thread = threading.Thread(target=self._forward, name=f"{self.name}-obs",
+                                        daemon=True)
+        self._thread.start()
+        cmd = np.zeros((), self.cmd_ring.dtype)
+        told = False
+        while not self._ended.is_set():
+            got = self._take(lambda s: s <= max(self.published, 0),
+                             "it has not been observed yet")
+            if got is not None:
+                cmd["step"], cmd["sent_time_s"], cmd["wheels_rad_s"] = got
+                cmd["wall_time_s"] = time.monotonic()
+                self.cmd_ring.write(cmd)
+                self.result.steps += 1
+                continue
+            self._look(self.published)
+            if self.holding is None and not told:
+                told = self._announce(self.published)
+            self._sleep(self.slot)
+        if self._thread.is_alive():
+            self._thread.join(1.0)
+
+    def _forward(self) -> None:
+        """The observation thread: each new observation into the slot, until the end."""
+        try:
+            while not self._stop.is_set():
+                try:
+                    obs, step, sim = self._read(0.25)
+                except RingTimeoutError:
+                    continue
+                self._publish(obs, step, sim)
+        except RingClosedError:
+            pass
+        finally:
+            self._ended.set()
+
+    def _join(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(2.0)
+
+    # -- shared ---------------------------------------------------------------------------
+    def _read(self, timeout_s: float) -> tuple[np.ndarray, int, float]:
+        """The next observation of every link, in the slot's robot order."""
+        obs = np.zeros(len(self.robots), self.slot.record)
+        step, sim = 0, 0.0
+        for ring, idx in zip(self.obs_rings, self.where, strict=True):
+            got = ring.read(timeout_s)
+            obs[idx] = got["obs"]
+            step = int(got["step"])
+            sim = float(got["obs"]["sim_time_s"][0])
+        return obs, step, sim
+
+    def _publish(self, obs: np.ndarray, step: int, sim: float) -> None:
+        self.slot.publish(self.q, step, sim, obs)
+        self.q += 1
+        self.published = step
+
+    def _take(self, step_ok: Any, why_not: str) -> tuple[int, float, np.ndarray] | None:
+        """A new, well-formed command from the slot, as ``(step, sent time, wheels)``; None if
+        there is none. A malformed one is rejected, counted and named."""
+        slot = self.slot
+        head = slot.cmd_head
+        for _ in range(100):  # a torn copy: the client is writing; look again
+            seq = int(head["seq"][0])
+            if seq == self.last_seq or seq % 2:
+                return None  # nothing new, or a write in progress
+            step = int(head["step"][0])
+            sent = float(head["sent_time_s"][0])
+            reset = int(head["reset"][0])
+            wheels = slot.wheels.copy()
+            if int(head["seq"][0]) != seq:
+                continue
+            backwards = seq < self.last_seq
+            self.last_seq = seq
+            reason = ("sequence" if backwards else "reset" if reset
+                      else "time" if not math.isfinite(sent) else None
+                      if step_ok(step) else "step")
+            if reason is None:
+                self.result.accepted += 1
+                slot.set_word(O_ACCEPTED, self.result.accepted)
+                return step, sent, wheels
+            self._reject(reason, {
+                "sequence": f"its sequence word went back to {seq}",
+                "reset": f"it asks for a reset ({reset}), a field ABI 1 reserves (0)",
+                "time": f"its sent time is {sent!r}, not a finite number",
+                "step": f"it answers step {step}, but {why_not}"}[reason])
+            return None
+        return None
+
+    def _reject(self, reason: str, what: str) -> None:
+        res = self.result
+        res.rejected += 1
+        res.rejections[reason] = res.rejections.get(reason, 0) + 1
+        self.slot.set_word(O_REJECTED, res.rejected)
+        if reason not in res.first_rejections:
+            who = f"pid {self.holding['pid']}" if self.holding else "a client"
+            res.first_rejections[reason] = f"from {who}: {what}"
+            print(f"\ndmxshm: warning: {self.name} rejected a command "
+                  f"{res.first_rejections[reason]} (docs/abi.md); rejected commands are "
+                  "counted in the summary.",
+                  file=sys.stderr, flush=True)
+
+    def _look(self, step: int) -> bool:
+        """Note a client that came or left; whether one did."""
+        held = self.slot.held()
+        if held and self.holding is None:
+            pid, at, who = self.slot.holder()
+            self.holding = {"pid": pid, "name": who, "claimed_at": at or time.time(),
+                            "claimed_step": max(step, 0), "left_at": None, "left_step": None}
+            self.result.holders.append(self.holding)
+            return True
+        if not held and self.holding is not None:
+            self.holding.update(left_at=time.time(), left_step=max(step, 0))
+            if not self._ended.is_set() and self.cfg.mode == "gym":
+                print(f"\ndmxshm: warning: {self.name}'s client (pid {self.holding['pid']}) "
+                      f"left at step {step}; waiting up to {self.cfg.connect_timeout_s:g} s "
+                      "for another.", file=sys.stderr, flush=True)
+            self.holding = None
+            return True
+        return False
+
+    def _announce(self, step: int) -> bool:
+        """Say, once per wait, how to take the slot."""
+        name = self.cfg.name
+        how = f"dmxshm.connect({name!r})" if name else "dmxshm.connect()"
+        limit = (f"; the run fails if none comes within {self.cfg.connect_timeout_s:g} s"
+                 if self.cfg.mode == "gym" else "; its robots stand still until one comes")
+        print(f"\ndmxshm: {self.name} (robots {self._robots()}) waits for an outside agent "
+              f"at step {max(step, 0)}: `with {how} as agent: ...` in Python, or attach to "
+              f"{self.slot.name} (docs/abi.md){limit}.", file=sys.stderr, flush=True)
+        return True
+
+    def _sleep(self, slot: SlotSegment) -> None:
+        try:
+            acquire(slot.cmd_bell, POLL_S)
+        except EMPTY_OR_INTERRUPTED:
+            pass
+
+    def _robots(self) -> str:
+        return ", ".join(map(str, self.robots))
+
+
+def run_slot(plan: Plan, index: int) -> SlotResult:
+    """Main function of slot process ``index``."""
+    return run_role(Slot(plan, index))

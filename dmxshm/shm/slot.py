@@ -1,0 +1,391 @@
+"""Agent slots: the shared-memory ABI through which programs the network did not
+start drive its robots (docs/abi.md is the reference; this module implements it).
+
+A slot is one segment (``/dmx-<pid>-<token>-slot.<N>``) and two semaphores
+(``<segment>.obs``, ``<segment>.cmd``). Layout, ABI version 1, little-endian,
+every offset in bytes from the start of the segment::
+
+    0    header, written once by the network before it serves the slot
+         u8[8] magic "DMXSLOT\\x01"; u32 abi; u32 mode (0 gym, 1 realtime);
+         u32 slot; u32 robots n; u32 record_bytes; u32 fields; u32 field_table;
+         u32 robot_ids; u32 obs; u32 cmd; u32 descr; u32 descr_bytes;
+         f64 max_wheel_speed_rad_s
+    64   network line (the network writes, clients read)
+         u64 obs_seq: 2q+1 while observation q is written, 2q+2 once complete
+         u64 status: 1 serving, 2 ended, 3 failed; u64 accepted; u64 rejected;
+         u64 network pid; u64 awaiting (gym: the step whose command it waits for)
+    128  holder line (the client that holds the slot writes it after its claim)
+         u64 pid; f64 claimed at (Unix time); u8[32] name
+    192  field table: one 32-byte entry per field of an observation record:
+         char name[16]; u32 offset; u32 count; u8 kind ('u' 'i' 'f'); u8 size
+    ...  u32 robot ids[n]; the record's numpy descr as JSON
+    obs  observation (64-aligned): u64 step; f64 sim time; +64: n records;
+         then reserved: f64 reward[n]; u8 terminated[n]; u8 truncated[n]
+    cmd  command (64-aligned, the client writes): u64 cmd_seq (2m+1 while
+         command m is written, 2m+2 once complete); u64 step (the observation
+         it answers); f64 sent (CLOCK_MONOTONIC s); u32 reset request
+         (reserved: 0); +64: f64 wheels[n][2], rad/s
+
+The network rings ``.obs`` after each observation, the client ``.cmd`` after
+each command; both are bells (a wake-up, capped at 1): the sequence words say
+what is new. Claims are Linux open-file-description locks (``F_OFD_SETLK``),
+which the kernel drops when their holder dies, in any PID namespace: the
+network holds byte 0 while it serves the slot, the client byte 1 while it
+holds it. Taking the lock is the claim: no check-then-set race.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import mmap
+import os
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import posix_ipc
+
+from dmxshm.errors import DmxError, LayoutError, SegmentMissingError
+from dmxshm.shm.fence import NEEDS_FENCE, fence
+from dmxshm.shm.registry import Registry
+from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
+
+MAGIC = b"DMXSLOT\x01"
+ABI_VERSION = 1
+MODES = {"gym": 0, "realtime": 1}
+SERVING, ENDED, FAILED = 1, 2, 3
+NOT_AWAITING = 2**64 - 1
+NETWORK_BYTE, CLIENT_BYTE = 0, 1
+FIELD_ENTRY = struct.Struct("<16sIIcB6x")
+HEADER = struct.Struct("<8sIIIIIIIIIIIId")
+# Byte offsets of the words each side writes.
+NET_LINE, HOLDER_LINE, TABLE = 64, 128, 192
+O_OBS_SEQ, O_STATUS, O_ACCEPTED, O_REJECTED, O_NET_PID, O_AWAITING = (
+    NET_LINE + 8 * i for i in range(6))
+O_HOLDER_PID, O_HOLDER_AT, O_HOLDER_NAME = HOLDER_LINE, HOLDER_LINE + 8, HOLDER_LINE + 16
+HOLDER_NAME_BYTES = 32
+CMD_HEAD = 64
+OBS_HEAD = 64
+_FLOCK = struct.Struct("=hh4xqqi4x")  # Linux struct flock, 64-bit off_t
+
+
+class SlotTakenError(DmxError):
+    """Another client holds the slot.
+
+    Attributes:
+        pid: the holder's pid as it wrote it (0 while it is still claiming).
+    """
+
+    def __init__(self, message: str, *, pid: int) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+def _align(n: int) -> int:
+    return -(-n // 64) * 64
+
+
+def field_table(record: np.dtype) -> list[tuple[str, int, int, str, int]]:
+    """``(name, offset, count, kind, size)`` of each field of ``record``: what a C
+    client looks up (``kind`` u, i or f; ``size`` bytes of one element).
+
+    Example:
+        >>> from dmxshm.matrix.obs import obs_dtype
+        >>> [row for row in field_table(obs_dtype(None)) if row[0] == "lane"]
+        [('lane', 84, 3, 'f', 4)]
+    """
+    rows: list[tuple[str, int, int, str, int]] = []
+    assert record.fields is not None
+    for name, (sub, offset, *_) in record.fields.items():
+        base, shape = sub.base, sub.shape
+        rows.append((str(name), int(offset), int(np.prod(shape)) if shape else 1, str(base.kind),
+                     int(base.itemsize)))
+    return rows
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each part of a slot lies (bytes from the segment's start)."""
+
+    robots: int
+    record: np.dtype
+    robot_ids: int
+    descr: int
+    descr_bytes: int
+    obs: int
+    cmd: int
+    size: int
+
+    @classmethod
+    def of(cls, robots: int, record: np.dtype) -> Layout:
+        descr = len(json.dumps(np.lib.format.dtype_to_descr(record)).encode())
+        ids = TABLE + FIELD_ENTRY.size * len(record.names or ())
+        at_descr = ids + 4 * robots
+        obs = _align(at_descr + descr)
+        obs_bytes = OBS_HEAD + robots * record.itemsize + 10 * robots
+        cmd = _align(obs + obs_bytes)
+        return cls(robots, record, ids, at_descr, descr, obs, cmd,
+                   _align(cmd + CMD_HEAD + 16 * robots))
+
+    @property
+    def records(self) -> int:
+        return self.obs + OBS_HEAD
+
+    @property
+    def reward(self) -> int:
+        return self.records + self.robots * self.record.itemsize
+
+
+def _lock(fd: int, byte: int, kind: int, cmd: int) -> tuple[int, int]:
+    """fcntl(fd, cmd, struct flock{kind, SEEK_SET, byte, 1}); its (l_type, l_pid)."""
+    got = fcntl.fcntl(fd, cmd, _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0))
+    l_type, _, _, _, l_pid = _FLOCK.unpack(got[:_FLOCK.size])
+    return l_type, l_pid
+
+
+def try_lock(fd: int, byte: int) -> bool:
+    """Take the write lock on ``byte`` of ``fd``'s file (an OFD lock); False if held."""
+    try:
+        _lock(fd, byte, fcntl.F_WRLCK, fcntl.F_OFD_SETLK)
+        return True
+    except OSError as exc:
+        if exc.errno in (11, 13):  # EAGAIN, EACCES: held by another description
+            return False
+        raise
+
+
+def is_locked(fd: int, byte: int) -> bool:
+    """Whether another open file description holds a lock on ``byte`` (never takes it)."""
+    l_type, _ = _lock(fd, byte, fcntl.F_WRLCK, fcntl.F_OFD_GETLK)
+    return l_type != fcntl.F_UNLCK
+
+
+class SlotSegment:
+    """One agent slot: the segment, its bells and its lock descriptor.
+
+    The network makes it with :meth:`create` and serves it (:class:`SlotServer`
+    in :mod:`dmxshm.network.slot`); a client opens it with :meth:`attach`.
+    """
+
+    def __init__(self, name: str, buf: mmap.mmap, fd: int,
+                 bells: tuple[posix_ipc.Semaphore, posix_ipc.Semaphore]) -> None:
+        self.name = name
+        self.buf = buf
+        self.fd = fd
+        self.obs_bell, self.cmd_bell = bells
+        head = HEADER.unpack_from(buf, 0)
+        (magic, abi, mode, index, robots, record_bytes, nfields, table, ids, obs, cmd,
+         descr, descr_bytes, self.max_wheel_speed) = head
+        if magic != MAGIC or abi != ABI_VERSION:
+            raise LayoutError(f"{name} is not a dmxshm agent slot of ABI {ABI_VERSION}")
+        self.mode = "gym" if mode == 0 else "realtime"
+        self.index, self.n = int(index), int(robots)
+        self.record = np.lib.format.descr_to_dtype(_tuplify(json.loads(
+            bytes(buf[descr:descr + descr_bytes]).decode())))
+        if self.record.itemsize != record_bytes:
+            raise LayoutError(f"slot {name}: its header does not match its record")
+        self.layout = Layout.of(self.n, self.record)
+        self.robots = tuple(int(r) for r in np.frombuffer(buf, "<u4", self.n, ids))
+        self._u64 = np.frombuffer(buf, "<u8", 16, NET_LINE)  # network and holder lines
+        n, lay = self.n, self.layout
+        self.obs_head = np.frombuffer(buf, np.dtype([("step", "<u8"), ("sim_time_s", "<f8")]),
+                                      1, lay.obs)
+        self.records = np.frombuffer(buf, self.record, n, lay.records)
+        self.obs_bytes = np.frombuffer(buf, np.uint8, n * self.record.itemsize, lay.records)
+        self.cmd_head = np.frombuffer(
+            buf, np.dtype([("seq", "<u8"), ("step", "<u8"), ("sent_time_s", "<f8"),
+                           ("reset", "<u4")]), 1, lay.cmd)
+        self.wheels = np.frombuffer(buf, "<f8", 2 * n, lay.cmd + CMD_HEAD).reshape(n, 2)
+
+    # -- making and opening -----------------------------------------------------
+    @classmethod
+    def create(cls, registry: Registry, index: int, mode: str, robots: tuple[int, ...],
+               record: np.dtype, max_wheel_speed: float) -> SlotSegment:
+        """The slot ``index`` of a network (the registry unlinks it)."""
+        lay = Layout.of(len(robots), record)
+        seg = registry.create_segment(f"slot.{index}", lay.size)
+        buf = seg.buf
+        table = field_table(record)
+        for i, (name, offset, count, kind, size) in enumerate(table):
+            FIELD_ENTRY.pack_into(buf, TABLE + FIELD_ENTRY.size * i, name.encode()[:16],
+                                  offset, count, kind.encode(), size)
+        np.frombuffer(buf, "<u4", len(robots), lay.robot_ids)[:] = robots
+        descr = json.dumps(np.lib.format.dtype_to_descr(record)).encode()
+        buf[lay.descr:lay.descr + len(descr)] = descr
+        HEADER.pack_into(buf, 0, b"\0" * 8, ABI_VERSION, MODES[mode], index, len(robots),
+                         record.itemsize, len(table), TABLE, lay.robot_ids, lay.obs, lay.cmd,
+                         lay.descr, len(descr), float(max_wheel_speed))
+        buf[0:8] = MAGIC  # last: an attacher never sees half a header
+        bells = tuple(registry.create_semaphore(f"{seg.name}.{b}", 0) for b in ("obs", "cmd"))
+        fd = os.open(_path(seg.name), os.O_RDWR)
+        return cls(seg.name, buf, fd, (bells[0], bells[1]))
+
+    @classmethod
+    def attach(cls, name: str) -> SlotSegment:
+        """Open the slot ``name`` (a client, or the network's server process).
+
+        Raises:
+            SegmentMissingError: it is gone (the network ended).
+            LayoutError: it is not an agent slot of this ABI.
+        """
+        seg = Segment.attach(name)
+        fd = -1
+        bells: list[posix_ipc.Semaphore] = []
+        try:
+            fd = os.open(_path(name), os.O_RDWR)
+            for b in ("obs", "cmd"):
+                try:
+                    bells.append(posix_ipc.Semaphore(f"{name}.{b}", 0))
+                except posix_ipc.ExistentialError as exc:
+                    raise SegmentMissingError(
+                        f"semaphore {name}.{b} of slot {name} does not exist. "
+                        f"{REMOVE_IPC_HINT}") from exc
+            if seg.size_bytes < TABLE:
+                raise LayoutError(f"{name} is not a dmxshm agent slot (too small)")
+            return cls(name, seg.buf, fd, (bells[0], bells[1]))
+        except BaseException:
+            for bell in bells:
+                bell.close()
+            if fd >= 0:
+                os.close(fd)
+            seg.close()
+            raise
+
+    def close(self) -> None:
+        """Let go of everything (a lock held through this descriptor is dropped)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        for bell in (self.obs_bell, self.cmd_bell):
+            bell.close()
+        self.records = self.obs_bytes = self.wheels = None  # type: ignore[assignment]
+        self._u64 = self.obs_head = self.cmd_head = None  # type: ignore[assignment]
+
+    # -- the words ---------------------------------------------------------------
+    def word(self, offset: int) -> int:
+        return int(self._u64[(offset - NET_LINE) // 8])
+
+    def set_word(self, offset: int, value: int) -> None:
+        self._u64[(offset - NET_LINE) // 8] = value
+
+    @property
+    def status(self) -> int:
+        return self.word(O_STATUS)
+
+    def holder(self) -> tuple[int, float, str]:
+        """``(pid, claimed at, name)`` as the holder last wrote them (stale once it left)."""
+        raw = bytes(self.buf[O_HOLDER_NAME:O_HOLDER_NAME + HOLDER_NAME_BYTES])
+        at = float(np.frombuffer(self.buf, "<f8", 1, O_HOLDER_AT)[0])
+        return (self.word(O_HOLDER_PID), at if math.isfinite(at) else 0.0,
+                raw.split(b"\0")[0].decode("utf-8", "replace"))
+
+    def held(self) -> bool:
+        """Whether a client holds the slot now."""
+        return is_locked(self.fd, CLIENT_BYTE)
+
+    def served(self) -> bool:
+        """Whether the network serves the slot now (its process holds byte 0)."""
+        return is_locked(self.fd, NETWORK_BYTE)
+
+    def ring(self, bell: posix_ipc.Semaphore) -> None:
+        """Ring ``bell`` (capped at 1: a wake-up, never a count)."""
+        if bell.value == 0:
+            bell.release()
+
+    # -- the network's side -------------------------------------------------------
+    def serve(self, network_pid: int) -> None:
+        """Take byte 0: the slot is served from now on (until this descriptor closes)."""
+        if not try_lock(self.fd, NETWORK_BYTE):
+            raise DmxError(f"slot {self.name} is already served by another process")
+        self.set_word(O_NET_PID, network_pid)
+        self.set_word(O_AWAITING, NOT_AWAITING)
+        self.set_word(O_STATUS, SERVING)
+
+    def publish(self, q: int, step: int, sim_time_s: float, obs: np.ndarray) -> None:
+        """Write observation number ``q`` (seqlock) and ring the client's bell."""
+        self.set_word(O_OBS_SEQ, 2 * q + 1)
+        if NEEDS_FENCE:
+            fence()
+        self.obs_head["step"] = step
+        self.obs_head["sim_time_s"] = sim_time_s
+        self.obs_bytes[:] = np.frombuffer(obs, np.uint8)
+        if NEEDS_FENCE:
+            fence()
+        self.set_word(O_OBS_SEQ, 2 * q + 2)
+        self.ring(self.obs_bell)
+
+    def end(self, status: int = ENDED) -> None:
+        """Say the network ended (``ENDED``) or failed, and wake the client."""
+        self.set_word(O_AWAITING, NOT_AWAITING)
+        self.set_word(O_STATUS, status)
+        self.ring(self.obs_bell)
+
+    # -- the client's side --------------------------------------------------------
+    def claim(self, pid: int, name: str) -> None:
+        """Take byte 1 and write the holder line.
+
+        Raises:
+            SlotTakenError: another client holds it (the message names its pid).
+        """
+        if not try_lock(self.fd, CLIENT_BYTE):
+            holder, at, who = self.holder()
+            since = (f", since {time.strftime('%H:%M:%S', time.localtime(at))}" if at else "")
+            raise SlotTakenError(
+                f"slot {self.index} (robots {', '.join(map(str, self.robots))}) is held by "
+                f"pid {holder or '(still claiming)'}" + (f" ({who})" if who else "") + since,
+                pid=holder)
+        raw = name.encode()[:HOLDER_NAME_BYTES - 1]
+        self.buf[O_HOLDER_NAME:O_HOLDER_NAME + HOLDER_NAME_BYTES] = raw.ljust(
+            HOLDER_NAME_BYTES, b"\0")
+        np.frombuffer(self.buf, "<f8", 1, O_HOLDER_AT)[0] = time.time()
+        self.set_word(O_HOLDER_PID, pid)  # last: it makes the record valid
+        self.ring(self.cmd_bell)
+
+    def read_obs(self, after: int) -> tuple[int, int, float, np.ndarray] | None:
+        """The observation if its number is above ``after`` (a sequence word): ``(seq,
+        step, sim time, records copy)``; None if none is newer, or one is being written."""
+        for _ in range(1000):
+            before = self.word(O_OBS_SEQ)
+            if before <= after or before % 2:
+                return None
+            if NEEDS_FENCE:
+                fence()
+            step = int(self.obs_head["step"][0])
+            sim = float(self.obs_head["sim_time_s"][0])
+            data = self.records.copy()
+            if NEEDS_FENCE:
+                fence()
+            if self.word(O_OBS_SEQ) == before:
+                return before, step, sim, data
+        return None
+
+    def write_cmd(self, m: int, step: int, wheels: np.ndarray) -> None:
+        """Write command number ``m`` answering ``step`` and ring the network's bell."""
+        head = self.cmd_head
+        head["seq"] = 2 * m + 1
+        if NEEDS_FENCE:
+            fence()
+        head["step"] = step
+        head["sent_time_s"] = time.monotonic()
+        head["reset"] = 0
+        self.wheels[...] = wheels
+        if NEEDS_FENCE:
+            fence()
+        head["seq"] = 2 * m + 2
+        self.ring(self.cmd_bell)
+
+
+def _path(name: str) -> str:
+    from dmxshm.shm.names import SHM_DIR
+
+    return os.path.join(SHM_DIR, name.lstrip("/"))
+
+
+def _tuplify(descr: Any) -> Any:
+    from dmxshm.shm.ring import _tuplify as tuplify
+
+    return tuplify(descr)
