@@ -30,7 +30,14 @@ import numpy as np
 from dmxshm import settings
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.network.runs import RunInfo, live_runs
-from dmxshm.shm.slot import ENDED, FAILED, SERVING, SlotSegment, SlotTakenError
+from dmxshm.shm.slot import (
+    ENDED,
+    FAILED,
+    O_AWAITING,
+    SERVING,
+    SlotSegment,
+    SlotTakenError,
+)
 from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire
 
 __all__ = ["Connection", "NetworkEnded", "NoNetworkError", "ProtocolError", "SlotTakenError",
@@ -184,6 +191,11 @@ class Connection:
         t0 = time.monotonic()
         while True:
             got = seg.read_obs(self._last_seq)
+            if got is not None and self.mode == "gym" and (
+                    seg.word(O_AWAITING) != got[1] or seg.unexamined()):
+                # Answered already, or maybe (a command of a client before this one that
+                # the network has yet to look at): wait for what the network does next.
+                got = None
             if got is not None:
                 self._last_seq, self.step, _, records = got
                 self._pending = self.mode == "gym"
@@ -215,11 +227,11 @@ class Connection:
             else:
                 raise ValueError(f"commands must be ({n}, 2) wheel speeds for robots "
                                  f"{list(self.robots)}, got shape {wheels.shape}")
+        self._alive(seg)  # an ended network says so first, whatever the turn
         if self.mode == "gym" and not self._pending:
             raise ProtocolError("no observation to answer: call observe() first" if
                                 self.step < 0 else f"step {self.step} was answered already; "
                                 "call observe() for the next step (gym mode)")
-        self._alive(seg)
         seg.write_cmd(self._m, max(self.step, 0), wheels)
         self._m += 1
         self._pending = False

@@ -129,6 +129,11 @@ def print_summary(s: Summary) -> None:
     for name in s.unfinished:
         click.echo(f"UNFINISHED: {name} was still in its policy after the run's end and "
                    "was stopped; its robots' commands expired")
+    if s.command_latency:
+        click.echo("command age when applied (made -> engine): " + ", ".join(
+            f"{who} p50 {c['p50_s'] * 1e3:.2f} ms, p99 {c['p99_s'] * 1e3:.2f} ms"
+            for who, c in s.command_latency.items()))
+    print_slots(s.slots, s.mode)
     if s.spine is not None:
         sp = s.spine.to_dict()  # the figures as the JSON names them
         click.echo(f"spine: {sp['cycles']} cycles at {sp['frequency_hz']:g} Hz on CPU {sp['cpu']} "
@@ -523,6 +528,23 @@ def print_cut_parts(log_info: LogInfo | None) -> None:
             click.echo(line, err=True)
 
 
+def print_slots(slots: list[dict[str, Any]], mode: str) -> None:
+    """Each external agent slot of a run: who held it and when, what it passed on."""
+    for sl in slots:
+        robots = ", ".join(map(str, sl["robots"]))
+        held = "; ".join(
+            f"pid {h['pid']}" + (f" ({h['name']})" if h.get("name") else "")
+            + f" from step {h['claimed_step']}"
+            + (f" to step {h['left_step']}" if h.get("left_step") is not None else " to the end")
+            for h in sl["holders"])
+        rejected = ("" if not sl["rejected"] else f", rejected {sl['rejected']} ("
+                    + ", ".join(f"{k} {v}" for k, v in sl["rejections"].items()) + ")")
+        click.echo(f"slot-{sl['index']} (robots {robots}): "
+                   + (f"held by {held}; {sl['accepted']} commands{rejected}" if sl["holders"]
+                      else "WARNING: never claimed, its robots stood still"
+                      if mode == "realtime" else "never claimed"))
+
+
 def print_run(s: Summary, json_path: str | None, profile: bool, stopped: bool = False) -> None:
     """``dmxshm run``'s report of its summary ``s`` (``stopped``: by Ctrl-C or SIGTERM,
     the figures of the steps done), written to ``json_path`` too where asked."""
@@ -576,9 +598,16 @@ def print_runs(runs: list[Any]) -> None:
         click.echo("no network of yours is running")
         return
     click.echo(f"{'pid':>8}  {'name':<16} {'mode':<9} {'robots':>6} {'agents':>6} "
-               f"{'renderers':>9}  {'camera':<9} {'uptime':>8}")
+               f"{'renderers':>9}  {'camera':<9} {'uptime':>8}  {'slots':<10} view")
     for r in runs:
         mode = r.mode + ("+spine" if r.spine else "")
         camera = "off" if tuple(r.camera) == (0, 0) else f"{r.camera[0]}x{r.camera[1]}"
+        slots = f"{len(r.free_slots)}/{len(r.slots)} free" if r.slots else "-"
         click.echo(f"{r.pid:>8}  {r.name or '-':<16} {mode:<9} {r.robots:>6} {r.agents:>6} "
-                   f"{r.renderers:>9}  {camera:<9} {r.uptime_s:>7.0f}s")
+                   f"{r.renderers:>9}  {camera:<9} {r.uptime_s:>7.0f}s  {slots:<10} "
+                   f"{r.view or ''}".rstrip())
+        for sl in r.slots:
+            who = ("free" if sl.holder is None else f"held by pid {sl.holder}"
+                   + (f" ({sl.holder_name})" if sl.holder_name else ""))
+            click.echo(f"{'':>10}slot-{sl.index} robots {', '.join(map(str, sl.robots))}: {who}"
+                       + ("" if sl.served else " (not served yet)"))

@@ -39,8 +39,10 @@ from dmxshm.network.results import SlotResult
 from dmxshm.network.role import Role, run_role
 from dmxshm.shm.slot import (
     FAILED,
+    NOT_AWAITING,
     O_ACCEPTED,
     O_AWAITING,
+    O_EXAMINED,
     O_REJECTED,
     SlotSegment,
 )
@@ -76,7 +78,6 @@ class Slot(Role[SlotResult]):
         self.last_seq = int(slot.cmd_head["seq"][0])
         self.published = -1  # the step of the newest observation published
         self.q = 0  # observations published
-        self.step = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._ended = threading.Event()
@@ -102,7 +103,7 @@ class Slot(Role[SlotResult]):
 
     def _final(self, result: SlotResult) -> SlotResult:
         self._join()
-        self._look(self.step)  # the last holder, and whether it is still there
+        self._look(self.published, final=True)  # a client that came at the very end
         result.obs_drops = sum(ring.stats().drops for ring in self.obs_rings)
         result.holders = [dict(h) for h in result.holders]
         return result
@@ -116,9 +117,12 @@ class Slot(Role[SlotResult]):
                     obs, step, sim = self._read(self.cfg.barrier_timeout_s)
                 except RingClosedError:
                     break
-                self._publish(obs, step, sim)
+                # Awaiting first: a client takes an observation only while its step is
+                # awaited, so a new client never answers a step its predecessor answered.
                 self.slot.set_word(O_AWAITING, step)
+                self._publish(obs, step, sim)
                 _, sent, wheels = self._await(step)
+                self.slot.set_word(O_AWAITING, NOT_AWAITING)
                 cmd["step"], cmd["sent_time_s"], cmd["wheels_rad_s"] = step, sent, wheels
                 cmd["wall_time_s"] = time.monotonic()
                 self.cmd_ring.write(cmd, self.cfg.barrier_timeout_s)
@@ -237,6 +241,7 @@ class Slot(Role[SlotResult]):
                 continue
             backwards = seq < self.last_seq
             self.last_seq = seq
+            slot.set_word(O_EXAMINED, seq)
             reason = ("sequence" if backwards else "reset" if reset
                       else "time" if not math.isfinite(sent) else None
                       if step_ok(step) else "step")
@@ -258,6 +263,8 @@ class Slot(Role[SlotResult]):
         res.rejections[reason] = res.rejections.get(reason, 0) + 1
         self.slot.set_word(O_REJECTED, res.rejected)
         if reason not in res.first_rejections:
+            if self.holding is None:
+                self._look(self.published)  # a command came before its sender was seen
             who = f"pid {self.holding['pid']}" if self.holding else "a client"
             res.first_rejections[reason] = f"from {who}: {what}"
             print(f"\ndmxshm: warning: {self.name} rejected a command "
@@ -265,8 +272,9 @@ class Slot(Role[SlotResult]):
                   "counted in the summary.",
                   file=sys.stderr, flush=True)
 
-    def _look(self, step: int) -> bool:
-        """Note a client that came or left; whether one did."""
+    def _look(self, step: int, final: bool = False) -> bool:
+        """Note a client that came or left (``final``: only one that came; a client
+        leaves at the end, when told the run ended); whether one did."""
         held = self.slot.held()
         if held and self.holding is None:
             pid, at, who = self.slot.holder()
@@ -274,7 +282,7 @@ class Slot(Role[SlotResult]):
                             "claimed_step": max(step, 0), "left_at": None, "left_step": None}
             self.result.holders.append(self.holding)
             return True
-        if not held and self.holding is not None:
+        if not held and self.holding is not None and not final:
             self.holding.update(left_at=time.time(), left_step=max(step, 0))
             if not self._ended.is_set() and self.cfg.mode == "gym":
                 print(f"\ndmxshm: warning: {self.name}'s client (pid {self.holding['pid']}) "

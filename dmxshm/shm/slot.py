@@ -13,7 +13,8 @@ every offset in bytes from the start of the segment::
     64   network line (the network writes, clients read)
          u64 obs_seq: 2q+1 while observation q is written, 2q+2 once complete
          u64 status: 1 serving, 2 ended, 3 failed; u64 accepted; u64 rejected;
-         u64 network pid; u64 awaiting (gym: the step whose command it waits for)
+         u64 network pid; u64 awaiting (gym: the step whose command it waits for);
+         u64 examined (the cmd_seq of the last command it took or rejected)
     128  holder line (the client that holds the slot writes it after its claim)
          u64 pid; f64 claimed at (Unix time); u8[32] name
     192  field table: one 32-byte entry per field of an observation record:
@@ -64,8 +65,8 @@ FIELD_ENTRY = struct.Struct("<16sIIcB6x")
 HEADER = struct.Struct("<8sIIIIIIIIIIIId")
 # Byte offsets of the words each side writes.
 NET_LINE, HOLDER_LINE, TABLE = 64, 128, 192
-O_OBS_SEQ, O_STATUS, O_ACCEPTED, O_REJECTED, O_NET_PID, O_AWAITING = (
-    NET_LINE + 8 * i for i in range(6))
+O_OBS_SEQ, O_STATUS, O_ACCEPTED, O_REJECTED, O_NET_PID, O_AWAITING, O_EXAMINED = (
+    NET_LINE + 8 * i for i in range(7))
 O_HOLDER_PID, O_HOLDER_AT, O_HOLDER_NAME = HOLDER_LINE, HOLDER_LINE + 8, HOLDER_LINE + 16
 HOLDER_NAME_BYTES = 32
 CMD_HEAD = 64
@@ -344,6 +345,11 @@ class SlotSegment:
         np.frombuffer(self.buf, "<f8", 1, O_HOLDER_AT)[0] = time.time()
         self.set_word(O_HOLDER_PID, pid)  # last: it makes the record valid
         self.ring(self.cmd_bell)
+
+    def unexamined(self) -> bool:
+        """Whether a complete command is there that the network has not looked at yet."""
+        seq = int(self.cmd_head["seq"][0])
+        return seq % 2 == 0 and seq != self.word(O_EXAMINED)
 
     def read_obs(self, after: int) -> tuple[int, int, float, np.ndarray] | None:
         """The observation if its number is above ``after`` (a sequence word): ``(seq,
