@@ -9,9 +9,11 @@ rings, never waiting and never writing (the view's way of peeking).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -139,6 +141,44 @@ def live_runs() -> list[RunInfo]:
             started=started, uptime_s=max(time.time() - started, 0.0),
             slots=slot_states(list(meta.get("slots", []))), view=meta.get("view")))
     return sorted(found, key=lambda r: r.started)
+
+
+NAME_LOCK_TIMEOUT_S = 10.0
+
+
+@contextlib.contextmanager
+def names_locked(name: str | None) -> Iterator[None]:
+    """Hold the lock under which a named run checks its name and makes its
+    ``view.meta``: two runs started at once under one name cannot both pass the
+    check. The lock is ``flock`` on /dev/shm itself (every run of the machine
+    sees it; the kernel drops it if its holder dies; nothing is left behind), held
+    for milliseconds; an unnamed run takes none.
+
+    Raises:
+        DmxTimeoutError: somebody held it for ``NAME_LOCK_TIMEOUT_S``.
+    """
+    if name is None:
+        yield
+        return
+    from dmxshm.errors import DmxTimeoutError
+    from dmxshm.shm.names import SHM_DIR
+
+    fd = os.open(SHM_DIR, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + NAME_LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise DmxTimeoutError(
+                        f"could not take the run-name lock (flock on {SHM_DIR}) within "
+                        f"{NAME_LOCK_TIMEOUT_S:g} s: a process holds it") from None
+                time.sleep(0.005)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
 
 
 def check_name(name: str | None) -> None:

@@ -40,6 +40,7 @@ from dmxshm.network.plan import (
     state_slot_dtype,
 )
 from dmxshm.network.renderer import run_renderer
+from dmxshm.network.runs import check_name, names_locked
 from dmxshm.network.slot import run_slot
 from dmxshm.network.spine import run_spine
 from dmxshm.network.summary import Summary, summarize
@@ -261,7 +262,10 @@ class Network:
         self.supervisor = Supervisor()  # a network closed and started again starts afresh
         self.registry = reg = Registry()
         try:
-            self.plan = plan = self._create_rings(reg, make_plan(cfg))
+            # A name checked and claimed (view.meta) in one step: see names_locked.
+            with names_locked(cfg.name):
+                check_name(cfg.name)
+                self.plan = plan = self._create_rings(reg, make_plan(cfg))
             for spec in self.taps:
                 spec.prepare(plan, reg)
             for role, index in cfg.processes():

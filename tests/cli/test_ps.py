@@ -60,3 +60,22 @@ def test_a_bad_name_is_a_config_error(name: str) -> None:
         NetworkConfig(name=name)
     r = CliRunner().invoke(cli, ["run", "--name", name, "--steps", "3"])
     assert r.exit_code == EXIT_USAGE and "name must be" in r.output
+
+
+def test_two_runs_started_at_once_under_one_name_do_not_both_run(tmp_path) -> None:
+    """The name is checked and claimed under one lock: one run starts, the other is
+    refused (exit 2) naming it, however close together they start."""
+    cmd = [sys.executable, "-m", "dmxshm.cli", "run", "--name", "ps-race", "--robots", "1",
+           "--steps", "400", "--camera", "0x0"]
+    runs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, cwd=str(tmp_path)) for _ in range(3)]
+    ends = []
+    for p in runs:
+        _, err = p.communicate(timeout=50)
+        ends.append((p.returncode, err))
+    codes = sorted(code for code, _ in ends)
+    assert codes.count(0) >= 1 and set(codes) <= {0, EXIT_USAGE}, ends
+    # Those refused name the one that held the name.
+    assert all("ps-race" in err and "is running" in err for code, err in ends if code)
+    for p in runs:
+        assert not [e for e in list_entries() if e.pid == p.pid]
