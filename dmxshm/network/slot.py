@@ -239,6 +239,8 @@ class Slot(Role[SlotResult]):
             wheels = slot.wheels.copy()
             if int(head["seq"][0]) != seq:
                 continue
+            if self.holding is None:
+                self._look(self.published)  # a command came before its sender was seen
             backwards = seq < self.last_seq
             self.last_seq = seq
             slot.set_word(O_EXAMINED, seq)
@@ -263,8 +265,6 @@ class Slot(Role[SlotResult]):
         res.rejections[reason] = res.rejections.get(reason, 0) + 1
         self.slot.set_word(O_REJECTED, res.rejected)
         if reason not in res.first_rejections:
-            if self.holding is None:
-                self._look(self.published)  # a command came before its sender was seen
             who = f"pid {self.holding['pid']}" if self.holding else "a client"
             res.first_rejections[reason] = f"from {who}: {what}"
             print(f"\ndmxshm: warning: {self.name} rejected a command "

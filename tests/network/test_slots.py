@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -211,3 +212,31 @@ def test_connect_names_what_runs_when_nothing_matches() -> None:
     with Network(gym("slots-robots", agents=0, external_agents=1, robots=2)), \
             pytest.raises(NoNetworkError, match=r"no slot of robots \[5\]"):
         dmxshm.connect("slots-robots", robots=[5])
+
+
+def test_the_c_example_drives_a_robot_as_the_built_in_lane_follower(tmp_path: Path) -> None:
+    """examples/c/dmx_agent.c, built with the system's compiler, takes the slot through
+    the ABI alone; its lane follower is the built-in one's arithmetic, so the run's
+    full digest is the built-in run's."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler on this machine (cc, gcc or clang)")
+    exe = tmp_path / "dmx_agent"
+    source = Path(__file__).parents[2] / "examples" / "c" / "dmx_agent.c"
+    # No fused multiply-adds: the same arithmetic as numpy's, to the last bit.
+    subprocess.run([cc, "-O2", "-ffp-contract=off", "-o", str(exe), str(source), "-lpthread",
+                    "-lm"], check=True, capture_output=True, timeout=60)
+    built_in = run(gym(None, agents=1, robots=2, steps=30))  # type: ignore[arg-type]
+    with Network(gym("slots-c", agents=0, external_agents=1, robots=2, steps=30)) as net:
+        (info,) = [r for r in live_runs() if r.name == "slots-c"]
+        agent = subprocess.Popen([str(exe), info.slots[0].segment], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        procs.started_pids.add(agent.pid)
+        summary = net.run()
+    out, err = agent.communicate(timeout=30)
+    assert agent.returncode == 0, err
+    assert "sent 30" in out
+    (slot,) = summary.slots
+    assert slot["holders"][0]["name"] == "c-example" and slot["accepted"] == 30
+    assert summary.lane["distance_m"][0] > 0.1
+    assert summary.trajectory_digest == built_in.trajectory_digest
