@@ -47,8 +47,9 @@ BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
                 ["config: NetworkConfig",
                  "plan: rings, slots, start gate",
                  "supervisor: Network (one run)",
-                 "engine, renderer, agent (roles)",
-                 "results, summary"]),
+                 "engine, renderer, agent, slot",
+                 "results, summary; + client.py:",
+                 "   dmxshm.connect (outside agents)"]),
     "batch": (35, 33.5, 28, 13.5, ROLES, "batch/",
               ["env: DuckieLane-v0,",
                "   one world in-process",
@@ -121,6 +122,8 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("batch", "profiling"): "listed in the profiling box",
     ("cli", "dmxshm"): "the version number",
     ("dmxshm", "batch"): "dmxshm.make_vec, imported when called",
+    ("dmxshm", "network"): "dmxshm.connect (client.py, drawn in network), imported when "
+                           "called",
     ("bench", "matrix"): "bench render's cameras",
     ("bench", "world"): "bench render's worlds",
     ("bench", "proc"): "the floor's children",
@@ -147,7 +150,9 @@ INSIDE = {"console": "cli", "sysinfo": "cli", "pngio": "world", "_pybullet": "wo
           # The built-in agents and the user's policies: shared by network and spine.
           "policies": "world",
           # Not drawn as boxes; their imports are listed in NOT_DRAWN.
-          "replay": "logs", "realtime_replay": "logs", "view": "logs", "rllib": "sb3"}
+          "replay": "logs", "realtime_replay": "logs", "view": "logs", "rllib": "sb3",
+          # dmxshm.connect: the outside agent's side of the network's slots.
+          "client": "network"}
 
 
 def _group(module: str) -> str:

@@ -39,7 +39,8 @@ BOXES = {
     "renderer": (40, 28, 25, 24, ROLE, "renderer-N", "sensor samples, link by link",
                  [("SampleDigest", "samples"), ("SampleLog", "samples, sent"),
                   ("SampleImages", "samples, sent"), ("Recorder", "samples, sent")]),
-    "agent": (78, 40, 20, 10, ROLE, "agent-N", "policy -> wheels", []),
+    "agent": (78, 40, 20, 10, ROLE, "agent-N / slot-N", "policy / outside -> wheels", []),
+    "outside": (74, 66, 24, 9, OUTSIDE, "outside agent", "dmxshm.connect, C (abi.md)", []),
     "camera": (40, 64, 25, 14, ROLE, "camera-N", "realtime: images at its rate",
                [("SampleDigest", "images"), ("ImageLog", "images"), ("Recorder", "images")]),
     "spine": (78, 13, 20, 10, ROLE, "spine", "realtime --spine: CAN", []),
@@ -61,10 +62,11 @@ ARROWS = [
     ((77.5, 14), (65.5, 6), "spine.records", (75, 8.5), 0.0, False),
     ((8, 27.5), (39.5, 5), "view.state", (20, 13), 0.0, False),
     ((52.5, 27.5), (52.5, 10.5), "view.obs.N", (57, 16.5), 0.0, False),
+    ((94, 65.5), (94, 50.5), "slot.N", (96, 58), 0.0, True),
 ]
 DRAWN_PORTS = {"state.renderer.N", "state.camera.N", "camera.N", "cmd.agent.N",
                "spine.frames", "spine.replies", "spine.records", "view.meta", "view.state",
-               "view.obs.N"}
+               "view.obs.N", "slot.N"}
 
 
 def main(out: Path) -> int:

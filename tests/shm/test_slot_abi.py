@@ -1,0 +1,62 @@
+"""The agent slot ABI of docs/abi.md is frozen: a change here is a new ABI version."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmxshm.matrix.obs import obs_dtype
+from dmxshm.shm import slot as abi
+from dmxshm.shm.registry import Registry
+from dmxshm.shm.slot import SlotSegment, SlotTakenError, field_table
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_the_offsets_are_those_of_docs_abi_md() -> None:
+    assert abi.ABI_VERSION == 1 and abi.MAGIC == b"DMXSLOT\x01"
+    assert abi.HEADER.size == 64 and abi.HEADER.format == "<8sIIIIIIIIIIIId"
+    assert (abi.O_OBS_SEQ, abi.O_STATUS, abi.O_ACCEPTED, abi.O_REJECTED, abi.O_NET_PID,
+            abi.O_AWAITING, abi.O_EXAMINED) == (64, 72, 80, 88, 96, 104, 112)
+    assert (abi.O_HOLDER_PID, abi.O_HOLDER_AT, abi.O_HOLDER_NAME) == (128, 136, 144)
+    assert abi.TABLE == 192 and abi.FIELD_ENTRY.size == 32
+    assert abi.OBS_HEAD == 64 and abi.CMD_HEAD == 64
+    assert (abi.NETWORK_BYTE, abi.CLIENT_BYTE) == (0, 1)
+    assert (abi.SERVING, abi.ENDED, abi.FAILED, abi.NOT_AWAITING) == (1, 2, 3, 2**64 - 1)
+    assert field_table(obs_dtype(None)) == [
+        ("step", 0, 1, "u", 8), ("sim_time_s", 8, 1, "f", 8), ("imu_time_s", 16, 1, "f", 8),
+        ("encoders_time_s", 24, 1, "f", 8), ("tof_time_s", 32, 1, "f", 8),
+        ("encoders", 40, 2, "i", 8), ("imu", 56, 6, "f", 4), ("tof_m", 80, 1, "f", 4),
+        ("lane", 84, 3, "f", 4)]
+
+
+def test_a_slot_reads_back_as_written_and_claims_exclude_each_other() -> None:
+    record = obs_dtype((4, 3))
+    with Registry() as reg:
+        made = SlotSegment.create(reg, 2, "realtime", (5, 7), record, 25.0)
+        a, b = SlotSegment.attach(made.name), SlotSegment.attach(made.name)
+        try:
+            assert (a.index, a.mode, a.robots, a.record, a.max_wheel_speed) == (
+                2, "realtime", (5, 7), record, 25.0)
+            made.serve(1234)
+            assert a.served() and not a.held()
+            obs = np.zeros(2, record)
+            obs["camera"] = 9
+            obs["step"] = 3
+            made.publish(0, 3, 0.1, obs)
+            seq, step, sim, got = a.read_obs(0)  # type: ignore[misc]
+            assert (seq, step, sim) == (2, 3, 0.1) and (got == obs).all()
+            assert a.read_obs(seq) is None  # nothing newer
+            a.claim(4321, "first")
+            assert made.held() and made.holder()[0] == 4321
+            with pytest.raises(SlotTakenError, match="held by pid 4321 \\(first\\)"):
+                b.claim(99, "second")  # another open of the same process: refused too
+            a.write_cmd(0, 3, np.ones((2, 2)))
+            assert int(made.cmd_head["seq"][0]) == 2 and made.unexamined()
+            a.close()  # the claim goes with the descriptor
+            assert not made.held()
+            b.claim(99, "second")
+        finally:
+            for s in (a, b, made):
+                if s.fd >= 0:
+                    s.close()
