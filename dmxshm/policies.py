@@ -225,7 +225,7 @@ def _import_file(spec: str, path: str) -> ModuleType:
     return module
 
 
-def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int) -> Policy:
+def load_policy(spec: str, robot_ids: tuple[int, ...], seed: int = 0) -> Policy:
     """Build the policy named by ``spec`` for ``robot_ids`` (see :func:`resolve`)."""
     obj = resolve(spec)
     if inspect.isclass(obj):

@@ -63,6 +63,7 @@ SUMMARY: dict[str, str] = {
     "received_commands": "array<integer>",
     "first_rejections": "object",
     "first_rejections.*": "string",
+    "slots": "array<object>",
     "timing": "object",
     **{f"timing.{k}": "number"
        for k in ("step_s", "physics_s", "rendering_s", "agents_s", "metrics_s")},
@@ -100,6 +101,7 @@ GYM = {
     "expired_commands": "null",
     "late_steps": "null",
     "max_lag_s": "null",
+    "command_latency": "null",
     "timing.framework_s": "number",
     "timing.framework_fraction": "number",
 }
@@ -109,6 +111,9 @@ REALTIME = {
     "expired_commands": "array<integer>",
     "late_steps": "integer",
     "max_lag_s": "number",
+    "command_latency.agent-0.p50_s": "number",
+    "command_latency.agent-0.p99_s": "number",
+    "command_latency.agent-0.n": "integer",
     "sensors.camera.forwarded_hz": "number",
     "busy_us.camera-0": "number",
     "busy_fraction.camera-0": "number",
@@ -158,11 +163,13 @@ NETWORK_SPINE = {
 }
 
 SPINE_RUN = {
-    **REALTIME,
+    **{k: v for k, v in REALTIME.items() if not k.startswith("command_latency.")},
     **NETWORK_SPINE,
     # The spine keeps the schedule (its report has the periods): no engine step is late.
     "late_steps": "null",
     "max_lag_s": "null",
+    # The spine takes the agents' commands: the engine measures no agent's latency.
+    "command_latency": "null",
 }
 
 # -- --profile (docs/profiling.md) and --log (docs/logging.md) ---------------------

@@ -6,11 +6,14 @@ import inspect
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from dmxshm.network.runs import live_runs
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE_TIMEOUT_S = 60
@@ -166,3 +169,27 @@ def test_async_example_learns(tmp_path: Path) -> None:
     # four runs went from -0.55..-0.68 (first three) to 1.39..1.83 (last five).
     assert np.mean(returns[-5:]) > np.mean(returns[:3]) + 0.5, returns
     assert "env-steps/s" in stdout.splitlines()[-1]
+
+
+@pytest.mark.timeout(120)
+def test_outside_agent_example_drives_a_run(tmp_path: Path) -> None:
+    """The README's outside agent, against the run its command line starts."""
+    net = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", "run", "--external-agents", "1",
+                            "--name", "demo", "--steps", "40", "--camera", "0x0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=tmp_path)
+    try:
+        # The example's connect() fails at once when no such run is there: wait for it.
+        t0 = time.monotonic()
+        while not [r for r in live_runs() if r.name == "demo"]:
+            assert time.monotonic() - t0 < 30, "the run did not start"
+            time.sleep(0.05)
+        out = _run_block(tmp_path, 'dmxshm.connect("demo")')
+        assert "the run ended after step 39" in out
+        summary, err = net.communicate(timeout=60)
+        assert net.returncode == 0, err
+        assert "slot-0 (robots 0, 1): held by pid" in summary
+    finally:
+        if net.poll() is None:
+            net.kill()
+            net.wait(10)
