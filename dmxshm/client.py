@@ -34,11 +34,12 @@ from dmxshm.shm.slot import (
     ENDED,
     FAILED,
     O_AWAITING,
+    O_OBS_SEQ,
     SERVING,
     SlotSegment,
     SlotTakenError,
 )
-from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire
+from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire, spin_until
 
 __all__ = ["Connection", "NetworkEnded", "NoNetworkError", "ProtocolError", "SlotTakenError",
            "connect"]
@@ -167,6 +168,8 @@ class Connection:
         seq = int(segment.cmd_head["seq"][0])
         self._m = (seq + 1) // 2  # the next command's number: after any before ours
         self._started = time.monotonic()
+        # Gym mode: poll as the network's own waits do before sleeping on the bell.
+        self._spin_s = run.spin_us / 1e6 if self.mode == "gym" else 0.0
 
     # -- the two calls ----------------------------------------------------------------
     def observe(self, timeout_s: float | None = None) -> np.ndarray:
@@ -190,6 +193,7 @@ class Connection:
                                 "answered: call act() first (gym mode)")
         t0 = time.monotonic()
         while True:
+            seen = seg.word(O_OBS_SEQ)
             got = seg.read_obs(self._last_seq)
             if got is not None and self.mode == "gym" and (
                     seg.word(O_AWAITING) != got[1] or seg.unexamined()):
@@ -200,6 +204,10 @@ class Connection:
                 self._last_seq, self.step, _, records = got
                 self._pending = self.mode == "gym"
                 return records
+            if self._spin_s:  # gym: poll a while (yielding) for the next observation
+                spin_until(lambda: seg.word(O_OBS_SEQ) != seen, self._spin_s)
+                if seg.word(O_OBS_SEQ) != seen:
+                    continue
             self._alive(seg)
             if timeout_s is not None and time.monotonic() - t0 >= timeout_s:
                 raise DmxTimeoutError(f"no observation within {timeout_s:g} s (slot "

@@ -528,6 +528,22 @@ def print_cut_parts(log_info: LogInfo | None) -> None:
             click.echo(line, err=True)
 
 
+def print_agents_bench(res: Any) -> None:
+    """``dmxshm bench agents``' figures (:class:`dmxshm.bench.agents.Result`)."""
+    built = ", ".join(f"{v:.0f}" for v in res.built_in_steps_per_s)
+    out = ", ".join(f"{v:.0f}" for v in res.outside_steps_per_s)
+    click.echo(f"gym, {res.robots} robots, {res.steps} steps, lane-follow (steps/s from step "
+               f"20):\n  built-in agent: {built}\n  outside agent:  {out}\n  ratio of medians "
+               f"(outside / built-in): {res.ratio:.3f} (pair by pair: "
+               + ", ".join(f"{r:.2f}" for r in res.pair_ratios) + "); same digest in "
+               f"{sum(res.same_digest)}/{len(res.same_digest)} pairs")
+    click.echo(f"realtime, {res.robots} robots, {res.realtime_duration_s:g} s: command age when "
+               "applied (made -> engine step)")
+    for who, c in res.latency.items():
+        click.echo(f"  {who:<8} n {c['n']:>5}  p50 {c['p50_s'] * 1e3:6.2f} ms  p99 "
+                   f"{c['p99_s'] * 1e3:6.2f} ms  max {c['max_s'] * 1e3:6.2f} ms")
+
+
 def print_slots(slots: list[dict[str, Any]], mode: str) -> None:
     """Each external agent slot of a run: who held it and when, what it passed on."""
     for sl in slots:

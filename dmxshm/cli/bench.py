@@ -152,6 +152,31 @@ def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) 
     check_targets(network.targets(rows), check)
 
 
+@bench.command("agents")
+@click.option("--quick", is_flag=True, help="2 pairs of 500 steps, 3 s realtime: about 30 s.")
+@click.option("--pairs", type=click.IntRange(min=1), default=None,
+              help="Gym runs of each kind, alternating  [default: 5; 2 with --quick].")
+@json_file_option("Write the figures as JSON to this file.")
+@check_option
+def bench_agents(quick: bool, pairs: int | None, json: str | None, check: bool) -> None:
+    """An outside agent (dmxshm.connect) beside a built-in one, in the same run.
+
+    Gym: 4 robots, no camera, lane-follow, built-in and outside runs alternating;
+    steps/s from step 20 to the end (the client's connection not counted), ratio of
+    the medians (target >= 0.9), and whether each pair's digests agree. Realtime:
+    each agent's command age from its making to the engine step that applied it.
+    """
+    from dmxshm.bench import agents
+
+    check_outputs(json)
+    res = agents.run(pairs=pairs or (2 if quick else 5), steps=500 if quick else 1000,
+                     duration_s=3.0 if quick else 5.0,
+                     progress=lambda s: click.echo(f"bench agents: {s}", err=True))
+    console.print_agents_bench(res)
+    console.write_outputs(res.to_dict(), json, None, None)
+    check_targets(res.targets(), check)
+
+
 @bench.command("vector")
 @click.option("--num-envs", type=click.IntRange(min=1), multiple=True,
               default=tuple(arg_default(vector.run, "num_envs")), show_default=True,

@@ -94,6 +94,7 @@ class RunInfo:
     uptime_s: float
     slots: tuple[SlotInfo, ...] = ()
     view: str | None = None  # the live view's address, where the run has one
+    spin_us: float = 0.0  # how long the run's waits poll before they sleep
 
     @property
     def free_slots(self) -> list[SlotInfo]:
@@ -139,7 +140,8 @@ def live_runs() -> list[RunInfo]:
             renderers=len(meta.get("renderer_robots", [])), spine=bool(meta.get("spine")),
             camera=(int(meta.get("camera", (0, 0))[0]), int(meta.get("camera", (0, 0))[1])),
             started=started, uptime_s=max(time.time() - started, 0.0),
-            slots=slot_states(list(meta.get("slots", []))), view=meta.get("view")))
+            slots=slot_states(list(meta.get("slots", []))), view=meta.get("view"),
+            spin_us=float(meta.get("spin_us", 0.0))))
     return sorted(found, key=lambda r: r.started)
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from dmxshm import settings
 from dmxshm.errors import DmxError, RingClosedError, RingTimeoutError
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import SlotResult
@@ -46,7 +47,7 @@ from dmxshm.shm.slot import (
     O_REJECTED,
     SlotSegment,
 )
-from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire
+from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire, spin_until
 
 POLL_S = 0.05
 """How often a waiting slot looks at its holder (and how late it may see a client
@@ -81,6 +82,10 @@ class Slot(Role[SlotResult]):
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._ended = threading.Event()
+        # Gym mode: poll (yielding the core) before sleeping on the bell, as the rings do.
+        spin = plan.spin_us if plan.spin_us is not None else settings.spin_us(
+            settings.RING_SPIN_US)
+        self.spin_s = spin / 1e6 if cfg.mode == "gym" else 0.0
         self.own(self, close=self._join)  # before the rings close (last attached first)
         self.tap(())
 
@@ -304,6 +309,11 @@ class Slot(Role[SlotResult]):
         return True
 
     def _sleep(self, slot: SlotSegment) -> None:
+        if self.spin_s:
+            head = slot.cmd_head
+            spin_until(lambda: int(head["seq"][0]) != self.last_seq, self.spin_s)
+            if int(head["seq"][0]) != self.last_seq:
+                return
         try:
             acquire(slot.cmd_bell, POLL_S)
         except EMPTY_OR_INTERRUPTED:
