@@ -205,7 +205,7 @@ class Connection:
                 self._pending = self.mode == "gym"
                 return records
             if self._spin_s:  # gym: poll a while (yielding) for the next observation
-                spin_until(lambda: seg.word(O_OBS_SEQ) != seen, self._spin_s)
+                spin_until(lambda s=seen: seg.word(O_OBS_SEQ) != s, self._spin_s)
                 if seg.word(O_OBS_SEQ) != seen:
                     continue
             self._alive(seg)

@@ -51,7 +51,7 @@ class Pace(Tap):
         return {"steps": self.steps, "seconds": self.t1 - self.t0}
 
 
-@dataclass(frozen=True)
+@dataclass
 class PaceSpec:
     """:class:`Pace` in the engine (a :class:`~dmxshm.network.plan.TapSpec`)."""
 
