@@ -20,6 +20,7 @@ layout is the ABI of docs/abi.md (:mod:`dmxshm.shm.slot`); a C client does the s
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -56,6 +57,11 @@ class NoNetworkError(DmxError):
 class ProtocolError(DmxError):
     """A call out of turn: in gym mode ``act`` before ``observe``, or twice for one step,
     or ``observe`` again before answering."""
+
+
+def _moved(seg: SlotSegment, seen: int) -> bool:
+    """Whether the slot's observation sequence word moved on from ``seen``."""
+    return seg.word(O_OBS_SEQ) != seen
 
 
 def _describe(run: RunInfo) -> str:
@@ -205,8 +211,8 @@ class Connection:
                 self._pending = self.mode == "gym"
                 return records
             if self._spin_s:  # gym: poll a while (yielding) for the next observation
-                spin_until(lambda s=seen: seg.word(O_OBS_SEQ) != s, self._spin_s)
-                if seg.word(O_OBS_SEQ) != seen:
+                spin_until(functools.partial(_moved, seg, seen), self._spin_s)
+                if _moved(seg, seen):
                     continue
             self._alive(seg)
             if timeout_s is not None and time.monotonic() - t0 >= timeout_s:
