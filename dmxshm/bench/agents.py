@@ -15,6 +15,7 @@ built-in agent's send) to the engine step that applied it (the summary's
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from typing import Any
 from dmxshm.network import Network, NetworkConfig
 from dmxshm.network.plan import Plan
 from dmxshm.network.taps import Tap
+from dmxshm.proc import program
 
 WARM = 20
 ROBOTS = 4
@@ -89,8 +91,8 @@ class Result:
 
 
 def _client(name: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "dmxshm.bench.agents", name],
-                            stdout=subprocess.DEVNULL)
+    """The outside agent, a program of its own (:func:`main`)."""
+    return program.start("bench-agent", "dmxshm.bench.agents", [name], capture=False)
 
 
 def _pace(summary: Any) -> float:
@@ -105,7 +107,9 @@ def _run(cfg: NetworkConfig, outside: bool) -> Any:
             return net.run()
         finally:
             if client is not None:
-                client.wait(30)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    client.wait(30)  # it ends with the run (NetworkEnded)
+                program.stop(client)
 
 
 def run(*, pairs: int = 5, steps: int = 1000, duration_s: float = 5.0,

@@ -49,11 +49,13 @@ def test_the_options_defaults_are_the_configs() -> None:
 
     ctx = cli.commands["run"].make_context("run", [])
     fields = {FIELDS.get(name, name): value for name, value in ctx.params.items()}
-    for name in ("mode", "robots", "renderers", "agents", "agent", "steps", "duration_s",
+    for name in ("mode", "robots", "renderers", "agent", "steps", "duration_s",
                  "camera", "renderer", "seed", "map", "wait_timeout_s", "spine_hz",
-                 "command_timeout_s", "profile_interval_s", "spine"):
+                 "command_timeout_s", "profile_interval_s", "spine", "connect_timeout_s"):
         assert fields[name] == field_default(NetworkConfig, name), name
     assert ctx.params["spine_reply_at_s"] is None  # unset: the config's own default holds
+    # Unset, --agents is the config's default, or 0 with --external-agents.
+    assert ctx.params["agents"] is None and ctx.params["external_agents"] is None
 
 
 def test_record_refuses_a_camera_off_and_an_earlier_runs_frames(tmp_path, capsys) -> None:  # noqa: ANN001
@@ -174,3 +176,12 @@ def test_foxglove_refusals(monkeypatch, capsys) -> None:  # noqa: ANN001
     assert "both 9000" in err
     monkeypatch.setitem(sys.modules, "foxglove", None)  # import foxglove fails
     assert "pip install" in refused([*run, "--foxglove"], capsys)
+
+
+def test_agents_default_to_one_or_to_none_beside_external_agents() -> None:
+    r = CliRunner().invoke(cli, ["run", "--steps", "2", "--camera", "0x0", "--robots", "1"])
+    assert r.exit_code == 0, r.output
+    assert "slot-" not in r.output  # one built-in agent, no slot
+    r = CliRunner().invoke(cli, ["run", "--robots", "1", "--external-agents", "1",
+                                 "--agents", "1"])
+    assert r.exit_code == EXIT_USAGE and "2 agents for 1 robots" in r.output
