@@ -87,6 +87,12 @@ TARGETS: dict[str, Target] = {
                                   "--spine", "--camera", "0x0", "--timeout", "5"),
                              ("spine", "engine", "renderer-0", "agent-0")),
     "spine": Target("spine", _cli("spine", "--duration", "600"), ("spine", "can-bus")),
+    # An outside agent's slot nobody took (the run waits for it at step 0): its process
+    # and those around it.
+    "gym-slot": Target("gym-slot", _cli("run", "--steps", "1000000", "--robots", "2",
+                                        "--agents", "1", "--external-agents", "1",
+                                        "--camera", "32x24", "--timeout", "5"),
+                       ("engine", "renderer-0", "agent-0", "slot-0")),
     "batch": Target("batch", (sys.executable, "-c", _BATCH), ("batch-0", "batch-1"),
                     {"batch-0": "batch worker 0", "batch-1": "batch worker 1"}),
 }

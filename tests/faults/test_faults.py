@@ -30,6 +30,7 @@ CASES = [
     ("realtime-spine", "spine", "SIGKILL"), ("realtime-spine", "agent-0", "SIGTERM"),
     *[("spine", role, sig) for role in ("spine", "can-bus") for sig in ("SIGKILL", "SIGTERM")],
     ("batch", "batch-0", "SIGKILL"), ("batch", "batch-1", "SIGTERM"),
+    ("gym-slot", "slot-0", "SIGKILL"), ("gym-slot", "slot-0", "SIGTERM"),
     ("gym", "renderer-0", "SIGSTOP"), ("batch", "batch-0", "SIGSTOP"),
 ]
 FAULT_TIMEOUT_S = 120
