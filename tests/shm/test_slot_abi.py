@@ -60,3 +60,50 @@ def test_a_slot_reads_back_as_written_and_claims_exclude_each_other() -> None:
             for s in (a, b, made):
                 if s.fd >= 0:
                     s.close()
+
+
+def _publisher(name: str, seconds: float) -> None:
+    """Publishes observations as fast as it can for ``seconds``, observation q's bytes all
+    q % 251."""
+    import time
+
+    seg = SlotSegment.attach(name)
+    try:
+        seg.serve(0)
+        obs = np.zeros(2, seg.record)
+        raw = obs.view(np.uint8)
+        q, end = 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            raw[...] = q % 251
+            seg.publish(q, q, 0.0, obs)
+            q += 1
+    finally:
+        seg.close()
+
+
+def test_an_observation_read_while_it_is_overwritten_is_never_torn() -> None:
+    """The realtime case: a camera-sized observation rewritten without pause by another
+    process while this one reads; every copy read_obs returns is one observation whole."""
+    from tests import procs
+
+    record = obs_dtype((160, 120))
+    with Registry() as reg:
+        made = SlotSegment.create(reg, 0, "realtime", (0, 1), record, 25.0)
+        reader = SlotSegment.attach(made.name)
+        writer = procs.start(_publisher, made.name, 1.0)
+        try:
+            seen, torn, last = 0, 0, 0
+            while writer.is_alive():
+                got = reader.read_obs(last)
+                if got is None:
+                    continue
+                last, step, _, records = got
+                data = records.view(np.uint8)
+                torn += int(data.min() != data.max() or data[0] != step % 251)
+                seen += 1
+            assert seen > 10, "the reader never overlapped the writer"
+            assert torn == 0
+        finally:
+            procs.stop(writer)
+            reader.close()
+            made.close()
