@@ -63,8 +63,10 @@ def test_a_slot_reads_back_as_written_and_claims_exclude_each_other() -> None:
 
 
 def _publisher(name: str, seconds: float) -> None:
-    """Publishes observations as fast as it can for ``seconds``, observation q's bytes all
-    q % 251."""
+    """Publishes observations for ``seconds``, observation q's bytes all q % 251, with a
+    pause of ~0.1 ms between two (back to back, a reader of a 115 KB copy would almost
+    never find the slot still: a seqlock's reader starves under a writer that never
+    stops, and no network publishes that fast)."""
     import time
 
     seg = SlotSegment.attach(name)
@@ -77,6 +79,7 @@ def _publisher(name: str, seconds: float) -> None:
             raw[...] = q % 251
             seg.publish(q, q, 0.0, obs)
             q += 1
+            time.sleep(1e-4)
     finally:
         seg.close()
 
