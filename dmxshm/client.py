@@ -59,11 +59,6 @@ class ProtocolError(DmxError):
     or ``observe`` again before answering."""
 
 
-def _moved(seg: SlotSegment, seen: int) -> bool:
-    """Whether the slot's observation sequence word moved on from ``seen``."""
-    return seg.word(O_OBS_SEQ) != seen
-
-
 def _describe(run: RunInfo) -> str:
     name = f"{run.name!r}" if run.name else "unnamed"
     return (f"{name} (pid {run.pid}, {run.mode}, {len(run.free_slots)} of "
@@ -211,8 +206,8 @@ class Connection:
                 self._pending = self.mode == "gym"
                 return records
             if self._spin_s:  # gym: poll a while (yielding) for the next observation
-                spin_until(functools.partial(_moved, seg, seen), self._spin_s)
-                if _moved(seg, seen):
+                spin_until(functools.partial(seg.obs_moved, seen), self._spin_s)
+                if seg.obs_moved(seen):
                     continue
             self._alive(seg)
             if timeout_s is not None and time.monotonic() - t0 >= timeout_s:

@@ -121,6 +121,13 @@ class Plan:
             return None  # the user's default (read by the rings) wins
         return settings.SHARED_CORES_SPIN_US if self.parties > (os.cpu_count() or 1) else None
 
+    @property
+    def spin_us_resolved(self) -> float:
+        """:attr:`spin_us` as a number: the ring default where it is left to the rings
+        (what a wait outside a ring, an agent slot's, polls for)."""
+        spin = self.spin_us
+        return spin if spin is not None else settings.spin_us(settings.RING_SPIN_US)
+
     def wait_for_start(self, role: str, index: int) -> None:
         """Wait at the start gate (every process of the run passes it at once)."""
         wait_for_start(self.start_barrier, self.party(role, index), role_name(role, index),

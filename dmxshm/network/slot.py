@@ -24,6 +24,7 @@ new command is passed on at once; an unclaimed slot's robots stand still
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -33,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm import settings
 from dmxshm.errors import DmxError, RingClosedError, RingTimeoutError
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import SlotResult
@@ -75,6 +75,7 @@ class Slot(Role[SlotResult]):
         self.slot = slot = self.own(SlotSegment.attach(plan.ring(f"slot.{j}")))
         slot.serve(os.getppid())
         self.result = SlotResult(index=j, robots=list(robots))
+        self._obs = np.zeros(len(robots), slot.record)  # _read fills, publish copies
         self.holding: dict[str, Any] | None = None  # the present holder's record
         self.last_seq = int(slot.cmd_head["seq"][0])
         self.published = -1  # the step of the newest observation published
@@ -83,9 +84,7 @@ class Slot(Role[SlotResult]):
         self._stop = threading.Event()
         self._ended = threading.Event()
         # Gym mode: poll (yielding the core) before sleeping on the bell, as the rings do.
-        spin = plan.spin_us if plan.spin_us is not None else settings.spin_us(
-            settings.RING_SPIN_US)
-        self.spin_s = spin / 1e6 if cfg.mode == "gym" else 0.0
+        self.spin_s = plan.spin_us_resolved / 1e6 if cfg.mode == "gym" else 0.0
         self.own(self, close=self._join)  # before the rings close (last attached first)
         self.tap(())
 
@@ -215,7 +214,7 @@ class Slot(Role[SlotResult]):
     # -- shared ---------------------------------------------------------------------------
     def _read(self, timeout_s: float) -> tuple[np.ndarray, int, float]:
         """The next observation of every link, in the slot's robot order."""
-        obs = np.zeros(len(self.robots), self.slot.record)
+        obs = self._obs
         step, sim = 0, 0.0
         for ring, idx in zip(self.obs_rings, self.where, strict=True):
             got = ring.read(timeout_s)
@@ -310,9 +309,8 @@ class Slot(Role[SlotResult]):
 
     def _sleep(self, slot: SlotSegment) -> None:
         if self.spin_s:
-            head = slot.cmd_head
-            spin_until(lambda: int(head["seq"][0]) != self.last_seq, self.spin_s)
-            if int(head["seq"][0]) != self.last_seq:
+            spin_until(functools.partial(slot.cmd_moved, self.last_seq), self.spin_s)
+            if slot.cmd_moved(self.last_seq):
                 return
         try:
             acquire(slot.cmd_bell, POLL_S)

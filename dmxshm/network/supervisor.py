@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dmxshm import logs, settings
+from dmxshm import logs
 from dmxshm.errors import DmxError
 from dmxshm.network.agent import run_agent
 from dmxshm.network.camera import camera_slot_dtype, run_camera
@@ -105,8 +105,7 @@ def view_meta(cfg: NetworkConfig, plan: Plan, extra: dict[str, Any] | None = Non
             "renderer_robots": [list(r) for r in plan.renderer_robots],
             "external_agents": cfg.external_agents,
             # How long a wait of this run polls before it sleeps (an outside client too).
-            "spin_us": plan.spin_us if plan.spin_us is not None else settings.spin_us(
-                settings.RING_SPIN_US),
+            "spin_us": plan.spin_us_resolved,
             "slots": [{"index": j, "robots": list(plan.agent_robots[cfg.agents + j]),
                        "segment": plan.rings.get(f"slot.{j}", "")}
                       for j in range(cfg.external_agents)],

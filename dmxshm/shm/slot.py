@@ -45,14 +45,15 @@ import os
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import posix_ipc
 
 from dmxshm.errors import DmxError, LayoutError, SegmentMissingError
 from dmxshm.shm.fence import NEEDS_FENCE, fence
+from dmxshm.shm.names import SHM_DIR
 from dmxshm.shm.registry import Registry
+from dmxshm.shm.ring import _tuplify
 from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
 
 MAGIC = b"DMXSLOT\x01"
@@ -346,6 +347,14 @@ class SlotSegment:
         self.set_word(O_HOLDER_PID, pid)  # last: it makes the record valid
         self.ring(self.cmd_bell)
 
+    def obs_moved(self, seen: int) -> bool:
+        """Whether the observation sequence word moved on from ``seen``."""
+        return self.word(O_OBS_SEQ) != seen
+
+    def cmd_moved(self, seen: int) -> bool:
+        """Whether the command sequence word moved on from ``seen``."""
+        return int(self.cmd_head["seq"][0]) != seen
+
     def unexamined(self) -> bool:
         """Whether a complete command is there that the network has not looked at yet."""
         seq = int(self.cmd_head["seq"][0])
@@ -386,12 +395,4 @@ class SlotSegment:
 
 
 def _path(name: str) -> str:
-    from dmxshm.shm.names import SHM_DIR
-
     return os.path.join(SHM_DIR, name.lstrip("/"))
-
-
-def _tuplify(descr: Any) -> Any:
-    from dmxshm.shm.ring import _tuplify as tuplify
-
-    return tuplify(descr)
