@@ -41,6 +41,7 @@ from dmxshm.shm.slot import (
     SlotTakenError,
 )
 from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire, spin_until
+from dmxshm.world.motor import DUCKIEBOT
 
 __all__ = ["Connection", "NetworkEnded", "NoNetworkError", "ProtocolError", "SlotTakenError",
            "connect"]
@@ -153,12 +154,17 @@ class Connection:
         mode: ``"gym"`` or ``"realtime"``.
         slot: the slot's index; ``network``: the network's name (None: unnamed).
         step: the engine step of the last observation returned (-1: none yet).
+        action: the units :meth:`act` takes: ``"wheel-speed"`` (rad/s) or ``"pwm"``
+            (duty in [-1, 1]; ``dmxshm run --action pwm``).
+        command_limit: the largest command magnitude the network accepts in those units.
     """
 
     def __init__(self, segment: SlotSegment, run: RunInfo) -> None:
         self._seg: SlotSegment | None = segment
         self.robots = segment.robots
         self.mode = segment.mode
+        self.action = segment.action
+        self.command_limit = DUCKIEBOT.limit if self.action == "pwm" else segment.max_wheel_speed
         self.slot = segment.index
         self.network = run.name
         self.network_pid = run.pid
@@ -219,8 +225,10 @@ class Connection:
                 pass
 
     def act(self, commands: Any) -> None:
-        """Send ``commands``: ``(len(robots), 2)`` wheel speeds (rad/s, left then right),
-        answering the last observation.
+        """Send ``commands``: ``(len(robots), 2)``, left then right, in the network's
+        units (:attr:`action`: wheel speeds in rad/s, or PWM duties), answering the
+        last observation. The network checks them (finite, within
+        :attr:`command_limit`) and counts what it rejects.
 
         Raises:
             NetworkEnded: the network ended or died.
@@ -234,7 +242,7 @@ class Connection:
             if wheels.size == 2 * n:
                 wheels = wheels.reshape(n, 2)
             else:
-                raise ValueError(f"commands must be ({n}, 2) wheel speeds for robots "
+                raise ValueError(f"commands must be ({n}, 2) (left, right) for robots "
                                  f"{list(self.robots)}, got shape {wheels.shape}")
         self._alive(seg)  # an ended network says so first, whatever the turn
         if self.mode == "gym" and not self._pending:

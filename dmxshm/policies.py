@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import DmxError
-from dmxshm.world.robot import BASELINE_M, MAX_WHEEL_SPEED_RAD_S, WHEEL_RADIUS_M
+from dmxshm.world.robot import BASELINE_M, WHEEL_RADIUS_M
 
 Policy = Callable[[np.ndarray], Any]
 
@@ -58,14 +58,21 @@ class Idle:
         return np.zeros((self.n, 2))
 
 
+POLICY_MAX_RAD_S = 25.0
+"""The built-in policies' largest wheel speed: the engine's bound before the motor
+model (:mod:`dmxshm.world.motor`, 27 rad/s) replaced it, kept so that their runs
+(and the digests that pin them) are the same in every version."""
+
+
 class RandomWheels:
-    """Uniform random wheel speeds in [-max/2, max], one generator per robot."""
+    """Uniform random wheel speeds in [-12.5, 25] rad/s (``POLICY_MAX_RAD_S``),
+    one generator per robot."""
 
     def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
         self.robot_ids = robot_ids
         self.reset(seed)
 
-    LOW, HIGH = -MAX_WHEEL_SPEED_RAD_S / 2, MAX_WHEEL_SPEED_RAD_S
+    LOW, HIGH = -POLICY_MAX_RAD_S / 2, POLICY_MAX_RAD_S
 
     def reset(self, seed: int) -> None:
         self.rngs = [np.random.default_rng([seed, rid]) for rid in self.robot_ids]
@@ -110,8 +117,7 @@ class LaneFollow:
         omega = -self.k_offset * offset - self.k_heading * heading
         left = (v - omega * BASELINE_M / 2) / WHEEL_RADIUS_M
         right = (v + omega * BASELINE_M / 2) / WHEEL_RADIUS_M
-        return np.clip(np.stack([left, right], axis=1), -MAX_WHEEL_SPEED_RAD_S,
-                       MAX_WHEEL_SPEED_RAD_S)
+        return np.clip(np.stack([left, right], axis=1), -POLICY_MAX_RAD_S, POLICY_MAX_RAD_S)
 
 
 BUILTINS: dict[str, type] = {"idle": Idle, "random": RandomWheels, "lane-follow": LaneFollow}

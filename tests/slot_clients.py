@@ -5,7 +5,9 @@
 KIND: ``lane`` (the built-in lane follower through dmxshm.connect, to the end),
 ``die`` (the same, then SIGKILL itself after ARG commands), ``garbage`` (claims the
 slot through the raw ABI and writes ARG malformed commands, then well-formed ones
-to the end). Prints ``claimed PID`` once it holds the slot and ``sent N`` at the end.
+to the end), ``pwm`` (duty 0.3 on both wheels to the end, and at step ARG a left duty
+of 1.5; prints the slot's ``action``). Prints ``claimed PID`` once it holds the slot
+and ``sent N`` at the end.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from dmxshm.policies import load_policy
 def main(kind: str, name: str, arg: int) -> None:
     with dmxshm.connect(name, timeout_s=30) as agent:
         print("claimed", os.getpid(), flush=True)
-        policy = load_policy("lane-follow", agent.robots, 0)
+        if kind == "pwm":
+            print("action", agent.action, agent.command_limit, flush=True)
+            n = len(agent.robots)
+            policy = lambda obs: [[1.5 if agent.step == arg else 0.3, 0.3]] * n  # noqa: E731
+        else:
+            policy = load_policy("lane-follow", agent.robots, 0)
         if kind == "garbage":
             garbage(agent, arg)
         sent = 0

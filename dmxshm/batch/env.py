@@ -3,7 +3,9 @@
 A Gymnasium environment over one pybullet world, in the calling process.
 
 * **Action**: ``Box(-1, 1, (2,))``, left and right wheel, scaled to
-  ``MAX_WHEEL_SPEED_RAD_S`` (25 rad/s, 0.8 m/s at the rim).
+  :data:`ACTION_SCALE_RAD_S` (25 rad/s, 0.8 m/s at the rim: the engine's bound
+  when v0 was made, kept so that v0's action space means what it did; the
+  motors' bound is now 27 rad/s, :mod:`dmxshm.world.motor`).
 * **Observation** (``obs=``):
 
   - ``"state"``: float32 vector of :data:`STATE_FIELDS`: lateral offset from
@@ -46,12 +48,13 @@ from dmxshm.settings import EPISODE_STEPS
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.renderers import resolve as resolve_renderer
-from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.world import GRAVITY_M_S2, World
 
 STATE_FIELDS = ("lane_offset_m", "heading_err_rad", "speed_m_s", "yaw_rate_rad_s",
                 "acc_x", "acc_y", "acc_z", "gyro_x", "gyro_y", "gyro_z", "tof_m")
 OBS_KINDS = ("state", "camera", "both")
+ACTION_SCALE_RAD_S = 25.0
+"""Wheel speed of action 1.0 (v0's meaning, fixed; not the motors' bound)."""
 # Bounds of the state vector (values are clipped into them).
 STATE_HIGH = np.array([1.0, np.pi, 2.0, 20.0, 50.0, 50.0, 50.0, 20.0, 20.0, 20.0, 1.2],
                       dtype=np.float32)
@@ -187,8 +190,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if not (math.isfinite(left) and math.isfinite(right)):
             raise ValueError(f"action must be finite, got {[left, right]}")
         self.world.apply_wheel_speeds(
-            [[max(-1.0, min(1.0, left)) * MAX_WHEEL_SPEED_RAD_S,
-              max(-1.0, min(1.0, right)) * MAX_WHEEL_SPEED_RAD_S]])
+            [[max(-1.0, min(1.0, left)) * ACTION_SCALE_RAD_S,
+              max(-1.0, min(1.0, right)) * ACTION_SCALE_RAD_S]])
         self.world.step()
         self._steps += 1
         obs, (offset, heading, on_road), speed = self._measure(self.world.state(copy=False))

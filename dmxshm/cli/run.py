@@ -38,7 +38,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         log_path: str | None, view: bool, view_port: int, view_host: str,
         foxglove: bool, foxglove_port: int, foxglove_host: str,
         allow_remote: bool, renderer: str, name: str | None, external_agents: int | None,
-        connect_timeout_s: float) -> None:
+        connect_timeout_s: float, action: str) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -59,7 +59,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             agents = 0 if external_agents else network.NetworkConfig.agents
         config = network.NetworkConfig(
             mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
-            external_agents=external_agents or 0, connect_timeout_s=connect_timeout_s,
+            action=action, external_agents=external_agents or 0,
+            connect_timeout_s=connect_timeout_s,
             steps=steps, duration_s=duration_s, camera=camera, seed=seed, map=map_name,
             pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,

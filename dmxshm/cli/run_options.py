@@ -24,6 +24,7 @@ from dmxshm.network.config import (
     MODES,
     NetworkConfig,
 )
+from dmxshm.world.motor import ACTIONS
 from dmxshm.world.renderers import RENDERERS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,6 +62,12 @@ OPTIONS = [
     click.option("--agent", default=_default("agent"), show_default=True,
                  help="Built-in agent (idle, random, lane-follow), module:callable (found in "
                       "--app-dir or on sys.path) or path/to/file.py:callable."),
+    click.option("--action", type=click.Choice(ACTIONS), default=_default("action"),
+                 show_default=True,
+                 help="Units of every agent's commands (built-in agents and slots alike): "
+                      "wheel-speed (rad/s, within +-27) or pwm (each motor's duty in [-1, 1], "
+                      "through the Duckiebot's motor model: gain 1, trim 0, 27 rad/s at duty 1; "
+                      "docs/motors.md)."),
     click.option("--app-dir", type=click.Path(exists=True, file_okay=False), default=".",
                  show_default=True,
                  help="Folder searched first for the --agent module (as uvicorn's --app-dir)."),

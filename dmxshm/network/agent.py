@@ -31,6 +31,9 @@ class Agent(Role[AgentResult]):
         # Where each link's records go in this agent's robot order.
         self.where = [np.array([robots.index(r) for r in link.robots]) for link in links]
         self.counts = AgentResult(steps=0, busy_s=0.0, obs_drops=0)
+        # Policies answer in rad/s; a PWM run's agents send the duties Duckietown's
+        # kinematics would (the motor model's inverse).
+        self.to_units = cfg.motor.duty if cfg.action == "pwm" else None
         self.tap(())
 
     def loop(self) -> AgentResult:
@@ -59,7 +62,8 @@ class Agent(Role[AgentResult]):
             counts.busy_s += clock() - t0
             cmd["step"] = step
             cmd["wall_time_s"] = cmd["sent_time_s"] = time.monotonic()
-            cmd["wheels_rad_s"] = as_wheels(answer, n, self.name)
+            wheels = as_wheels(answer, n, self.name)
+            cmd["wheels"] = wheels if self.to_units is None else self.to_units(wheels)
             self.cmd_ring.write(cmd, cfg.wait_timeout_s)
             counts.steps += 1
         return counts

@@ -21,6 +21,7 @@ from dmxshm.network.runs import NAME_RE, check_name
 from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world.maps import load_map
+from dmxshm.world.motor import ACTIONS, DUCKIEBOT, MotorModel
 from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS
 from dmxshm.world.renderers import resolve as resolve_renderer
 
@@ -110,6 +111,11 @@ class NetworkConfig:
             ``agents`` built-in agents and these, built-in first.
         connect_timeout_s: gym mode with ``external_agents``: how long a slot may stay
             unclaimed (at the start, or after its client left) before the run fails.
+        action: the units of every agent's commands, built-in agents and slots alike:
+            ``"wheel-speed"`` (rad/s, within the motors' +-27) or ``"pwm"`` (each
+            motor's duty cycle in [-1, 1], turned into wheel speed by the
+            Duckiebot's motor model, :mod:`dmxshm.world.motor`). Built-in policies
+            keep answering in rad/s: their agents convert with the same model.
     """
 
     mode: str = "gym"
@@ -142,6 +148,7 @@ class NetworkConfig:
     name: str | None = None
     external_agents: int = 0
     connect_timeout_s: float = 60.0
+    action: str = "wheel-speed"
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
     _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
@@ -170,6 +177,11 @@ class NetworkConfig:
         _check(math.isfinite(self.connect_timeout_s) and self.connect_timeout_s > 0,
                f"connect timeout must be a positive number of seconds, "
                f"not {self.connect_timeout_s}")
+        _check(self.action in ACTIONS,
+               f"action must be one of {', '.join(ACTIONS)}, not {self.action!r}")
+        _check(self.action == "wheel-speed" or not self.spine,
+               "--action pwm with --spine is not supported: the spine's CAN frames and its "
+               "per-cycle records carry wheel speeds; use --action wheel-speed with --spine")
         _check(self.steps >= 1, f"steps must be at least 1, not {self.steps}")
         _check(math.isfinite(self.duration_s) and self.duration_s > 0,
                f"duration must be a positive number of seconds, not {self.duration_s}")
@@ -243,6 +255,18 @@ class NetworkConfig:
                 + [("agent", a) for a in range(self.agents)]
                 + [("slot", j) for j in range(self.external_agents)]
                 + ([("spine", 0)] if self.spine_process else []))
+
+    @property
+    def motor(self) -> MotorModel:
+        """The motor model of every robot (PWM to wheel speed)."""
+        return DUCKIEBOT
+
+    @property
+    def command_limit(self) -> float:
+        """The largest command magnitude in the run's units (``action``): the motor
+        model's duty limit, or its full speed in rad/s."""
+        m = self.motor
+        return m.limit if self.action == "pwm" else m.full_speed_rad_s
 
     @property
     def total_agents(self) -> int:

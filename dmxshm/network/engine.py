@@ -50,12 +50,14 @@ from dmxshm.world.state import poses_2d
 from dmxshm.world.world import World
 
 
-def check_commands(wheels: np.ndarray, rejected: np.ndarray) -> np.ndarray:
-    """Zero the rows of ``wheels`` that are not finite or beyond the limit.
+def check_commands(wheels: np.ndarray, rejected: np.ndarray,
+                   limit: float = MAX_WHEEL_SPEED_RAD_S) -> np.ndarray:
+    """Zero the rows of ``wheels`` that are not finite or beyond ``limit``.
 
     Args:
-        wheels: ``(R, 2)`` wheel speeds, rad/s.
+        wheels: ``(R, 2)`` commands in the run's units (wheel speeds, rad/s, by default).
         rejected: ``(R,)`` counters, incremented for each rejected row.
+        limit: the largest magnitude allowed (rad/s, or 1.0 for PWM duty).
 
     Returns:
         the commands physics may use.
@@ -66,9 +68,9 @@ def check_commands(wheels: np.ndarray, rejected: np.ndarray) -> np.ndarray:
         (array([[1., 2.],
                [0., 0.]]), array([0, 1]))
     """
-    if np.isfinite(wheels).all() and np.abs(wheels).max() <= MAX_WHEEL_SPEED_RAD_S:
+    if np.isfinite(wheels).all() and np.abs(wheels).max() <= limit:
         return wheels  # the usual case, in a quarter of the time
-    bad = ~np.isfinite(wheels).all(axis=1) | (np.abs(wheels) > MAX_WHEEL_SPEED_RAD_S).any(axis=1)
+    bad = ~np.isfinite(wheels).all(axis=1) | (np.abs(wheels) > limit).any(axis=1)
     if bad.any():
         rejected += bad
         wheels = np.where(bad[:, None], 0.0, wheels)
@@ -83,10 +85,20 @@ class Rejections:
     policy that answers NaN or too fast is seen at its first step, not in a
     count at the end; what each robot received and had rejected goes to the
     summary, where a robot whose every command was rejected fails the run.
+
+    In a PWM run (``--action pwm``) the checks are on the duty cycle (at most the
+    motor model's limit) and :meth:`check` returns the wheel speeds the motor
+    model makes of the duties it lets through: what physics, the taps and the
+    log see are always wheel speeds, so a replay applies them as they are.
     """
 
     def __init__(self, plan: Plan) -> None:
-        robots = plan.config.robots
+        cfg = plan.config
+        robots = cfg.robots
+        self.pwm = cfg.action == "pwm"
+        self.limit = cfg.command_limit
+        self.units = "PWM duty" if self.pwm else "rad/s"
+        self.motor = cfg.motor
         self.counts = np.zeros(robots, np.int64)
         self._received = np.zeros(robots, np.int64)
         self._everyone_checks = 0  # checks of every robot at once (gym mode: one a step)
@@ -100,13 +112,14 @@ class Rejections:
         return self._received + self._everyone_checks
 
     def check(self, wheels: np.ndarray, rows: np.ndarray, step: int) -> np.ndarray:
-        """The commands of ``rows`` that physics may use (see :func:`check_commands`)."""
+        """The wheel speeds (rad/s) physics may use for the commands of ``rows``
+        (see :func:`check_commands`; a PWM run's duties through the motor model)."""
         if len(rows) == len(self.counts):  # every robot: one counter, no index (gym's path)
             self._everyone_checks += 1
         else:
             self._received[rows] += 1
         bad = self._bad[:len(rows)]
-        safe = check_commands(wheels, bad)
+        safe = check_commands(wheels, bad, self.limit)
         if safe is not wheels:  # something was rejected (the usual case returns wheels)
             self.counts[rows] += bad
             for j in np.flatnonzero(bad):
@@ -114,16 +127,18 @@ class Rejections:
                 if robot not in self.first:
                     self._report(robot, wheels[j], step)
             bad[:] = 0
-        return safe
+        return self.motor.wheel_speed(safe) if self.pwm else safe
 
     def _report(self, robot: int, pair: np.ndarray, step: int) -> None:
         left, right = (float(v) for v in pair)
+        units, limit = self.units, self.limit
+        what = "PWM duties" if self.pwm else "wheel speeds"
         why = "not finite" if not np.isfinite(pair).all() else \
-            f"beyond the motors' {MAX_WHEEL_SPEED_RAD_S:g} rad/s"
-        self.first[robot] = (f"({left:g}, {right:g}) rad/s from {self.owner.get(robot, '?')} "
+            f"beyond the motors' {limit:g} {units}"
+        self.first[robot] = (f"({left:g}, {right:g}) {units} from {self.owner.get(robot, '?')} "
                              f"at step {step}: {why}")
-        print(f"\ndmxshm: warning: robot {robot}'s command {self.first[robot]}; wheel speeds "
-              f"must be finite and within +-{MAX_WHEEL_SPEED_RAD_S:g} rad/s. The robot "
+        print(f"\ndmxshm: warning: robot {robot}'s command {self.first[robot]}; {what} "
+              f"must be finite and within +-{limit:g} {units}. The robot "
               "stands still while its commands are rejected.", file=sys.stderr, flush=True)
 
 
@@ -258,7 +273,7 @@ class Engine(Role[EngineResult]):
                 _publish(self.state_rings, k, seen_at, states, timeout_s)
                 taps.state(k, seen_at, states)  # after the handoff: overlaps the renderers
                 for ring, rows in sources:
-                    wheels[rows] = ring.read(timeout_s)["wheels_rad_s"]
+                    wheels[rows] = ring.read(timeout_s)["wheels"]
                 safe = self.rejections.check(wheels, everyone, k)  # framework, not physics
                 taps.commands(k, seen_at, safe, None)
                 t0 = clock()
@@ -310,7 +325,7 @@ class Engine(Role[EngineResult]):
                 except RingClosedError:
                     break  # the spine ended: so does the physics
                 t_taken = time.perf_counter()
-                safe = self.rejections.check(frame["wheels_rad_s"], everyone, self.done)
+                safe = self.rejections.check(frame["wheels"], everyone, self.done)
                 taps.commands(self.done, world.sim_time_s, safe, None)  # every physics step
                 t0 = time.perf_counter()
                 world.apply_wheel_speeds(safe)
@@ -347,7 +362,7 @@ class Engine(Role[EngineResult]):
                     cmd = ring.try_read(newest=True)
                     if cmd is not None:  # checked once, when it arrives
                         ages[i].append(clock() - float(cmd["sent_time_s"]))
-                        wheels[rows] = self.rejections.check(cmd["wheels_rad_s"], rows, k)
+                        wheels[rows] = self.rejections.check(cmd["wheels"], rows, k)
                         cmd_time[rows] = cmd["wall_time_s"]
                 now = clock()
                 live = now - cmd_time <= cfg.command_timeout_s

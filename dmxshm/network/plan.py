@@ -201,9 +201,10 @@ def obs_slot_dtype(config: NetworkConfig, robots: int) -> np.dtype:
 
 
 def cmd_slot_dtype(robots: int) -> np.dtype:
-    """Wheel commands of the robots of one agent, for one step: ``wall_time_s`` when the
+    """Wheel commands of the robots of one agent, for one step, in the run's units
+    (``--action``: rad/s or PWM duty; the engine converts): ``wall_time_s`` when the
     network got it (a built-in agent: when it sent it; its expiry counts from this),
     ``sent_time_s`` when its agent made it (an outside client's ``act()``), both
     ``time.monotonic()``."""
     return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"), ("sent_time_s", "<f8"),
-                     ("wheels_rad_s", "<f8", (robots, 2))])
+                     ("wheels", "<f8", (robots, 2))])

@@ -127,7 +127,7 @@ class Slot(Role[SlotResult]):
                 self._publish(obs, step, sim)
                 _, sent, wheels = self._await(step)
                 self.slot.set_word(O_AWAITING, NOT_AWAITING)
-                cmd["step"], cmd["sent_time_s"], cmd["wheels_rad_s"] = step, sent, wheels
+                cmd["step"], cmd["sent_time_s"], cmd["wheels"] = step, sent, wheels
                 cmd["wall_time_s"] = time.monotonic()
                 self.cmd_ring.write(cmd, self.cfg.barrier_timeout_s)
                 self.result.steps += 1
@@ -180,7 +180,7 @@ class Slot(Role[SlotResult]):
             got = self._take(lambda s: s <= max(self.published, 0),
                              "it has not been observed yet")
             if got is not None:
-                cmd["step"], cmd["sent_time_s"], cmd["wheels_rad_s"] = got
+                cmd["step"], cmd["sent_time_s"], cmd["wheels"] = got
                 cmd["wall_time_s"] = time.monotonic()
                 self.cmd_ring.write(cmd)
                 self.result.steps += 1

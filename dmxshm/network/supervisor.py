@@ -312,7 +312,7 @@ class Network:
         slots = []  # the agent slots outside programs take (docs/abi.md)
         for j in range(cfg.external_agents):
             slot = SlotSegment.create(reg, j, cfg.mode, plan.agent_robots[cfg.agents + j],
-                                      robot_obs_dtype(cfg), MAX_WHEEL_SPEED_RAD_S)
+                                      robot_obs_dtype(cfg), MAX_WHEEL_SPEED_RAD_S, cfg.action)
             slots.append(slot.name)
             slot.close()
         spine = []  # commands to the engine, its replies (a spine process only)

@@ -14,7 +14,9 @@ every offset in bytes from the start of the segment::
          u64 obs_seq: 2q+1 while observation q is written, 2q+2 once complete
          u64 status: 1 serving, 2 ended, 3 failed; u64 accepted; u64 rejected;
          u64 network pid; u64 awaiting (gym: the step whose command it waits for);
-         u64 examined (the cmd_seq of the last command it took or rejected)
+         u64 examined (the cmd_seq of the last command it took or rejected);
+         u64 units of the commands, written before the header: 0 wheel speeds
+         (rad/s), 1 PWM duty in [-1, 1] (--action pwm)
     128  holder line (the client that holds the slot writes it after its claim)
          u64 pid; f64 claimed at (Unix time); u8[32] name
     192  field table: one 32-byte entry per field of an observation record:
@@ -25,7 +27,7 @@ every offset in bytes from the start of the segment::
     cmd  command (64-aligned, the client writes): u64 cmd_seq (2m+1 while
          command m is written, 2m+2 once complete); u64 step (the observation
          it answers); f64 sent (CLOCK_MONOTONIC s); u32 reset request
-         (reserved: 0); +64: f64 wheels[n][2], rad/s
+         (reserved: 0); +64: f64 wheels[n][2], in the units of the network line
 
 The network rings ``.obs`` after each observation, the client ``.cmd`` after
 each command; both are bells (a wake-up, capped at 1): the sequence words say
@@ -68,6 +70,8 @@ HEADER = struct.Struct("<8sIIIIIIIIIIIId")
 NET_LINE, HOLDER_LINE, TABLE = 64, 128, 192
 O_OBS_SEQ, O_STATUS, O_ACCEPTED, O_REJECTED, O_NET_PID, O_AWAITING, O_EXAMINED = (
     NET_LINE + 8 * i for i in range(7))
+O_UNITS = NET_LINE + 56
+UNITS = {"wheel-speed": 0, "pwm": 1}
 O_HOLDER_PID, O_HOLDER_AT, O_HOLDER_NAME = HOLDER_LINE, HOLDER_LINE + 8, HOLDER_LINE + 16
 HOLDER_NAME_BYTES = 32
 CMD_HEAD = 64
@@ -185,6 +189,11 @@ class SlotSegment:
         if magic != MAGIC or abi != ABI_VERSION:
             raise LayoutError(f"{name} is not a dmxshm agent slot of ABI {ABI_VERSION}")
         self.mode = "gym" if mode == 0 else "realtime"
+        units = struct.unpack_from("<Q", buf, O_UNITS)[0]
+        self.action = next((a for a, u in UNITS.items() if u == units), None)
+        if self.action is None:
+            raise LayoutError(f"{name}: unknown command units {units} (this client knows "
+                              f"{', '.join(f'{u} {a}' for a, u in UNITS.items())})")
         self.index, self.n = int(index), int(robots)
         self.record = np.lib.format.descr_to_dtype(_tuplify(json.loads(
             bytes(buf[descr:descr + descr_bytes]).decode())))
@@ -206,7 +215,8 @@ class SlotSegment:
     # -- making and opening -----------------------------------------------------
     @classmethod
     def create(cls, registry: Registry, index: int, mode: str, robots: tuple[int, ...],
-               record: np.dtype, max_wheel_speed: float) -> SlotSegment:
+               record: np.dtype, max_wheel_speed: float, action: str = "wheel-speed"
+               ) -> SlotSegment:
         """The slot ``index`` of a network (the registry unlinks it)."""
         lay = Layout.of(len(robots), record)
         seg = registry.create_segment(f"slot.{index}", lay.size)
@@ -218,6 +228,7 @@ class SlotSegment:
         np.frombuffer(buf, "<u4", len(robots), lay.robot_ids)[:] = robots
         descr = json.dumps(np.lib.format.dtype_to_descr(record)).encode()
         buf[lay.descr:lay.descr + len(descr)] = descr
+        struct.pack_into("<Q", buf, O_UNITS, UNITS[action])
         HEADER.pack_into(buf, 0, b"\0" * 8, ABI_VERSION, MODES[mode], index, len(robots),
                          record.itemsize, len(table), TABLE, lay.robot_ids, lay.obs, lay.cmd,
                          lay.descr, len(descr), float(max_wheel_speed))

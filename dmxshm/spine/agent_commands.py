@@ -90,7 +90,7 @@ class AgentCommands:
         for ring, rows in zip(self.rings, self.rows, strict=True):
             cmd = ring.try_read(newest=True)
             if cmd is not None:
-                self.wheels[rows] = cmd["wheels_rad_s"]
+                self.wheels[rows] = cmd["wheels"]
                 self.received[rows] = now
                 self.written[rows] = float(cmd["wall_time_s"])
                 self.taken[rows] += 1

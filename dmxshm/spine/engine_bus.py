@@ -59,7 +59,7 @@ class EngineBus:
         slot = self._slot
         slot["step"] = cycle
         slot["wall_time_s"] = slot["sent_time_s"] = time.monotonic()
-        slot["wheels_rad_s"] = wheels_rad_s
+        slot["wheels"] = wheels_rad_s
         self.frames.write(slot, wait_s)  # an overwrite ring: it never waits
 
     def collect(self, wait_s: float | None) -> BusReply | None:

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from dmxshm._pybullet import pb
+from dmxshm.world.motor import DUCKIEBOT
 
 URDF_PATH = Path(__file__).parent / "data" / "duckiebot.urdf"
 """The bundled robot description."""
@@ -55,8 +56,10 @@ would tip it onto its nose. It is also the brake: a zero command holds the
 wheels with up to this torque.
 """
 
-MAX_WHEEL_SPEED_RAD_S = 25.0
-"""Commands are clipped to +-this speed (about 0.8 m/s, the motors' top speed)."""
+MAX_WHEEL_SPEED_RAD_S = DUCKIEBOT.full_speed_rad_s
+"""Commands are clipped to +-this speed: the Duckiebot motor model's full speed
+(27 rad/s, 0.86 m/s at the rim; :mod:`dmxshm.world.motor` says why it wins over
+the 25 rad/s of dmxshm 0.1.0)."""
 
 LOAD_FLAGS = pb.URDF_USE_INERTIA_FROM_FILE | pb.URDF_USE_IMPLICIT_CYLINDER
 """Use the URDF's inertias (not ones guessed from the collision shapes) and

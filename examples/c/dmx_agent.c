@@ -30,7 +30,7 @@
 enum {
     H_MAGIC = 0, H_ABI = 8, H_MODE = 12, H_SLOT = 16, H_ROBOTS = 20, H_RECORD = 24,
     H_FIELDS = 28, H_TABLE = 32, H_IDS = 36, H_OBS = 40, H_CMD = 44, H_MAXW = 56,
-    N_OBS_SEQ = 64, N_STATUS = 72, N_AWAITING = 104, N_EXAMINED = 112,
+    N_OBS_SEQ = 64, N_STATUS = 72, N_AWAITING = 104, N_EXAMINED = 112, N_UNITS = 120,
     C_PID = 128, C_AT = 136, C_NAME = 144,
     OBS_RECORDS = 64, CMD_WHEELS = 64,
 };
@@ -75,6 +75,11 @@ int main(int argc, char **argv) {
     if (base == MAP_FAILED) { perror("mmap"); return 2; }
     if (memcmp(base + H_MAGIC, "DMXSLOT\x01", 8) != 0 || u32(H_ABI) != 1) {
         fprintf(stderr, "%s is not a dmxshm agent slot of ABI 1\n", name); return 2;
+    }
+    uint64_t units; memcpy(&units, base + N_UNITS, 8);
+    if (units != 0) {  /* this example answers in rad/s, not PWM duty */
+        fprintf(stderr, "%s takes PWM duties (--action pwm); this agent sends wheel "
+                "speeds\n", name); return 2;
     }
     /* The claim: byte 1, dropped by the kernel if this process dies. */
     if (lock_byte(fd, 1, F_OFD_SETLK) < 0) {

@@ -8,9 +8,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import dmxshm  # noqa: F401  registers the environment
-from dmxshm.batch.env import STATE_FIELDS, DuckieLaneEnv
+from dmxshm.batch.env import ACTION_SCALE_RAD_S, STATE_FIELDS, DuckieLaneEnv
 from dmxshm.network.policies import LaneFollow
-from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.world import World
 
 SMALL_CAMERA = (32, 24)
@@ -66,7 +65,7 @@ def test_a_lane_follower_earns_reward_and_stays_on_the_road() -> None:
             rec = np.zeros(1, [("lane", "<f4", (3,)), ("tof_m", "<f4")])
             rec["lane"][0, :2] = obs[:2]
             rec["tof_m"] = obs[-1]
-            action = policy(rec)[0] / MAX_WHEEL_SPEED_RAD_S
+            action = policy(rec)[0] / ACTION_SCALE_RAD_S
             obs, reward, terminated, truncated, _ = env.step(action.astype(np.float32))
             total += reward
             steps += 1

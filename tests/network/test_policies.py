@@ -121,7 +121,7 @@ def test_random_wheels_draw_what_each_robots_generator_draws_uniformly() -> None
     import numpy as np
 
     from dmxshm.policies import RandomWheels
-    from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S as hi
+    from dmxshm.policies import POLICY_MAX_RAD_S as hi
 
     policy = RandomWheels((2, 5, 7), seed=11)
     reference = [np.random.default_rng([11, rid]) for rid in (2, 5, 7)]

@@ -17,7 +17,8 @@ def test_the_offsets_are_those_of_docs_abi_md() -> None:
     assert abi.ABI_VERSION == 1 and abi.MAGIC == b"DMXSLOT\x01"
     assert abi.HEADER.size == 64 and abi.HEADER.format == "<8sIIIIIIIIIIIId"
     assert (abi.O_OBS_SEQ, abi.O_STATUS, abi.O_ACCEPTED, abi.O_REJECTED, abi.O_NET_PID,
-            abi.O_AWAITING, abi.O_EXAMINED) == (64, 72, 80, 88, 96, 104, 112)
+            abi.O_AWAITING, abi.O_EXAMINED, abi.O_UNITS) == (64, 72, 80, 88, 96, 104, 112, 120)
+    assert abi.UNITS == {"wheel-speed": 0, "pwm": 1}
     assert (abi.O_HOLDER_PID, abi.O_HOLDER_AT, abi.O_HOLDER_NAME) == (128, 136, 144)
     assert abi.TABLE == 192 and abi.FIELD_ENTRY.size == 32
     assert abi.OBS_HEAD == 64 and abi.CMD_HEAD == 64

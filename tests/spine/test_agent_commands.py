@@ -18,7 +18,7 @@ ROWS = ((0,), (1, 2))  # agent 0 drives robot 0, agent 1 robots 1 and 2
 
 def cmd_dtype(robots: int) -> np.dtype:  # a network agent's command slot (network/plan.py)
     return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"),
-                     ("wheels_rad_s", "<f8", (robots, 2))])
+                     ("wheels", "<f8", (robots, 2))])
 
 
 class Clock:
@@ -49,7 +49,7 @@ def side(registry: Registry) -> Iterator[Side]:
 def send(ring: Ring, wall_time_s: float, *wheels: float) -> None:
     slot = np.zeros((), ring.dtype)
     slot["wall_time_s"] = wall_time_s
-    slot["wheels_rad_s"] = np.array(wheels).reshape(-1, 2)
+    slot["wheels"] = np.array(wheels).reshape(-1, 2)
     ring.write(slot)
 
 
