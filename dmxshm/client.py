@@ -224,11 +224,13 @@ class Connection:
             except EMPTY_OR_INTERRUPTED:
                 pass
 
-    def act(self, commands: Any) -> None:
+    def act(self, commands: Any, *, reset: bool = False) -> None:
         """Send ``commands``: ``(len(robots), 2)``, left then right, in the network's
         units (:attr:`action`: wheel speeds in rad/s, or PWM duties), answering the
         last observation. The network checks them (finite, within
-        :attr:`command_limit`) and counts what it rejects.
+        :attr:`command_limit`) and counts what it rejects. ``reset`` (realtime only):
+        this slot's robots go back to their start poses, at rest, before the
+        commands apply (gym mode rejects it: the field is reserved there).
 
         Raises:
             NetworkEnded: the network ended or died.
@@ -249,7 +251,7 @@ class Connection:
             raise ProtocolError("no observation to answer: call observe() first" if
                                 self.step < 0 else f"step {self.step} was answered already; "
                                 "call observe() for the next step (gym mode)")
-        seg.write_cmd(self._m, max(self.step, 0), wheels)
+        seg.write_cmd(self._m, max(self.step, 0), wheels, reset)
         self._m += 1
         self._pending = False
 

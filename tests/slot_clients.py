@@ -63,7 +63,7 @@ def garbage(agent: dmxshm.client.Connection, count: int) -> None:
             seg.write_cmd(agent._m, 10**9 + i, np.zeros((len(agent.robots), 2)))
             agent._m += 1
         elif how == 2:  # a reserved field set
-            seg.cmd_head["reset"] = 1
+            seg.cmd_head["reset"] = 2  # neither 0 nor 1: rejected in either mode
             seg.cmd_head["seq"] = 2 * agent._m + 2
             agent._m += 1
         else:  # the sequence word back to 2

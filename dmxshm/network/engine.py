@@ -362,6 +362,8 @@ class Engine(Role[EngineResult]):
                     cmd = ring.try_read(newest=True)
                     if cmd is not None:  # checked once, when it arrives
                         ages[i].append(clock() - float(cmd["sent_time_s"]))
+                        if cmd["reset"]:  # an outside agent's: its robots back to start
+                            world.return_to_start(rows.tolist())
                         wheels[rows] = self.rejections.check(cmd["wheels"], rows, k)
                         cmd_time[rows] = cmd["wall_time_s"]
                 now = clock()

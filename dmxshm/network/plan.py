@@ -205,6 +205,7 @@ def cmd_slot_dtype(robots: int) -> np.dtype:
     (``--action``: rad/s or PWM duty; the engine converts): ``wall_time_s`` when the
     network got it (a built-in agent: when it sent it; its expiry counts from this),
     ``sent_time_s`` when its agent made it (an outside client's ``act()``), both
-    ``time.monotonic()``."""
+    ``time.monotonic()``; ``reset`` (realtime, an outside client's request): put the
+    agent's robots back at their start poses before applying ``wheels``."""
     return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"), ("sent_time_s", "<f8"),
-                     ("wheels", "<f8", (robots, 2))])
+                     ("wheels", "<f8", (robots, 2)), ("reset", "u1")])

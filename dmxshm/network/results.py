@@ -95,7 +95,8 @@ class SlotResult:
     the client called itself), ``claimed_at``/``left_at`` (Unix time; ``left_at`` None
     if it held the slot to the end) and ``claimed_step``/``left_step``. ``rejections``
     counts the rejected commands by reason (``step``, ``sequence``, ``reset``, ``time``),
-    ``first_rejections`` says what the first of each was.
+    ``first_rejections`` says what the first of each was. ``resets``: realtime, the
+    commands that asked for the slot's robots back at their start poses.
     """
 
     index: int
@@ -107,3 +108,4 @@ class SlotResult:
     first_rejections: dict[str, str] = field(default_factory=dict)
     holders: list[dict[str, Any]] = field(default_factory=list)
     obs_drops: int = 0
+    resets: int = 0

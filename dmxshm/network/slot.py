@@ -125,7 +125,7 @@ class Slot(Role[SlotResult]):
                 # awaited, so a new client never answers a step its predecessor answered.
                 self.slot.set_word(O_AWAITING, step)
                 self._publish(obs, step, sim)
-                _, sent, wheels = self._await(step)
+                _, sent, wheels, _ = self._await(step)
                 self.slot.set_word(O_AWAITING, NOT_AWAITING)
                 cmd["step"], cmd["sent_time_s"], cmd["wheels"] = step, sent, wheels
                 cmd["wall_time_s"] = time.monotonic()
@@ -135,7 +135,7 @@ class Slot(Role[SlotResult]):
             self.slot.end(FAILED)
             raise
 
-    def _await(self, step: int) -> tuple[int, float, np.ndarray]:
+    def _await(self, step: int) -> tuple[int, float, np.ndarray, bool]:
         """The command answering ``step`` (see the module docstring for the limits)."""
         cfg, slot = self.cfg, self.slot
         since = time.monotonic()  # when the present wait (for a claim, or an answer) began
@@ -180,7 +180,7 @@ class Slot(Role[SlotResult]):
             got = self._take(lambda s: s <= max(self.published, 0),
                              "it has not been observed yet")
             if got is not None:
-                cmd["step"], cmd["sent_time_s"], cmd["wheels"] = got
+                cmd["step"], cmd["sent_time_s"], cmd["wheels"], cmd["reset"] = got
                 cmd["wall_time_s"] = time.monotonic()
                 self.cmd_ring.write(cmd)
                 self.result.steps += 1
@@ -228,9 +228,10 @@ class Slot(Role[SlotResult]):
         self.q += 1
         self.published = step
 
-    def _take(self, step_ok: Any, why_not: str) -> tuple[int, float, np.ndarray] | None:
-        """A new, well-formed command from the slot, as ``(step, sent time, wheels)``; None if
-        there is none. A malformed one is rejected, counted and named."""
+    def _take(self, step_ok: Any, why_not: str) -> tuple[int, float, np.ndarray, bool] | None:
+        """A new, well-formed command from the slot, as ``(step, sent time, wheels, reset)``;
+        None if there is none. A malformed one is rejected, counted and named. A reset
+        request (1) is well-formed in realtime mode only (gym mode reserves the field)."""
         slot = self.slot
         head = slot.cmd_head
         for _ in range(100):  # a torn copy: the client is writing; look again
@@ -248,16 +249,19 @@ class Slot(Role[SlotResult]):
             backwards = seq < self.last_seq
             self.last_seq = seq
             slot.set_word(O_EXAMINED, seq)
-            reason = ("sequence" if backwards else "reset" if reset
+            resettable = reset == 1 and self.cfg.mode == "realtime"
+            reason = ("sequence" if backwards else "reset" if reset and not resettable
                       else "time" if not math.isfinite(sent) else None
                       if step_ok(step) else "step")
             if reason is None:
                 self.result.accepted += 1
+                self.result.resets += resettable
                 slot.set_word(O_ACCEPTED, self.result.accepted)
-                return step, sent, wheels
+                return step, sent, wheels, resettable
             self._reject(reason, {
                 "sequence": f"its sequence word went back to {seq}",
-                "reset": f"it asks for a reset ({reset}), a field ABI 1 reserves (0)",
+                "reset": f"it asks for a reset ({reset}): 1 is a realtime run's reset, "
+                         "and gym mode reserves the field (0)",
                 "time": f"its sent time is {sent!r}, not a finite number",
                 "step": f"it answers step {step}, but {why_not}"}[reason])
             return None

@@ -27,7 +27,9 @@ every offset in bytes from the start of the segment::
     cmd  command (64-aligned, the client writes): u64 cmd_seq (2m+1 while
          command m is written, 2m+2 once complete); u64 step (the observation
          it answers); f64 sent (CLOCK_MONOTONIC s); u32 reset request
-         (reserved: 0); +64: f64 wheels[n][2], in the units of the network line
+         (realtime: 1 puts the slot's robots back at their start poses before
+         the wheels apply; gym: reserved, 0); +64: f64 wheels[n][2], in the units
+         of the network line
 
 The network rings ``.obs`` after each observation, the client ``.cmd`` after
 each command; both are bells (a wake-up, capped at 1): the sequence words say
@@ -389,15 +391,16 @@ class SlotSegment:
                 return before, step, sim, data
         return None
 
-    def write_cmd(self, m: int, step: int, wheels: np.ndarray) -> None:
-        """Write command number ``m`` answering ``step`` and ring the network's bell."""
+    def write_cmd(self, m: int, step: int, wheels: np.ndarray, reset: bool = False) -> None:
+        """Write command number ``m`` answering ``step`` and ring the network's bell
+        (``reset``: realtime, the slot's robots back at their start poses first)."""
         head = self.cmd_head
         head["seq"] = 2 * m + 1
         if NEEDS_FENCE:
             fence()
         head["step"] = step
         head["sent_time_s"] = time.monotonic()
-        head["reset"] = 0
+        head["reset"] = int(reset)
         self.wheels[...] = wheels
         if NEEDS_FENCE:
             fence()

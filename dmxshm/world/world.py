@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
@@ -191,21 +192,10 @@ class World:
         then depend on the past), so they are removed and fresh ones loaded.
         """
         c = self.client
+        self.start_poses = list(poses)
         if len(poses) == len(self.robot_ids) == 1:
-            for body, (x, y, yaw) in zip(self.robot_ids, poses, strict=True):
-                pb.resetBasePositionAndOrientation(body, _FAR_AWAY_M, (0.0, 0.0, 0.0, 1.0),
-                                                   physicsClientId=c)
-                pb.performCollisionDetection(physicsClientId=c)
-                quat = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
-                ox, oy, oz = _com_offset(*quat)
-                pb.resetBasePositionAndOrientation(
-                    body, (x + ox, y + oy, WHEEL_RADIUS_M + oz), quat, physicsClientId=c)
-                pb.resetBaseVelocity(body, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), physicsClientId=c)
-                for joint in WHEEL_JOINTS:
-                    pb.resetJointState(body, joint, 0.0, 0.0, physicsClientId=c)
-                pb.setJointMotorControlArray(
-                    body, WHEEL_JOINTS, pb.VELOCITY_CONTROL, targetVelocities=(0.0, 0.0),
-                    forces=(MAX_WHEEL_TORQUE_NM, MAX_WHEEL_TORQUE_NM), physicsClientId=c)
+            for body, pose in zip(self.robot_ids, poses, strict=True):
+                self._place_at_rest(body, pose)
         else:
             for body in self.robot_ids:
                 pb.removeBody(body, physicsClientId=c)
@@ -214,6 +204,33 @@ class World:
         self.step_count = 0
         self._state = self._read_state(previous=None)
         return self._state.copy()
+
+    def return_to_start(self, robots: Iterable[int]) -> None:
+        """Put ``robots`` back at their start poses at rest, wheel angles zeroed; the
+        other robots and the clock go on (a Duckiematrix agent's ``state/reset``).
+        Every robot's velocity-derived readings start afresh at the next step."""
+        for i in robots:
+            self._place_at_rest(self.robot_ids[i], self.start_poses[i])
+        self._state = self._read_state(previous=None)
+
+    def _place_at_rest(self, body: int, pose: tuple[float, float, float]) -> None:
+        """Move ``body`` far away (the broadphase drops its contact pairs and their
+        cached impulses), then to ``pose`` at rest, wheels and motors zeroed."""
+        c = self.client
+        x, y, yaw = pose
+        pb.resetBasePositionAndOrientation(body, _FAR_AWAY_M, (0.0, 0.0, 0.0, 1.0),
+                                           physicsClientId=c)
+        pb.performCollisionDetection(physicsClientId=c)
+        quat = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+        ox, oy, oz = _com_offset(*quat)
+        pb.resetBasePositionAndOrientation(
+            body, (x + ox, y + oy, WHEEL_RADIUS_M + oz), quat, physicsClientId=c)
+        pb.resetBaseVelocity(body, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), physicsClientId=c)
+        for joint in WHEEL_JOINTS:
+            pb.resetJointState(body, joint, 0.0, 0.0, physicsClientId=c)
+        pb.setJointMotorControlArray(
+            body, WHEEL_JOINTS, pb.VELOCITY_CONTROL, targetVelocities=(0.0, 0.0),
+            forces=(MAX_WHEEL_TORQUE_NM, MAX_WHEEL_TORQUE_NM), physicsClientId=c)
 
     def apply_wheel_speeds(self, cmd_rad_s: ArrayLike) -> None:
         """Command each robot's wheel speeds until the next command.

@@ -1,0 +1,85 @@
+"""A dmxshm road map as the Duckiematrix's map layers (``map/frames``, ``map/tiles``,
+``map/tile_maps``), the way duckietown-sdk's ``MapInterpreter``
+(``duckietown/sdk/utils/lane_position.py``) reads them.
+
+The layers' frame is gym-duckietown's ground plane: ``X`` east, ``Z`` south, tile
+``(i, j)`` covering ``X`` in ``[i, i + 1]`` and ``Z`` in ``[j, j + 1]`` tile sides,
+``j`` counted from the north (a dmxshm map's first row). A tile's frame sits at its
+centre in **tile units** (``x = i + 0.5``, ``y = j + 0.5``; ``MapInterpreter``
+multiplies by the tile size), and its ``yaw`` turns the tile kind's unrotated
+roads clockwise as seen from above, by quarter turns. Unrotated, a ``straight``
+runs north-south, a ``curve`` joins the north and east edges and a ``3way`` joins
+north, south and east (``MapInterpreter``'s ``_get_curve``).
+
+A point ``(x, y)`` of dmxshm's world (x east, y north, metres, origin the map's
+south-west corner) with heading ``yaw`` (counter-clockwise from east) is, for
+``MapInterpreter``, ``pos = (x, 0, rows * tile_size - y)`` and angle ``yaw``
+(:func:`map_position`).
+
+Example:
+    >>> from dmxshm.world.maps import load_map
+    >>> frames, tiles, info = layers(load_map("loop"))
+    >>> tiles["map_0/tile_1_1"], frames["map_0/tile_1_1"]["pose"]["x"]
+    ({'i': 1, 'j': 1, 'type': 'curve'}, 1.5)
+    >>> info["map_0"]["tile_size"]
+    {'x': 0.585, 'y': 0.585}
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dmxshm.world.maps import RoadMap
+
+MAP = "map_0"
+"""The map frame's name (``MapInterpreter`` reads ``map_0`` only)."""
+
+_CLOCKWISE = ("N", "E", "S", "W")
+_UNROTATED = {"straight": {"N", "S"}, "curve": {"N", "E"}, "3way": {"N", "S", "E"},
+              "4way": {"N", "E", "S", "W"}}
+"""The Duckiematrix's tiles at yaw 0: the edges their roads leave by."""
+TYPES = {"grass": "grass", "asphalt": "asphalt", "straight": "straight", "curve": "curve",
+         "3way": "3way", "4way": "4way"}
+"""dmxshm's tile kinds and the Duckiematrix's type of each."""
+
+
+def _quarter_turns(kind: str, edges: frozenset[str]) -> int:
+    """The clockwise quarter turns that take the Duckiematrix's unrotated ``kind`` to
+    the tile's ``edges`` (0 for a tile without roads)."""
+    base = _UNROTATED.get(kind)
+    if base is None:
+        return 0
+    for k in range(4):
+        if {_CLOCKWISE[(_CLOCKWISE.index(e) + k) % 4] for e in base} == set(edges):
+            return k
+    raise ValueError(f"no rotation of a {kind} leaves by {sorted(edges)}")
+
+
+def layers(road_map: RoadMap) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(frames, tiles, tile_maps)``: the ``data`` of each of the three topics."""
+    frames: dict[str, Any] = {MAP: {"relative_to": None, "pose": _pose(0.0, 0.0, 0.0)}}
+    tiles: dict[str, Any] = {}
+    for j, row in enumerate(road_map.tiles):
+        for i, tile in enumerate(row):
+            name = f"{MAP}/tile_{i}_{j}"
+            yaw = _quarter_turns(tile.kind, tile.edges) * math.pi / 2
+            frames[name] = {"relative_to": MAP, "pose": _pose(i + 0.5, j + 0.5, yaw)}
+            tiles[name] = {"i": i, "j": j, "type": TYPES[tile.kind]}
+    size = road_map.tile_size_m
+    return frames, tiles, {MAP: {"tile_size": {"x": size, "y": size}}}
+
+
+def _pose(x: float, y: float, yaw: float) -> dict[str, float]:
+    return {"x": x, "y": y, "z": 0.0, "roll": 0.0, "pitch": 0.0, "yaw": yaw}
+
+
+def map_position(road_map: RoadMap, x: float, y: float) -> tuple[float, float, float]:
+    """dmxshm's world point ``(x, y)`` in the layers' frame: ``(X, 0, Z)`` in metres.
+
+    Example:
+        >>> from dmxshm.world.maps import load_map
+        >>> map_position(load_map("loop"), 1.0, 0.5)
+        (1.0, 0.0, 2.425)
+    """
+    return x, 0.0, road_map.rows * road_map.tile_size_m - y
