@@ -224,13 +224,17 @@ class Connection:
             except EMPTY_OR_INTERRUPTED:
                 pass
 
-    def act(self, commands: Any, *, reset: bool = False) -> None:
+    def act(self, commands: Any, *, reset: bool = False,
+            sent_time_s: float | None = None) -> None:
         """Send ``commands``: ``(len(robots), 2)``, left then right, in the network's
         units (:attr:`action`: wheel speeds in rad/s, or PWM duties), answering the
         last observation. The network checks them (finite, within
         :attr:`command_limit`) and counts what it rejects. ``reset`` (realtime only):
         this slot's robots go back to their start poses, at rest, before the
         commands apply (gym mode rejects it: the field is reserved there).
+        ``sent_time_s``: when the commands were made, ``time.monotonic()`` (None: now),
+        where the realtime command latency of the summary starts (a bridge passes on
+        its agent's time).
 
         Raises:
             NetworkEnded: the network ended or died.
@@ -251,7 +255,7 @@ class Connection:
             raise ProtocolError("no observation to answer: call observe() first" if
                                 self.step < 0 else f"step {self.step} was answered already; "
                                 "call observe() for the next step (gym mode)")
-        seg.write_cmd(self._m, max(self.step, 0), wheels, reset)
+        seg.write_cmd(self._m, max(self.step, 0), wheels, reset, sent_time_s)
         self._m += 1
         self._pending = False
 

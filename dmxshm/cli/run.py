@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from dmxshm import console, network
+from dmxshm import console, network, settings
 from dmxshm.cli.checks import add_app_dir, check_outputs, usage_errors
 from dmxshm.cli.group import Command
 from dmxshm.cli.run_options import FIELDS, run_options
@@ -38,7 +39,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         log_path: str | None, view: bool, view_port: int, view_host: str,
         foxglove: bool, foxglove_port: int, foxglove_host: str,
         allow_remote: bool, renderer: str, name: str | None, external_agents: int | None,
-        connect_timeout_s: float, action: str) -> None:
+        connect_timeout_s: float, action: str, duckiematrix: bool, duckiematrix_port: int,
+        duckiematrix_host: str, robot_names: str | None) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
     Prints a progress bar, then a summary: steps, simulated and wall time,
@@ -55,6 +57,15 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         if external_agents is not None and external_agents < 1:
             raise RefusedError(f"--external-agents must be 1 or more, not {external_agents} "
                                "(leave it out for a run of built-in agents only)")
+        names: list[str] = []
+        if duckiematrix:
+            names = _duckiematrix_run(ctx, robots, robot_names, duckiematrix_host,
+                                      duckiematrix_port, allow_remote)
+            mode, action, agents, external_agents = "realtime", "pwm", 0, robots
+            name = name or f"duckiematrix-{duckiematrix_port}"
+        elif robot_names is not None:
+            raise RefusedError("--robot-names names the robots of --duckiematrix: add "
+                               "--duckiematrix, or drop it")
         if agents is None:
             agents = 0 if external_agents else network.NetworkConfig.agents
         config = network.NetworkConfig(
@@ -88,6 +99,11 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
                                                           allow_remote, follow=False))
             click.echo(f"view: {url}", err=True)
             announce["view"] = url
+        if duckiematrix:
+            url = stack.enter_context(bridge_process(
+                config, names, duckiematrix_host, duckiematrix_port, allow_remote))
+            click.echo(f"duckiematrix: {url} (robots {', '.join(names)}; "
+                       f"DB21J(name, simulated=True))", err=True)
         with console.run_progress(f"{mode} run", config.planned_steps,
                                   live_table=profile) as (on_progress, on_profile):
             try:
@@ -105,6 +121,51 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     console.print_run(summary, json, profile)
     if failed is not None:
         raise failed
+
+
+def _duckiematrix_run(ctx: click.Context, robots: int, robot_names: str | None, host: str,
+                      port: int, allow_remote: bool) -> list[str]:
+    """The robot names of a --duckiematrix run, once what it needs is there: its
+    extra, a free port, names that fit, and no option it overrides given otherwise."""
+    from dmxshm import duckiematrix as dm
+    from dmxshm.view.server import is_loopback
+
+    dm.require()
+    for option, value, why in (("mode", "realtime", "duckietown-sdk 0.2.0 has no lockstep "
+                                "protocol"), ("action", "pwm", "the SDK sends PWM duties")):
+        if ctx.get_parameter_source(option) in GIVEN and ctx.params[option] != value:
+            raise RefusedError(f"--duckiematrix runs with --{option} {value} ({why}): drop "
+                               f"--{option} {ctx.params[option]}")
+    for option in ("agents", "external_agents"):
+        if ctx.get_parameter_source(option) in GIVEN:
+            flag = "--" + option.replace("_", "-")
+            raise RefusedError(f"--duckiematrix gives every robot an agent slot of its own: "
+                               f"drop {flag}")
+    names = ([n.strip() for n in robot_names.split(",")] if robot_names is not None
+             else dm.default_names(robots))
+    dm.check_names(names, robots)
+    if not is_loopback(host) and not allow_remote:
+        raise RefusedError(f"the Duckiematrix server would be reachable from other machines "
+                           f"on {host}, and its protocol has no authentication: give "
+                           "--allow-remote to mean it")
+    if not launch.port_is_free(host, port):
+        raise RefusedError(f"port {port} on {host} is in use (another Duckiematrix, or "
+                           "another server): give another --duckiematrix-port")
+    return names
+
+
+@contextlib.contextmanager
+def bridge_process(config: network.NetworkConfig, names: list[str], host: str, port: int,
+                   allow_remote: bool) -> Iterator[str]:
+    """The Duckiematrix bridge (``dmx-duckiematrix``) for the run of ``config``; yields
+    its URL once every topic exists and it listens."""
+    args = ["--network", str(config.name), "--names", ",".join(names), "--map", config.map,
+            "--host", host, "--port", str(port), "--exit-with", str(os.getpid()),
+            "--connect-timeout", str(settings.START_TIMEOUT_S)]
+    args += ["--allow-remote"] if allow_remote else []
+    with launch.serving("duckiematrix", "dmxshm.duckiematrix.bridge", args,
+                        "the Duckiematrix bridge") as url:
+        yield url
 
 
 def _refuse_unused(ctx: click.Context, config: network.NetworkConfig) -> None:

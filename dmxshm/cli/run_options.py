@@ -18,6 +18,7 @@ from dmxshm.cli.options import (
     parse_wh,
     profile_options,
 )
+from dmxshm.duckiematrix import DEFAULT_PORT
 from dmxshm.network.config import (
     DEFAULT_SENSOR_RATES_HZ,
     DEFAULT_SPINE_REPLY_AT_S,
@@ -154,9 +155,22 @@ OPTIONS = [
     click.option("--foxglove-host", default=settings.LOCAL_HOST, show_default=True,
                  help="Address of the --foxglove server; beyond loopback needs "
                       "--allow-remote."),
+    click.option("--duckiematrix", is_flag=True,
+                 help="Serve the robots to Duckietown's SDK (duckietown-sdk's DB21J(name, "
+                      "simulated=True)) over DTPS, as the Duckiematrix does: one agent slot a "
+                      "robot, realtime mode, PWM commands (docs/duckiematrix.md). Needs pip "
+                      "install 'dmxshm[duckiematrix]'."),
+    click.option("--duckiematrix-port", type=int, default=DEFAULT_PORT, show_default=True,
+                 help="Port of the --duckiematrix server (the SDK's default)."),
+    click.option("--duckiematrix-host", default=settings.LOCAL_HOST, show_default=True,
+                 help="Address of the --duckiematrix server; beyond loopback needs "
+                      "--allow-remote (the protocol has no authentication)."),
+    click.option("--robot-names", default=None,
+                 help="--duckiematrix: the robots' names, comma-separated, one per robot  "
+                      "[default: duckiebot01, duckiebot02, ...]"),
     click.option("--allow-remote", is_flag=True,
                  help="Let --view listen beyond loopback; its URL then carries a token. "
-                      "Let --foxglove too (it has no token)."),
+                      "Let --foxglove and --duckiematrix too (they have no token)."),
 ]
 """The options, in the order ``dmxshm run --help`` lists them."""
 

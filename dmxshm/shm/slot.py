@@ -391,15 +391,17 @@ class SlotSegment:
                 return before, step, sim, data
         return None
 
-    def write_cmd(self, m: int, step: int, wheels: np.ndarray, reset: bool = False) -> None:
+    def write_cmd(self, m: int, step: int, wheels: np.ndarray, reset: bool = False,
+                  sent_time_s: float | None = None) -> None:
         """Write command number ``m`` answering ``step`` and ring the network's bell
-        (``reset``: realtime, the slot's robots back at their start poses first)."""
+        (``reset``: realtime, the slot's robots back at their start poses first;
+        ``sent_time_s``: when it was made, ``time.monotonic()``; None: now)."""
         head = self.cmd_head
         head["seq"] = 2 * m + 1
         if NEEDS_FENCE:
             fence()
         head["step"] = step
-        head["sent_time_s"] = time.monotonic()
+        head["sent_time_s"] = time.monotonic() if sent_time_s is None else sent_time_s
         head["reset"] = int(reset)
         self.wheels[...] = wheels
         if NEEDS_FENCE:

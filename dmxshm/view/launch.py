@@ -72,7 +72,7 @@ def view_process(pid: int | None, host: str, port: int, allow_remote: bool,
     args += ["--pid", str(pid)] if pid is not None else []
     args += ["--allow-remote"] if allow_remote else []
     args += ["--follow"] if follow else []
-    with _serving("view", "dmxshm.view.server", args, "the view",
+    with serving("view", "dmxshm.view.server", args, "the view",
                   env={TOKEN_ENV: token} if token else None) as url:
         yield url
 
@@ -93,7 +93,7 @@ def foxglove_process(pid: int, host: str, port: int,
     args = ["--pid", str(pid), "--host", host, "--port", str(port),
             "--exit-with", str(os.getpid())]
     args += ["--allow-remote"] if allow_remote else []
-    with _serving("foxglove", FOXGLOVE_MODULE, args, "the Foxglove server") as url:
+    with serving("foxglove", FOXGLOVE_MODULE, args, "the Foxglove server") as url:
         yield url
 
 
@@ -221,9 +221,10 @@ def relay(pipe: IO[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def _serving(name: str, module: str, args: list[str], what: str,
+def serving(name: str, module: str, args: list[str], what: str,
              env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start the program ``module`` as ``dmx-<name>``; yield its URL; stop it."""
+    """Start the program ``module`` as ``dmx-<name>``; yield the URL it printed once it
+    listens; relay what it writes to stderr; stop it at the end of the block."""
     from dmxshm.proc import program
 
     proc = program.start(name, module, args, env=env)
