@@ -130,7 +130,6 @@ def _duckiematrix_run(ctx: click.Context, robots: int, robot_names: str | None, 
     from dmxshm import duckiematrix as dm
     from dmxshm.view.server import is_loopback
 
-    dm.require()
     for option, value, why in (("mode", "realtime", "duckietown-sdk 0.2.0 has no lockstep "
                                 "protocol"), ("action", "pwm", "the SDK sends PWM duties")):
         if ctx.get_parameter_source(option) in GIVEN and ctx.params[option] != value:
@@ -151,6 +150,7 @@ def _duckiematrix_run(ctx: click.Context, robots: int, robot_names: str | None, 
     if not launch.port_is_free(host, port):
         raise RefusedError(f"port {port} on {host} is in use (another Duckiematrix, or "
                            "another server): give another --duckiematrix-port")
+    dm.require()
     return names
 
 
