@@ -174,6 +174,7 @@ class Connection:
         self._pending = False  # gym: an observation returned and not answered
         seq = int(segment.cmd_head["seq"][0])
         self._m = (seq + 1) // 2  # the next command's number: after any before ours
+        self._last: dict[str, Any] | None = None  # what our last command carried
         self._started = time.monotonic()
         # Gym mode: poll as the network's own waits do before sleeping on the bell.
         self._spin_s = run.spin_us / 1e6 if self.mode == "gym" else 0.0
@@ -224,8 +225,8 @@ class Connection:
             except EMPTY_OR_INTERRUPTED:
                 pass
 
-    def act(self, commands: Any, *, reset: bool = False,
-            sent_time_s: float | None = None) -> None:
+    def act(self, commands: Any, *, reset: bool = False, sent_time_s: float | None = None,
+            lights: Any = None) -> None:
         """Send ``commands``: ``(len(robots), 2)``, left then right, in the network's
         units (:attr:`action`: wheel speeds in rad/s, or PWM duties), answering the
         last observation. The network checks them (finite, within
@@ -234,7 +235,9 @@ class Connection:
         commands apply (gym mode rejects it: the field is reserved there).
         ``sent_time_s``: when the commands were made, ``time.monotonic()`` (None: now),
         where the realtime command latency of the summary starts (a bridge passes on
-        its agent's time).
+        its agent's time). ``lights``: ``(len(robots), 4, 4)`` RGBA in [0, 1] of each
+        robot's LEDs (front left, front right, back left, back right), shown in the live
+        view and logged (None: as they were).
 
         Raises:
             NetworkEnded: the network ended or died.
@@ -255,9 +258,52 @@ class Connection:
             raise ProtocolError("no observation to answer: call observe() first" if
                                 self.step < 0 else f"step {self.step} was answered already; "
                                 "call observe() for the next step (gym mode)")
-        seg.write_cmd(self._m, max(self.step, 0), wheels, reset, sent_time_s)
-        self._m += 1
+        self._send(seg, wheels, reset, sent_time_s, self._lights(lights), False)
         self._pending = False
+
+    def set_lights(self, lights: Any) -> None:
+        """Realtime: set the robots' LEDs now (``(len(robots), 4, 4)`` RGBA, as
+        :meth:`act`'s ``lights``) without a wheel command: the robots keep driving on
+        their last one, which expires as it would have.
+
+        Raises:
+            ProtocolError: gym mode (lights go with a step's :meth:`act` there).
+        """
+        seg = self._open()
+        self._alive(seg)
+        if self.mode == "gym":
+            raise ProtocolError("gym mode: give the lights to act(), with the step's commands")
+        self._send(seg, None, False, None, self._lights(lights), True)
+
+    def _send(self, seg: SlotSegment, wheels: np.ndarray | None, reset: bool,
+              sent_time_s: float | None, lights: np.ndarray | None, lights_only: bool) -> None:
+        """Write the next command. Realtime: one the network has not looked at yet is
+        replaced (the newest wins), so what it carried that this one does not (wheels,
+        a reset, lights) is carried over: a light pattern never hides a wheel command."""
+        last = self._last
+        if last is not None and self.mode == "realtime" and seg.unexamined():
+            if lights_only and not last["lights_only"]:  # lights onto the waiting wheels
+                wheels, sent_time_s, lights_only = last["wheels"], last["sent"], False
+            reset = reset or last["reset"]
+            if lights is None:
+                lights = last["lights"]
+        if wheels is None:
+            wheels = seg.wheels
+        seg.write_cmd(self._m, max(self.step, 0), wheels, reset, sent_time_s, lights,
+                      lights_only)
+        self._last = {"wheels": np.array(wheels), "sent": float(seg.cmd_head["sent_time_s"][0]),
+                      "reset": reset, "lights": lights, "lights_only": lights_only}
+        self._m += 1
+
+    def _lights(self, lights: Any) -> np.ndarray | None:
+        if lights is None:
+            return None
+        n = len(self.robots)
+        got = np.asarray(lights, dtype=np.float32)
+        if got.shape != (n, 4, 4):
+            raise ValueError(f"lights must be ({n}, 4, 4): RGBA of front left, front right, "
+                             f"back left and back right LEDs per robot, got {got.shape}")
+        return got
 
     def run(self, policy: Callable[[np.ndarray], Any], steps: int | None = None) -> int:
         """Answer observations with ``policy(obs)`` until the network ends (or for

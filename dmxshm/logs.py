@@ -25,6 +25,8 @@ topic                   schema               written
 ``/robotNN/imu``        JSON                 every IMU reading
 ``/robotNN/encoders``   JSON                 every encoder reading
 ``/robotNN/tof``        JSON                 every time-of-flight reading
+``/robotNN/lights``     JSON                 each LED pattern an outside agent
+                                             set (RGBA, 0 to 1, per LED)
 ======================  ===================  ================================
 
 The parts folder (``run.mcap.parts``) holds an owner file naming the run
@@ -76,6 +78,8 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     "imu": {"acceleration_m_s2": "array", "angular_velocity_rad_s": "array"},
     "encoders": {"left_ticks": "integer", "right_ticks": "integer"},
     "tof": {"range_m": "number"},
+    "lights": {"front_left": "array", "front_right": "array", "back_left": "array",
+               "back_right": "array"},
 }
 
 
@@ -362,6 +366,18 @@ class LogPart:
                          "left_rad_s": left, "right_rad_s": right,
                          "expired": bool(expired[robot]) if expired is not None else False},
                         wall_ns)
+
+    def lights(self, step: int, sim_time_s: float, wall_ns: int, lights: np.ndarray,
+               rows: np.ndarray) -> None:
+        """The LEDs of robots ``rows`` were set (``lights``: every robot's ``(4, 4)``)."""
+        from dmxshm.shm.slot import LIGHTS
+
+        for robot in rows.tolist():
+            payload: dict[str, Any] = {"step": step, "sim_time_s": sim_time_s,
+                                       "wall_time_s": wall_ns / 1e9}
+            payload |= {led: [round(float(v), 6) for v in rgba]
+                        for led, rgba in zip(LIGHTS, lights[robot], strict=True)}
+            self.record(robot_topic(robot, "lights"), "lights", payload, wall_ns)
 
     def sensors(self, robots: tuple[int, ...], obs: np.ndarray, due: tuple[str, ...],
                 wall_ns: int) -> None:

@@ -20,7 +20,8 @@ of the engine's poses, at most 30 a second). Commands come on the server's loop:
 a ``DifferentialPWM`` is passed on as it is (the network checks it: a duty beyond
 +-1 or NaN is rejected and counted there, as any bad command), a ``Boolean``
 ``state/reset`` that is true puts the robot back at its start pose, a ``CarLights``
-pattern is kept and counted.
+pattern (RGBA of front left, front right, back left and back right) goes to the
+network, which shows it in the live view and logs it.
 
 The SDK's publisher wakes its event loop only when something arrives on it (a
 plain ``asyncio.Queue`` fed from another thread), so the bridge pings every
@@ -49,6 +50,7 @@ import numpy as np
 
 from dmxshm.duckiematrix import MAP_OUT, ROBOT_IN, ROBOT_OUT
 from dmxshm.duckiematrix.layers import layers, map_position
+from dmxshm.shm.slot import LIGHTS
 
 PING_S = 0.005
 """How often every publishing websocket is pinged (see the module docstring)."""
@@ -72,7 +74,7 @@ class Counts:
     malformed: int = 0
     resets: int = 0
     lights: int = 0
-    last_lights: dict[str, Any] | None = None
+    last_lights: list[list[float]] | None = None
     first_malformed: str | None = None
     jpeg_s: float = 0.0
 
@@ -364,8 +366,11 @@ class Bridge:
                     robot.wheels[:] = 0.0
                     c.resets += 1
             else:
+                pattern = np.array([[_number(msg.get(led) or {}, ch) for ch in "rgba"]
+                                    for led in LIGHTS], np.float32)
+                conn.set_lights(pattern[None])
                 c.lights += 1
-                c.last_lights = {k: v for k, v in msg.items() if k != "header"}
+                c.last_lights = pattern.tolist()
 
     def report(self) -> dict[str, Any]:
         return {r.name: {k: v for k, v in vars(r.counts).items()} for r in self.robots}

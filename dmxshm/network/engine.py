@@ -44,6 +44,7 @@ from dmxshm.network.taps.lanes import Lanes
 from dmxshm.network.taps.log import StateLog
 from dmxshm.network.taps.view import StatePoses
 from dmxshm.shm.ring import Ring
+from dmxshm.shm.slot import LIGHTS, LIGHTS_ONLY
 from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.state import poses_2d
@@ -183,6 +184,14 @@ class Engine(Role[EngineResult]):
         self.expired: np.ndarray | None = None
         # Realtime: each taken command's age (taken - made), per command source.
         self.latency: list[list[float]] | None = None
+        # Each robot's LEDs (RGBA of front left, front right, back left, back right), as
+        # its outside agent last set them; never set: all 0.
+        self.lights = np.zeros((cfg.robots, len(LIGHTS), 4), np.float32)
+
+    def _set_lights(self, step: int, sim_time_s: float, rows: np.ndarray,
+                    lights: np.ndarray) -> None:
+        self.lights[rows] = lights
+        self.taps.lights(step, sim_time_s, self.lights, rows)
 
     def loop(self) -> EngineResult:
         if self.cfg.mode == "gym":
@@ -273,7 +282,10 @@ class Engine(Role[EngineResult]):
                 _publish(self.state_rings, k, seen_at, states, timeout_s)
                 taps.state(k, seen_at, states)  # after the handoff: overlaps the renderers
                 for ring, rows in sources:
-                    wheels[rows] = ring.read(timeout_s)["wheels"]
+                    got = ring.read(timeout_s)
+                    wheels[rows] = got["wheels"]
+                    if got["flags"]:  # an outside agent's lights
+                        self._set_lights(k, seen_at, rows, got["lights"])
                 safe = self.rejections.check(wheels, everyone, k)  # framework, not physics
                 taps.commands(k, seen_at, safe, None)
                 t0 = clock()
@@ -361,9 +373,14 @@ class Engine(Role[EngineResult]):
                 for i, (ring, rows) in enumerate(sources):
                     cmd = ring.try_read(newest=True)
                     if cmd is not None:  # checked once, when it arrives
-                        ages[i].append(clock() - float(cmd["sent_time_s"]))
                         if cmd["reset"]:  # an outside agent's: its robots back to start
                             world.return_to_start(rows.tolist())
+                        flags = int(cmd["flags"])
+                        if flags:  # an outside agent's lights
+                            self._set_lights(k, world.sim_time_s, rows, cmd["lights"])
+                            if flags & LIGHTS_ONLY:
+                                continue  # no wheels: the last command and its expiry hold
+                        ages[i].append(clock() - float(cmd["sent_time_s"]))
                         wheels[rows] = self.rejections.check(cmd["wheels"], rows, k)
                         cmd_time[rows] = cmd["wall_time_s"]
                 now = clock()

@@ -206,6 +206,9 @@ def cmd_slot_dtype(robots: int) -> np.dtype:
     network got it (a built-in agent: when it sent it; its expiry counts from this),
     ``sent_time_s`` when its agent made it (an outside client's ``act()``), both
     ``time.monotonic()``; ``reset`` (realtime, an outside client's request): put the
-    agent's robots back at their start poses before applying ``wheels``."""
+    agent's robots back at their start poses before applying ``wheels``; ``flags``
+    (an outside client's): 1 ``lights`` holds the robots' LEDs (RGBA of front left,
+    front right, back left, back right), 2 lights only (no ``wheels``)."""
     return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"), ("sent_time_s", "<f8"),
-                     ("wheels", "<f8", (robots, 2)), ("reset", "u1")])
+                     ("wheels", "<f8", (robots, 2)), ("reset", "u1"), ("flags", "u1"),
+                     ("lights", "<f4", (robots, 4, 4))])

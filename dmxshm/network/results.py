@@ -96,7 +96,8 @@ class SlotResult:
     if it held the slot to the end) and ``claimed_step``/``left_step``. ``rejections``
     counts the rejected commands by reason (``step``, ``sequence``, ``reset``, ``time``),
     ``first_rejections`` says what the first of each was. ``resets``: realtime, the
-    commands that asked for the slot's robots back at their start poses.
+    commands that asked for the slot's robots back at their start poses;
+    ``light_patterns``: the commands that set the robots' LEDs.
     """
 
     index: int
@@ -109,3 +110,4 @@ class SlotResult:
     holders: list[dict[str, Any]] = field(default_factory=list)
     obs_drops: int = 0
     resets: int = 0
+    light_patterns: int = 0

@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,8 @@ from dmxshm.network.results import SlotResult
 from dmxshm.network.role import Role, run_role
 from dmxshm.shm.slot import (
     FAILED,
+    LIGHTS_ONLY,
+    LIGHTS_SET,
     NOT_AWAITING,
     O_ACCEPTED,
     O_AWAITING,
@@ -52,6 +55,26 @@ from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire, spin_until
 POLL_S = 0.05
 """How often a waiting slot looks at its holder (and how late it may see a client
 come or go)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A well-formed command taken from the slot, as the engine's ring carries it."""
+
+    step: int
+    sent_time_s: float
+    wheels: np.ndarray
+    reset: bool
+    flags: int
+    lights: np.ndarray | None
+
+    def into(self, cmd: np.ndarray) -> None:
+        """Fill the record ``cmd`` of the engine's command ring (its wall time: now)."""
+        cmd["step"], cmd["sent_time_s"], cmd["wheels"] = self.step, self.sent_time_s, self.wheels
+        cmd["reset"], cmd["flags"] = self.reset, self.flags
+        if self.lights is not None:
+            cmd["lights"] = self.lights
+        cmd["wall_time_s"] = time.monotonic()
 
 
 class SlotError(DmxError):
@@ -125,17 +148,16 @@ class Slot(Role[SlotResult]):
                 # awaited, so a new client never answers a step its predecessor answered.
                 self.slot.set_word(O_AWAITING, step)
                 self._publish(obs, step, sim)
-                _, sent, wheels, _ = self._await(step)
+                got = self._await(step)
                 self.slot.set_word(O_AWAITING, NOT_AWAITING)
-                cmd["step"], cmd["sent_time_s"], cmd["wheels"] = step, sent, wheels
-                cmd["wall_time_s"] = time.monotonic()
+                got.into(cmd)
                 self.cmd_ring.write(cmd, self.cfg.barrier_timeout_s)
                 self.result.steps += 1
         except SlotError:
             self.slot.end(FAILED)
             raise
 
-    def _await(self, step: int) -> tuple[int, float, np.ndarray, bool]:
+    def _await(self, step: int) -> Command:
         """The command answering ``step`` (see the module docstring for the limits)."""
         cfg, slot = self.cfg, self.slot
         since = time.monotonic()  # when the present wait (for a claim, or an answer) began
@@ -180,8 +202,7 @@ class Slot(Role[SlotResult]):
             got = self._take(lambda s: s <= max(self.published, 0),
                              "it has not been observed yet")
             if got is not None:
-                cmd["step"], cmd["sent_time_s"], cmd["wheels"], cmd["reset"] = got
-                cmd["wall_time_s"] = time.monotonic()
+                got.into(cmd)
                 self.cmd_ring.write(cmd)
                 self.result.steps += 1
                 continue
@@ -228,10 +249,11 @@ class Slot(Role[SlotResult]):
         self.q += 1
         self.published = step
 
-    def _take(self, step_ok: Any, why_not: str) -> tuple[int, float, np.ndarray, bool] | None:
-        """A new, well-formed command from the slot, as ``(step, sent time, wheels, reset)``;
-        None if there is none. A malformed one is rejected, counted and named. A reset
-        request (1) is well-formed in realtime mode only (gym mode reserves the field)."""
+    def _take(self, step_ok: Any, why_not: str) -> Command | None:
+        """A new, well-formed command from the slot; None if there is none. A malformed
+        one is rejected, counted and named. A reset request (1) and a lights-only
+        command are well-formed in realtime mode only (gym mode waits for a step's
+        wheels, and reserves the reset word)."""
         slot = self.slot
         head = slot.cmd_head
         for _ in range(100):  # a torn copy: the client is writing; look again
@@ -241,7 +263,9 @@ class Slot(Role[SlotResult]):
             step = int(head["step"][0])
             sent = float(head["sent_time_s"][0])
             reset = int(head["reset"][0])
+            flags = int(head["flags"][0])
             wheels = slot.wheels.copy()
+            lights = slot.lights.copy() if flags & LIGHTS_SET else None
             if int(head["seq"][0]) != seq:
                 continue
             if self.holding is None:
@@ -249,20 +273,26 @@ class Slot(Role[SlotResult]):
             backwards = seq < self.last_seq
             self.last_seq = seq
             slot.set_word(O_EXAMINED, seq)
-            resettable = reset == 1 and self.cfg.mode == "realtime"
+            realtime = self.cfg.mode == "realtime"
+            resettable = reset == 1 and realtime
             reason = ("sequence" if backwards else "reset" if reset and not resettable
+                      else "flags" if flags & ~(LIGHTS_SET | LIGHTS_ONLY)
+                      or (flags & LIGHTS_ONLY and not (realtime and lights is not None))
                       else "time" if not math.isfinite(sent) else None
                       if step_ok(step) else "step")
             if reason is None:
                 self.result.accepted += 1
                 self.result.resets += resettable
+                self.result.light_patterns += lights is not None
                 slot.set_word(O_ACCEPTED, self.result.accepted)
-                return step, sent, wheels, resettable
+                return Command(step, sent, wheels, resettable, flags, lights)
             self._reject(reason, {
                 "sequence": f"its sequence word went back to {seq}",
                 "reset": f"it asks for a reset ({reset}): 1 is a realtime run's reset, "
                          "and gym mode reserves the field (0)",
                 "time": f"its sent time is {sent!r}, not a finite number",
+                "flags": f"its flags are {flags} (1 lights, 2 lights only: realtime, with "
+                         "lights)",
                 "step": f"it answers step {step}, but {why_not}"}[reason])
             return None
         return None

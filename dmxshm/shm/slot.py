@@ -28,8 +28,10 @@ every offset in bytes from the start of the segment::
          command m is written, 2m+2 once complete); u64 step (the observation
          it answers); f64 sent (CLOCK_MONOTONIC s); u32 reset request
          (realtime: 1 puts the slot's robots back at their start poses before
-         the wheels apply; gym: reserved, 0); +64: f64 wheels[n][2], in the units
-         of the network line
+         the wheels apply; gym: reserved, 0); u32 flags (1: lights set, 2:
+         lights only, no wheels); +64: f64 wheels[n][2], in the units of the
+         network line; then f32 lights[n][4][4], RGBA of front left, front right,
+         back left and back right
 
 The network rings ``.obs`` after each observation, the client ``.cmd`` after
 each command; both are bells (a wake-up, capped at 1): the sequence words say
@@ -77,6 +79,12 @@ UNITS = {"wheel-speed": 0, "pwm": 1}
 O_HOLDER_PID, O_HOLDER_AT, O_HOLDER_NAME = HOLDER_LINE, HOLDER_LINE + 8, HOLDER_LINE + 16
 HOLDER_NAME_BYTES = 32
 CMD_HEAD = 64
+LIGHTS = ("front_left", "front_right", "back_left", "back_right")
+"""The Duckiebot's LEDs, in the order of a command's lights (RGBA each, 0 to 1)."""
+LIGHTS_BYTES = 4 * 4 * len(LIGHTS)  # f32 RGBA per LED, per robot
+LIGHTS_SET, LIGHTS_ONLY = 1, 2
+"""Bits of a command's ``flags``: it carries lights; it carries lights only (the
+network keeps the robots' last wheel command and its expiry)."""
 OBS_HEAD = 64
 _FLOCK = struct.Struct("=hh4xqqi4x")  # Linux struct flock, 64-bit off_t
 
@@ -137,7 +145,7 @@ class Layout:
         obs_bytes = OBS_HEAD + robots * record.itemsize + 10 * robots
         cmd = _align(obs + obs_bytes)
         return cls(robots, record, ids, at_descr, descr, obs, cmd,
-                   _align(cmd + CMD_HEAD + 16 * robots))
+                   _align(cmd + CMD_HEAD + 16 * robots + LIGHTS_BYTES * robots))
 
     @property
     def records(self) -> int:
@@ -211,8 +219,10 @@ class SlotSegment:
         self.obs_bytes = np.frombuffer(buf, np.uint8, n * self.record.itemsize, lay.records)
         self.cmd_head = np.frombuffer(
             buf, np.dtype([("seq", "<u8"), ("step", "<u8"), ("sent_time_s", "<f8"),
-                           ("reset", "<u4")]), 1, lay.cmd)
+                           ("reset", "<u4"), ("flags", "<u4")]), 1, lay.cmd)
         self.wheels = np.frombuffer(buf, "<f8", 2 * n, lay.cmd + CMD_HEAD).reshape(n, 2)
+        self.lights = np.frombuffer(buf, "<f4", 16 * n, lay.cmd + CMD_HEAD + 16 * n).reshape(
+            n, len(LIGHTS), 4)
 
     # -- making and opening -----------------------------------------------------
     @classmethod
@@ -277,7 +287,7 @@ class SlotSegment:
             self.fd = -1
         for bell in (self.obs_bell, self.cmd_bell):
             bell.close()
-        self.records = self.obs_bytes = self.wheels = None  # type: ignore[assignment]
+        self.records = self.obs_bytes = self.wheels = self.lights = None  # type: ignore[assignment]
         self._u64 = self.obs_head = self.cmd_head = None  # type: ignore[assignment]
 
     # -- the words ---------------------------------------------------------------
@@ -392,10 +402,12 @@ class SlotSegment:
         return None
 
     def write_cmd(self, m: int, step: int, wheels: np.ndarray, reset: bool = False,
-                  sent_time_s: float | None = None) -> None:
+                  sent_time_s: float | None = None, lights: np.ndarray | None = None,
+                  lights_only: bool = False) -> None:
         """Write command number ``m`` answering ``step`` and ring the network's bell
         (``reset``: realtime, the slot's robots back at their start poses first;
-        ``sent_time_s``: when it was made, ``time.monotonic()``; None: now)."""
+        ``sent_time_s``: when it was made, ``time.monotonic()``; None: now;
+        ``lights``: ``(n, 4, 4)`` RGBA of :data:`LIGHTS`; ``lights_only``: no wheels)."""
         head = self.cmd_head
         head["seq"] = 2 * m + 1
         if NEEDS_FENCE:
@@ -403,7 +415,10 @@ class SlotSegment:
         head["step"] = step
         head["sent_time_s"] = time.monotonic() if sent_time_s is None else sent_time_s
         head["reset"] = int(reset)
+        head["flags"] = (0 if lights is None else LIGHTS_SET) | (LIGHTS_ONLY * lights_only)
         self.wheels[...] = wheels
+        if lights is not None:
+            self.lights[...] = lights
         if NEEDS_FENCE:
             fence()
         head["seq"] = 2 * m + 2

@@ -34,9 +34,11 @@ def obs_name(renderer: int) -> str:
 
 
 def state_dtype(robots: int) -> np.dtype:
-    """``view.state``: the engine's step, times, and every robot's (x, y, yaw)."""
+    """``view.state``: the engine's step, times, every robot's (x, y, yaw) and LEDs
+    (RGBA of front left, front right, back left, back right; all 0: never set)."""
     return np.dtype([("step", "<i8"), ("sim_time_s", "<f8"), ("wall_time_s", "<f8"),
-                     ("late_steps", "<i8"), ("poses", "<f8", (robots, 3))])
+                     ("late_steps", "<i8"), ("poses", "<f8", (robots, 3)),
+                     ("lights", "<f4", (robots, 4, 4))])
 
 
 def obs_dtype(robots: int, camera_wh: tuple[int, int] | None) -> np.dtype:

@@ -157,7 +157,10 @@ class RunReader:
                 self._prev_state = (wall, step)
             out |= {"step": step, "sim_time_s": float(st["sim_time_s"]),
                     "late_steps": int(st["late_steps"]),
-                    "poses": np.round(st["poses"], 4).tolist()}
+                    "poses": np.round(st["poses"], 4).tolist(),
+                    # Each robot's LEDs as an outside agent set them; null: never set.
+                    "lights": [np.round(rgba, 3).tolist() if rgba.any() else None
+                               for rgba in st["lights"]]}
         newest = [ring.peek(1) for ring in self.obs]  # one copy of each, for both below
         sensors = self._sensors(newest)
         if sensors:

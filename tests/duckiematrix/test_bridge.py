@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dmxshm.logs import messages
 from tests import procs
 
 if os.environ.get("DMXSHM_REQUIRE_DUCKIEMATRIX"):  # .ci/run's environment: fail, not skip
@@ -77,7 +78,7 @@ def agent(kind: str, name: str, port: int) -> str:
 def test_an_sdk_agent_sees_every_sensor_drives_resets_and_reads_the_map(tmp_path: Path) -> None:
     port = free_port()
     run = start_run(port, tmp_path, "--robots", "1", "--duration", "16", "--robot-names",
-                    "quackbot", "--map", "loop")
+                    "quackbot", "--map", "loop", "--log", str(tmp_path / "run.mcap"))
     # The SDK prints its own tasks' ends on stdout: the agent's JSON is the line of "{".
     out = agent("drive", "quackbot", port)
     seen = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
@@ -104,7 +105,13 @@ def test_an_sdk_agent_sees_every_sensor_drives_resets_and_reads_the_map(tmp_path
     (slot,) = summary["slots"]
     assert slot["resets"] == 1 and slot["holders"][0]["name"] == "duckiematrix"
     assert summary["rejected_commands"] == [0]
-    assert "1 resets" in err  # and the light patterns: ours, then the SDK's idle one at stop()
+    assert "1 resets" in err
+    # The agent's lights (green in front) reach the network: its log has them.
+    got = [json.loads(m.data) for _, _, m in messages(str(tmp_path / "run.mcap"),
+                                                      ["/robot00/lights"])]
+    assert any(g["front_left"] == [0, 1, 0, 1] and g["back_right"] == [1, 0, 1, 1]
+               for g in got), got
+    assert slot["light_patterns"] == len(got)
 
 
 def test_pwm_beyond_one_or_nan_is_rejected_and_counted_as_any_bad_command(
@@ -125,12 +132,13 @@ def test_a_foreign_host_header_is_refused_on_loopback(tmp_path: Path) -> None:
     port = free_port()
     run = start_run(port, tmp_path, "--robots", "1", "--duration", "4", "--camera", "0x0")
     try:
-        good = urllib.request.urlopen(f"http://127.0.0.1:{port}/map/tiles/", timeout=10)
-        assert good.status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/map/tiles/", timeout=10) as ok:
+            assert ok.status == 200
         bad = urllib.request.Request(f"http://127.0.0.1:{port}/map/tiles/",
                                      headers={"Host": "evil.example"})
         with pytest.raises(urllib.error.HTTPError) as exc:
             urllib.request.urlopen(bad, timeout=10)
+        exc.value.close()
         assert exc.value.code == 403
     finally:
         end_run(run, tmp_path)

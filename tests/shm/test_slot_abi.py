@@ -22,6 +22,8 @@ def test_the_offsets_are_those_of_docs_abi_md() -> None:
     assert (abi.O_HOLDER_PID, abi.O_HOLDER_AT, abi.O_HOLDER_NAME) == (128, 136, 144)
     assert abi.TABLE == 192 and abi.FIELD_ENTRY.size == 32
     assert abi.OBS_HEAD == 64 and abi.CMD_HEAD == 64
+    assert abi.LIGHTS == ("front_left", "front_right", "back_left", "back_right")
+    assert (abi.LIGHTS_SET, abi.LIGHTS_ONLY, abi.LIGHTS_BYTES) == (1, 2, 64)
     assert (abi.NETWORK_BYTE, abi.CLIENT_BYTE) == (0, 1)
     assert (abi.SERVING, abi.ENDED, abi.FAILED, abi.NOT_AWAITING) == (1, 2, 3, 2**64 - 1)
     assert field_table(obs_dtype(None)) == [

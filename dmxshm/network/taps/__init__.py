@@ -13,6 +13,7 @@ point                     role           when
 ``start()``               every role     after the start gate, before the loop
 ``state(k, t, states)``   engine         each published state (every robot's record)
 ``commands(k, t, a, e)``  engine         the commands applied in step ``k``
+``lights(k, t, l, r)``    engine         robots ``r``'s LEDs were set (``l``: all)
 ``end(k, t, states)``      engine         the loop ended; the state after its last step
 ``samples(k, t, r, o, d)`` renderer      a sample of sensors ``d`` of robots ``r``
 ``sent(k, made, missed)`` renderer       a tick's samples went out (slow work here)
@@ -40,7 +41,7 @@ import numpy as np
 
 from dmxshm.world.state import poses_2d
 
-POINTS = ("start", "state", "commands", "end", "samples", "sent", "images")
+POINTS = ("start", "state", "commands", "lights", "end", "samples", "sent", "images")
 """The declared points a tap may watch (see the module docstring)."""
 
 
@@ -58,6 +59,11 @@ class Tap:
                  expired: np.ndarray | None) -> None:
         """Engine: the ``(R, 2)`` wheel speeds physics applied in step ``step`` (and which
         robots' commands had expired; None where none can)."""
+
+    def lights(self, step: int, sim_time_s: float, lights: np.ndarray,
+               rows: np.ndarray) -> None:
+        """Engine: the LEDs of robots ``rows`` were set (``lights``: every robot's,
+        ``(R, 4, 4)`` RGBA of front left, front right, back left, back right)."""
 
     def end(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
         """Engine: the loop ended after ``step`` steps; ``states``: the state after the
@@ -111,6 +117,7 @@ class Taps:
                     watching[point].append(getattr(tap, point))
         self._start, self._state = watching["start"], watching["state"]
         self._commands, self._end = watching["commands"], watching["end"]
+        self._lights = watching["lights"]
         self._samples, self._sent = watching["samples"], watching["sent"]
         self._images = watching["images"]
 
@@ -145,6 +152,11 @@ class Taps:
                  expired: np.ndarray | None = None) -> None:
         for f in self._commands:
             f(step, sim_time_s, applied, expired)
+
+    def lights(self, step: int, sim_time_s: float, lights: np.ndarray,
+               rows: np.ndarray) -> None:
+        for f in self._lights:
+            f(step, sim_time_s, lights, rows)
 
     def end(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
         for f in self._end:

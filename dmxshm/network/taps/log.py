@@ -27,6 +27,10 @@ class StateLog(Tap):
                  expired: np.ndarray | None) -> None:
         self.part.wheels(step, sim_time_s, time.time_ns(), applied, expired)
 
+    def lights(self, step: int, sim_time_s: float, lights: np.ndarray,
+               rows: np.ndarray) -> None:
+        self.part.lights(step, sim_time_s, time.time_ns(), lights, rows)
+
     def close(self) -> None:
         self.part.close()
 

@@ -14,7 +14,7 @@ from dmxshm.view.rings import OBS_HZ, SENSORS, STATE_HZ, Throttle
 
 
 class StatePoses(Tap):
-    """The engine's feed (``view.state``): every robot's pose, at most
+    """The engine's feed (``view.state``): every robot's pose and LEDs, at most
     :data:`~dmxshm.view.rings.STATE_HZ` a second, and the last one at the end."""
 
     def __init__(self, ring_name: str, late_steps: Callable[[], int | None]) -> None:
@@ -26,6 +26,10 @@ class StatePoses(Tap):
     def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
         if self.throttle.due():
             self._show(step, sim_time_s, states)
+
+    def lights(self, step: int, sim_time_s: float, lights: np.ndarray,
+               rows: np.ndarray) -> None:
+        self.slot["lights"] = lights  # shown with the next pose
 
     def end(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
         self._show(step, sim_time_s, states)
