@@ -10,7 +10,7 @@ import click
 
 from dmxshm import console
 from dmxshm.bench import ipc, render, vector
-from dmxshm.cli.checks import check_folder, check_outputs, check_targets
+from dmxshm.cli.checks import check_folder, check_outputs, check_targets, usage_errors
 from dmxshm.cli.group import Group
 from dmxshm.cli.options import (
     arg_default,
@@ -173,6 +173,35 @@ def bench_agents(quick: bool, pairs: int | None, json: str | None, check: bool) 
                      duration_s=3.0 if quick else 5.0,
                      progress=lambda s: click.echo(f"bench agents: {s}", err=True))
     console.print_agents_bench(res)
+    console.write_outputs(res.to_dict(), json, None, None)
+    check_targets(res.targets(), check)
+
+
+@bench.command("duckiematrix")
+@click.option("--duration", "duration_s", type=click.FloatRange(min=2.0), default=10.0,
+              show_default=True, help="Seconds of the realtime run.")
+@click.option("--renderer", type=click.Choice(["tiny", "egl", "auto"]), default="egl",
+              show_default=True, help="The camera renderer (640x480 frames).")
+@json_file_option("Write the figures as JSON to this file.")
+@check_option
+def bench_duckiematrix(duration_s: float, renderer: str, json: str | None,
+                       check: bool) -> None:
+    """A duckietown-sdk agent through the Duckiematrix bridge (--duckiematrix).
+
+    One realtime run, one robot, 640x480 camera; the agent (duckietown-sdk's DB21J,
+    unchanged) answers each frame with motors.publish(). Reports the frames it
+    received over those the camera made (target >= 0.9), each PWM command's age
+    from publish() to the engine step that applied it (target p50 <= 5 ms) and the
+    bridge's CPU share. Needs pip install 'dmxshm[duckiematrix]' duckietown-sdk.
+    """
+    from dmxshm.bench import duckiematrix
+
+    check_outputs(json)
+    with usage_errors():
+        duckiematrix.require_sdk()
+    res = duckiematrix.run(duration_s=duration_s, renderer=renderer)
+    for line in res.lines():
+        click.echo(line)
     console.write_outputs(res.to_dict(), json, None, None)
     check_targets(res.targets(), check)
 

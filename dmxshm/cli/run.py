@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from dmxshm import console, network, settings
+from dmxshm import console, network
 from dmxshm.cli.checks import add_app_dir, check_outputs, usage_errors
 from dmxshm.cli.group import Command
 from dmxshm.cli.run_options import FIELDS, run_options
@@ -100,8 +99,10 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             click.echo(f"view: {url}", err=True)
             announce["view"] = url
         if duckiematrix:
+            from dmxshm.duckiematrix.launch import bridge_process
+
             url = stack.enter_context(bridge_process(
-                config, names, duckiematrix_host, duckiematrix_port, allow_remote))
+                config, names, duckiematrix_host, duckiematrix_port, allow_remote)).url
             click.echo(f"duckiematrix: {url} (robots {', '.join(names)}; "
                        f"DB21J(name, simulated=True))", err=True)
         with console.run_progress(f"{mode} run", config.planned_steps,
@@ -152,20 +153,6 @@ def _duckiematrix_run(ctx: click.Context, robots: int, robot_names: str | None, 
                            "another server): give another --duckiematrix-port")
     dm.require()
     return names
-
-
-@contextlib.contextmanager
-def bridge_process(config: network.NetworkConfig, names: list[str], host: str, port: int,
-                   allow_remote: bool) -> Iterator[str]:
-    """The Duckiematrix bridge (``dmx-duckiematrix``) for the run of ``config``; yields
-    its URL once every topic exists and it listens."""
-    args = ["--network", str(config.name), "--names", ",".join(names), "--map", config.map,
-            "--host", host, "--port", str(port), "--exit-with", str(os.getpid()),
-            "--connect-timeout", str(settings.START_TIMEOUT_S)]
-    args += ["--allow-remote"] if allow_remote else []
-    with launch.serving("duckiematrix", "dmxshm.duckiematrix.bridge", args,
-                        "the Duckiematrix bridge") as url:
-        yield url
 
 
 def _refuse_unused(ctx: click.Context, config: network.NetworkConfig) -> None:

@@ -60,3 +60,10 @@ def test_without_the_extra_it_says_how_to_install_it(
         capsys: pytest.CaptureFixture[str]) -> None:
     err = refused(["run", "--duckiematrix", "--duckiematrix-port", "7599"], capsys)
     assert "pip install 'dmxshm[duckiematrix]'" in err
+
+
+@pytest.mark.skipif(HAS_EXTRA, reason="the duckiematrix extra is installed here")
+def test_the_bench_without_the_extra_says_how_to_install_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    err = refused(["bench", "duckiematrix"], capsys)
+    assert "pip install 'dmxshm[duckiematrix]'" in err
