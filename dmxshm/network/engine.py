@@ -44,7 +44,7 @@ from dmxshm.network.taps.lanes import Lanes
 from dmxshm.network.taps.log import StateLog
 from dmxshm.network.taps.view import StatePoses
 from dmxshm.shm.ring import Ring
-from dmxshm.shm.slot import LIGHTS, LIGHTS_ONLY
+from dmxshm.shm.slot import LIGHTS
 from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.state import poses_2d
@@ -267,6 +267,7 @@ class Engine(Role[EngineResult]):
         wheels = np.zeros((cfg.robots, 2))
         everyone = np.arange(cfg.robots)
         sources = list(zip(self.cmd_rings, self.agent_rows, strict=True))
+        lights_seen = [0] * len(sources)
         timeout_s = cfg.barrier_timeout_s  # with external slots: a client may come late
         t_start = clock()
         # --spine: Vulp's pipeline in lockstep (SimulationSpine): the observation
@@ -281,10 +282,11 @@ class Engine(Role[EngineResult]):
                 seen_at = world.sim_time_s if spine is None else spine.observed_time_s
                 _publish(self.state_rings, k, seen_at, states, timeout_s)
                 taps.state(k, seen_at, states)  # after the handoff: overlaps the renderers
-                for ring, rows in sources:
+                for i, (ring, rows) in enumerate(sources):
                     got = ring.read(timeout_s)
                     wheels[rows] = got["wheels"]
-                    if got["flags"]:  # an outside agent's lights
+                    if got["lights_seq"] != lights_seen[i]:  # an outside agent's lights
+                        lights_seen[i] = got["lights_seq"]
                         self._set_lights(k, seen_at, rows, got["lights"])
                 safe = self.rejections.check(wheels, everyone, k)  # framework, not physics
                 taps.commands(k, seen_at, safe, None)
@@ -362,6 +364,8 @@ class Engine(Role[EngineResult]):
         self.late_steps, self.max_lag_s = 0, 0.0
         sources = list(zip(self.cmd_rings, self.agent_rows, strict=True))
         ages: list[list[float]] = [[] for _ in sources]
+        resets_seen, lights_seen = [0] * len(sources), [0] * len(sources)
+        wheels_seen = [0.0] * len(sources)  # the wall time of each source's last wheels
         self.latency = ages
         state_dt_s = cfg.state_dt_s  # a property: once, not every step
         t_start = clock()
@@ -373,13 +377,18 @@ class Engine(Role[EngineResult]):
                 for i, (ring, rows) in enumerate(sources):
                     cmd = ring.try_read(newest=True)
                     if cmd is not None:  # checked once, when it arrives
-                        if cmd["reset"]:  # an outside agent's: its robots back to start
+                        # An outside agent's slot counts what it passed on: a reset or a
+                        # light pattern in a record this loop skipped is not lost.
+                        if cmd["resets"] != resets_seen[i]:
+                            resets_seen[i] = cmd["resets"]
                             world.return_to_start(rows.tolist())
-                        flags = int(cmd["flags"])
-                        if flags:  # an outside agent's lights
+                        if cmd["lights_seq"] != lights_seen[i]:
+                            lights_seen[i] = cmd["lights_seq"]
                             self._set_lights(k, world.sim_time_s, rows, cmd["lights"])
-                            if flags & LIGHTS_ONLY:
-                                continue  # no wheels: the last command and its expiry hold
+                        made = float(cmd["wall_time_s"])
+                        if made <= wheels_seen[i]:
+                            continue  # no new wheels (lights only): the last command holds
+                        wheels_seen[i] = made
                         ages[i].append(clock() - float(cmd["sent_time_s"]))
                         wheels[rows] = self.rejections.check(cmd["wheels"], rows, k)
                         cmd_time[rows] = cmd["wall_time_s"]

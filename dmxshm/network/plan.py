@@ -205,10 +205,12 @@ def cmd_slot_dtype(robots: int) -> np.dtype:
     (``--action``: rad/s or PWM duty; the engine converts): ``wall_time_s`` when the
     network got it (a built-in agent: when it sent it; its expiry counts from this),
     ``sent_time_s`` when its agent made it (an outside client's ``act()``), both
-    ``time.monotonic()``; ``reset`` (realtime, an outside client's request): put the
-    agent's robots back at their start poses before applying ``wheels``; ``flags``
-    (an outside client's): 1 ``lights`` holds the robots' LEDs (RGBA of front left,
-    front right, back left, back right), 2 lights only (no ``wheels``)."""
+    ``time.monotonic()``. An outside agent's slot keeps one record of everything it
+    passed on (the engine takes the newest and may skip some): ``resets`` counts its
+    reset requests (realtime: the robots back at their start poses), ``lights_seq``
+    its light patterns, ``lights`` the newest (RGBA of front left, front right, back
+    left, back right); a record whose ``wall_time_s`` the engine saw already carries no
+    new wheel command (a lights-only command)."""
     return np.dtype([("step", "<u8"), ("wall_time_s", "<f8"), ("sent_time_s", "<f8"),
-                     ("wheels", "<f8", (robots, 2)), ("reset", "u1"), ("flags", "u1"),
+                     ("wheels", "<f8", (robots, 2)), ("resets", "<u4"), ("lights_seq", "<u4"),
                      ("lights", "<f4", (robots, 4, 4))])

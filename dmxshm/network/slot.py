@@ -69,12 +69,19 @@ class Command:
     lights: np.ndarray | None
 
     def into(self, cmd: np.ndarray) -> None:
-        """Fill the record ``cmd`` of the engine's command ring (its wall time: now)."""
-        cmd["step"], cmd["sent_time_s"], cmd["wheels"] = self.step, self.sent_time_s, self.wheels
-        cmd["reset"], cmd["flags"] = self.reset, self.flags
+        """Update ``cmd``, the slot's record of the engine's command ring, which keeps
+        everything the slot passed on: a wheel command replaces the wheels and their
+        times (wall time: now); a lights-only one leaves them, so that the engine,
+        which takes the newest record, still finds a wheel command it skipped; resets
+        and light patterns are counted, so that none is lost in a skipped record."""
+        if not self.flags & LIGHTS_ONLY:
+            cmd["step"], cmd["sent_time_s"] = self.step, self.sent_time_s
+            cmd["wheels"] = self.wheels
+            cmd["wall_time_s"] = time.monotonic()
+        cmd["resets"] += self.reset
         if self.lights is not None:
             cmd["lights"] = self.lights
-        cmd["wall_time_s"] = time.monotonic()
+            cmd["lights_seq"] += 1
 
 
 class SlotError(DmxError):

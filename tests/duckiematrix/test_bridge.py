@@ -111,7 +111,7 @@ def test_an_sdk_agent_sees_every_sensor_drives_resets_and_reads_the_map(tmp_path
                                                       ["/robot00/lights"])]
     assert any(g["front_left"] == [0, 1, 0, 1] and g["back_right"] == [1, 0, 1, 1]
                for g in got), got
-    assert slot["light_patterns"] == len(got)
+    assert 1 <= len(got) <= slot["light_patterns"]
 
 
 def test_pwm_beyond_one_or_nan_is_rejected_and_counted_as_any_bad_command(

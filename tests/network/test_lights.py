@@ -49,8 +49,9 @@ def test_lights_set_by_a_client_are_in_the_view_and_the_log(tmp_path: Path) -> N
     assert net.returncode == 0, err
     summary = json.loads((tmp_path / "run.json").read_text())
     assert summary["rejected_commands"] == [0, 0]
-    # Realtime: a command the network has not looked at yet is replaced by the next, so
-    # the dark pattern may never have been seen; the green one always is.
+    # Realtime: the newest wins (a command the slot has not looked at yet is replaced;
+    # a record the engine skips is folded into the next), so the dark pattern may never
+    # have been shown; the green one always is.
     got = [json.loads(m.data) for topic, _, m in messages(str(log), ["/robot01/lights"])]
-    assert len(got) == summary["slots"][0]["light_patterns"] in (1, 2)
+    assert len(got) <= summary["slots"][0]["light_patterns"] in (1, 2) and got
     assert got[-1]["front_left"] == [0, 1, 0, 1] and got[-1]["back_right"] == [1, 0, 1, 0.5]
