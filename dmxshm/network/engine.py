@@ -286,7 +286,7 @@ class Engine(Role[EngineResult]):
                     got = ring.read(timeout_s)
                     wheels[rows] = got["wheels"]
                     if got["lights_seq"] != lights_seen[i]:  # an outside agent's lights
-                        lights_seen[i] = got["lights_seq"]
+                        lights_seen[i] = int(got["lights_seq"])
                         self._set_lights(k, seen_at, rows, got["lights"])
                 safe = self.rejections.check(wheels, everyone, k)  # framework, not physics
                 taps.commands(k, seen_at, safe, None)
@@ -380,10 +380,10 @@ class Engine(Role[EngineResult]):
                         # An outside agent's slot counts what it passed on: a reset or a
                         # light pattern in a record this loop skipped is not lost.
                         if cmd["resets"] != resets_seen[i]:
-                            resets_seen[i] = cmd["resets"]
+                            resets_seen[i] = int(cmd["resets"])
                             world.return_to_start(rows.tolist())
                         if cmd["lights_seq"] != lights_seen[i]:
-                            lights_seen[i] = cmd["lights_seq"]
+                            lights_seen[i] = int(cmd["lights_seq"])
                             self._set_lights(k, world.sim_time_s, rows, cmd["lights"])
                         made = float(cmd["wall_time_s"])
                         if made <= wheels_seen[i]:
