@@ -44,7 +44,8 @@ class Result:
     frames_ratio: float
     camera_hz: float
     commands_published: int
-    commands_applied: int
+    commands_forwarded: int  # by the robot's slot to the engine
+    commands_applied: int  # by the engine (a newer record in the same step supersedes one)
     latency: dict[str, float]
     bridge_cpu_share: float
     agent_cpu_share: float
@@ -65,7 +66,8 @@ class Result:
             "agent: duckietown-sdk DB21J, capture() then motors.publish()",
             f"  camera: {self.frames_made} frames made ({self.camera_hz:.1f} Hz), "
             f"{self.frames_received} received by the agent: {self.frames_ratio:.3f}",
-            f"  PWM: {self.commands_published} published, {self.commands_applied} applied; "
+            f"  PWM: {self.commands_published} published, {self.commands_forwarded} forwarded "
+            f"by the slot, {self.commands_applied} applied; "
             f"publish -> applied p50 {lat.get('p50_s', float('nan')) * 1e3:.2f} ms, p99 "
             f"{lat.get('p99_s', float('nan')) * 1e3:.2f} ms, max "
             f"{lat.get('max_s', float('nan')) * 1e3:.2f} ms (of which publish -> bridge p50 "
@@ -132,12 +134,13 @@ def run(duration_s: float = 10.0, renderer: str = "egl",
     cam = summary.sensors["camera"]
     made = int(cam.fresh or 0)
     (slot,) = summary.slots
+    latency = dict((summary.command_latency or {}).get("slot-0", {}))
     return Result(
         duration_s=duration_s, renderer=summary.renderer or renderer, camera=camera,
         frames_made=made, frames_received=got["frames"],
         frames_ratio=got["frames"] / made if made else 0.0, camera_hz=cam.achieved_hz,
-        commands_published=got["published"], commands_applied=int(slot["accepted"]),
-        latency=dict((summary.command_latency or {}).get("slot-0", {})),
+        commands_published=got["published"], commands_forwarded=int(slot["accepted"]),
+        commands_applied=int(latency.get("n", 0)), latency=latency,
         bridge_cpu_share=(c1.user + c1.system - c0.user - c0.system) / wall,
         agent_cpu_share=got["cpu_s"] / wall, bridge=bridge_stats,
         date=time.strftime("%Y-%m-%d"))

@@ -27,7 +27,9 @@ def test_the_bench_counts_frames_and_commands_of_a_real_sdk_agent(tmp_path: Path
     # The renderer counted the frames made; the agent, those it decoded: never more.
     assert 0 < res["frames_received"] <= res["frames_made"] + 1
     assert res["commands_published"] == res["frames_received"]
-    assert 0 < res["commands_applied"] <= res["commands_published"]
+    # The slot forwards what it accepted; the realtime engine applies the newest record
+    # it finds each step, so one superseded within a step is forwarded, not applied.
+    assert 0 < res["commands_applied"] <= res["commands_forwarded"] <= res["commands_published"]
     assert res["latency"]["n"] == res["commands_applied"] and res["latency"]["p50_s"] > 0
     assert 0 < res["bridge_cpu_share"] < 2 and res["bridge"]["stamped_commands"] > 0
     assert "camera:" in got.stdout and "publish -> applied" in got.stdout
