@@ -1,9 +1,23 @@
-"""Road maps: the JSON file format, loading, lane geometry and start poses.
+"""Road maps: the file formats, loading, lane geometry and start poses.
 
-Map format
-----------
+Formats
+-------
 
-A map is a JSON file (``.json``; YAML is not a dependency)::
+:func:`load_map` reads three formats:
+
+- dmxshm's own JSON (``*.json``, below; the bundled maps);
+- gym-duckietown's single YAML file (``*.yaml``/``*.yml``, as duckietown-world's
+  ``data/gd1/maps`` are written), with its objects;
+- the Duckiematrix's layered map folder (``frames.yaml``, ``tiles.yaml``,
+  ``tile_maps.yaml`` and object layers), with its objects.
+
+The two Duckietown formats and how dmxshm reads them are in
+:mod:`dmxshm.world.dtmaps`; objects in :mod:`dmxshm.world.objects`.
+
+dmxshm's JSON
+-------------
+
+A map is a JSON file (``.json``)::
 
     {
       "format": "dmxshm-map/1",
@@ -22,7 +36,7 @@ A map is a JSON file (``.json``; YAML is not a dependency)::
 - ``tiles`` (required) is a list of rows, **north first**: the first row is
   the top of the map as drawn. Every row has the same number of cells.
 - Each cell is ``"KIND"`` or ``"KIND/ROTATION"``: ``KIND`` is one of
-  ``grass``, ``asphalt``, ``straight``, ``curve``, ``3way``, ``4way``;
+  ``grass``, ``asphalt``, ``floor``, ``straight``, ``curve``, ``3way``, ``4way``;
   ``ROTATION`` is ``0``, ``90``, ``180`` or ``270`` degrees, counter-clockwise
   (default 0). Unrotated, a ``straight`` runs west-east, a ``curve``
   connects the east and south edges, a ``3way`` connects west, east and
@@ -86,6 +100,7 @@ import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.world.lanes import LanePose, Path, lane_pose_among
+from dmxshm.world.objects import MapObject
 from dmxshm.world.starts import (
     MIN_START_SPACING_M,
     lane_candidates,
@@ -177,7 +192,9 @@ def map_infos() -> list[MapInfo]:
 
 
 def load_map(name_or_path: str | FsPath) -> RoadMap:
-    """Load a bundled map by name, or a user map from a JSON file.
+    """Load a bundled map by name, or a user map: a ``.json`` file in dmxshm's format,
+    a ``.yaml`` file in gym-duckietown's, or a folder in the Duckiematrix's layered
+    format.
 
     Args:
         name_or_path: a bundled map name (see :func:`bundled_maps`) or a path.
@@ -186,21 +203,25 @@ def load_map(name_or_path: str | FsPath) -> RoadMap:
         The parsed :class:`RoadMap`.
 
     Raises:
-        MapNotFoundError: no such bundled map or file.
-        MapError: the file is not valid JSON or not a valid map; the message
-            names the file and the offending entry.
+        MapNotFoundError: no such bundled map, file or folder.
+        MapError: the file is not valid or not a valid map; the message names the
+            file, and the line and the field where the format has them.
     """
     text = str(name_or_path)
     path = FsPath(text)
+    if path.is_dir():
+        return _load_layered(path)
     if not path.is_file():
         bundled = MAPS_DIR / f"{text}.json"
-        if "/" in text or text.endswith(".json") or not bundled.is_file():
+        if "/" in text or text.endswith((".json", ".yaml", ".yml")) or not bundled.is_file():
             raise MapNotFoundError(
-                f"no map {text!r}: not a file, and not a bundled map "
-                f"(bundled: {', '.join(bundled_maps())}); pass a bundled name or a path "
-                "to a .json map (format in dmxshm/world/maps.py and docs/maps.md)"
+                f"no map {text!r}: not a file or folder, and not a bundled map "
+                f"(bundled: {', '.join(bundled_maps())}); pass a bundled name, a .json or "
+                "gym-duckietown .yaml map file, or a Duckiematrix map folder (docs/maps.md)"
             )
         path = bundled
+    if path.suffix in (".yaml", ".yml"):
+        return _load_gym(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -209,6 +230,28 @@ def load_map(name_or_path: str | FsPath) -> RoadMap:
     except (OSError, UnicodeDecodeError) as exc:
         raise MapError(f"map {path}: cannot read it: {exc}") from exc
     return parse_map(data, source=str(path))
+
+
+def _load_gym(path: FsPath) -> RoadMap:
+    from dmxshm.world.dtmaps import parse_gym, read_yaml
+
+    grid, size, objects, extras = parse_gym(read_yaml(path), str(path))
+    road_map = RoadMap(tuple(tuple(row) for row in grid), size, name=path.stem,
+                       source=str(path), description=f"gym-duckietown map {path.name}",
+                       objects=tuple(objects), extras=extras)
+    road_map.check_connected(open_border=True)
+    return road_map
+
+
+def _load_layered(path: FsPath) -> RoadMap:
+    from dmxshm.world.dtmaps import parse_layered
+
+    grid, size, objects = parse_layered(path)
+    road_map = RoadMap(tuple(tuple(row) for row in grid), size, name=path.resolve().name,
+                       source=str(path), description=f"Duckiematrix layered map {path.name}",
+                       objects=tuple(objects))
+    road_map.check_connected(open_border=True)
+    return road_map
 
 
 def parse_map(data: object, source: str = "<dict>") -> RoadMap:
@@ -281,6 +324,9 @@ class RoadMap:
         name: the map's name.
         source: the file it came from (or ``"<dict>"``).
         description: free text from the file.
+        objects: the map's objects (:class:`~dmxshm.world.objects.MapObject`).
+        extras: keys a Duckietown map has that dmxshm keeps but does not use
+            (gym-duckietown's ``start_tile``, ``start_pose``, ``version``).
         rows: number of rows.
         cols: number of columns.
         lane_offset_m: road centreline to right-lane centre.
@@ -295,8 +341,12 @@ class RoadMap:
         name: str = "map",
         source: str = "<dict>",
         description: str = "",
+        objects: tuple[MapObject, ...] = (),
+        extras: dict[str, Any] | None = None,
     ) -> None:
         self.tiles = tiles
+        self.objects = objects
+        self.extras = dict(extras or {})
         self.tile_size_m = tile_size_m
         self.name = name
         self.source = source
@@ -322,8 +372,11 @@ class RoadMap:
             >>> load_map("loop").digest() == load_map("loop").digest() != load_map("grid").digest()
             True
         """
-        return repr((self.tile_size_m, tuple(tuple((t.kind, t.rotation_deg) for t in row)
-                                             for row in self.tiles)))
+        tiles = (self.tile_size_m, tuple(tuple((t.kind, t.rotation_deg) for t in row)
+                                         for row in self.tiles))
+        if not self.objects:  # a map without objects keeps the key it always had
+            return repr(tiles)
+        return repr((*tiles, tuple(sorted(repr(o) for o in self.objects))))
 
     @property
     def size_m(self) -> tuple[float, float]:
@@ -346,8 +399,12 @@ class RoadMap:
         """The road centrelines of one tile, in world coordinates."""
         return self._paths[(row, col)]
 
-    def check_connected(self) -> None:
+    def check_connected(self, open_border: bool = False) -> None:
         """Check that every road leaving a tile enters its neighbour.
+
+        Args:
+            open_border: a road may end at the map's border (Duckietown's formats
+                allow it; dmxshm's own maps do not).
 
         Raises:
             MapError: naming the tile, the edge and the neighbour.
@@ -360,6 +417,8 @@ class RoadMap:
                     dx, dy = EDGE_VECTORS[edge]
                     nr, nc = r - dy, c + dx
                     if not (0 <= nr < self.rows and 0 <= nc < self.cols):
+                        if open_border:
+                            continue
                         raise MapError(f"{where}: its road leaves the map through the {edge} "
                                        "edge; rotate the tile or add a connecting tile")
                     neighbours.append((edge, nr, nc))

@@ -41,6 +41,7 @@ COLORS_RGBA = {
     "white": (0.95, 0.95, 0.95, 1.0),
     "yellow": (0.95, 0.78, 0.10, 1.0),
     "red": (0.80, 0.10, 0.10, 1.0),
+    "floor": (0.45, 0.36, 0.27, 1.0),
 }
 """Colour of each mesh."""
 
@@ -143,7 +144,7 @@ def build_scene(road_map: RoadMap, client: int, visuals: bool = True,
     ground = -1
     scene = Scene(ground)
     for color, quads in map_quads(road_map).items():
-        z = 0.0 if color in ("grass", "asphalt") else MARKING_HEIGHT_M
+        z = 0.0 if color in ("grass", "asphalt", "floor") else MARKING_HEIGHT_M
         scene.num_quads[color] = len(quads)
         scene.visual_ids[color] = []
         for i in range(0, len(quads), _MAX_QUADS_PER_MESH):
@@ -164,7 +165,7 @@ def map_quads(road_map: RoadMap) -> dict[str, list[Quad]]:
         >>> from dmxshm.world.maps import load_map
         >>> quads = map_quads(load_map("loop"))
         >>> sorted(quads), len(quads["asphalt"])
-        (['asphalt', 'grass', 'red', 'white', 'yellow'], 40)
+        (['asphalt', 'floor', 'grass', 'red', 'white', 'yellow'], 40)
     """
     size = road_map.tile_size_m
     out: dict[str, list[Quad]] = {c: [] for c in COLORS_RGBA}
@@ -172,7 +173,7 @@ def map_quads(road_map: RoadMap) -> dict[str, list[Quad]]:
         for c, tile in enumerate(row):
             cx, cy = road_map.tile_center(r, c)
             h = size / 2
-            surface = "asphalt" if tile.kind != "grass" else "grass"
+            surface = tile.kind if tile.kind in ("grass", "floor") else "asphalt"
             out[surface] += _grid(cx - h, cy - h, cx + h, cy + h, SURFACE_SPLIT, SURFACE_SPLIT)
             for color, quad in _tile_markings(tile, size):
                 out[color].append(tuple(

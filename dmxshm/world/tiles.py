@@ -8,6 +8,7 @@ kind          connects edges      road centreline(s)
 ============  ==================  ==========================================
 ``grass``     none                none (not drivable)
 ``asphalt``   none                none (flat filler, no lanes)
+``floor``     none                none (a room's floor, not drivable)
 ``straight``  W, E                segment from the W to the E edge midpoint
 ``curve``     E, S                quarter circle of radius size/2 centred on
                                   the SE corner
@@ -43,7 +44,7 @@ WHITE_LINE_WIDTH_M = 0.048
 YELLOW_LINE_WIDTH_M = 0.024
 """Width of the dashed yellow centre line."""
 
-KINDS = ("grass", "asphalt", "straight", "curve", "3way", "4way")
+KINDS = ("grass", "asphalt", "floor", "straight", "curve", "3way", "4way")
 """Every tile kind a map may use."""
 
 ROAD_KINDS = frozenset({"straight", "curve", "3way", "4way"})
@@ -61,6 +62,7 @@ _EDGE_ORDER = ("E", "N", "W", "S")  # counter-clockwise, so +90 deg is one step
 _BASE_EDGES = {
     "grass": (),
     "asphalt": (),
+    "floor": (),
     "straight": ("W", "E"),
     "curve": ("E", "S"),
     "3way": ("W", "E", "S"),

@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
 from dmxshm.world.maps import RoadMap, load_map
+from dmxshm.world.objects import MapObject, build_object
 from dmxshm.world.renderers import load_egl, quiet_stdio, unload_egl
 from dmxshm.world.robot import (
     COM_IN_BASE_M,
@@ -107,6 +108,8 @@ class World:
         step_count: steps since the last reset.
         robot_ids: pybullet body id of each robot.
         scene: the map's bodies.
+        objects: the map's objects and those added (:meth:`add_object`).
+        object_ids: the pybullet body of each object.
     """
 
     def __init__(
@@ -150,6 +153,8 @@ class World:
                 self.close()
                 raise
         self.robot_ids: list[int] = []
+        self.objects: list[MapObject] = list(self.road_map.objects)
+        self.object_ids: list[int] = []
         self.step_count = 0
         self._state = np.zeros(self.num_robots, ROBOT_STATE_DTYPE)
         try:
@@ -176,6 +181,8 @@ class World:
                                      numSolverIterations=SOLVER_ITERATIONS,
                                      deterministicOverlappingPairs=1, physicsClientId=c)
         self.scene: Scene = build_scene(self.road_map, c, self.visuals, self.mesh_files)
+        self.object_ids = [build_object(o, c) for o in self.objects]
+        self._object_of = {body: i for i, body in enumerate(self.object_ids)}
         self.robot_ids = []
         poses = self.road_map.start_poses(self.num_robots, np.random.default_rng(seed))
         return self.replace_robots(poses)
@@ -338,6 +345,57 @@ class World:
             pb.resetBasePositionAndOrientation(body, (px + ox, py + oy, pz + oz), (x, y, z, w),
                                                physicsClientId=c)
         self._state = states.copy()
+
+    def add_object(self, kind: str, x_m: float, y_m: float, yaw_rad: float = 0.0,
+                   height_m: float = 0.0, *, name: str | None = None,
+                   tag_id: int | None = None, color: str | None = None) -> MapObject:
+        """Put an object (:mod:`dmxshm.world.objects`) on the map, as a map file would:
+        a static body robots hit, the time of flight ranges and the cameras see.
+
+        It stays through :meth:`reset`. Objects of a network come from its map file;
+        this adds to this world only.
+
+        Args:
+            kind: one of :data:`~dmxshm.world.objects.KINDS`.
+            x_m, y_m: position, world frame.
+            yaw_rad: heading, counter-clockwise from east (the object faces it).
+            height_m: height; 0 for the kind's default.
+            name: a name (default ``KIND-N``).
+            tag_id: an AprilTag id (signs, floor tags).
+            color: a colour name (duckies, vehicles).
+
+        Raises:
+            ObjectError: an unknown kind (the message lists the known ones), or a
+                pose or height that is not a finite number.
+
+        Example:
+            >>> with World("loop", 1) as w:
+            ...     cone = w.add_object("cone", 1.0, 1.0)
+            ...     (cone.kind, cone.height_m, len(w.object_ids))
+            ('cone', 0.08, 1)
+        """
+        obj = MapObject(name or f"{kind}-{len(self.objects)}", kind, float(x_m), float(y_m),
+                        float(yaw_rad), float(height_m), tag_id=tag_id, color=color)
+        body = build_object(obj, self.client)
+        self._object_of[body] = len(self.objects)
+        self.objects.append(obj)
+        self.object_ids.append(body)
+        return obj
+
+    def object_contacts(self) -> list[tuple[int, int]]:
+        """Pairs ``(robot, object)`` (indices into ``robot_ids`` and ``objects``) touching
+        after the last step, sorted."""
+        pairs = set()
+        if not self.object_ids:
+            return []
+        for point in pb.getContactPoints(physicsClientId=self.client):
+            a, b = point[1], point[2]
+            if a in self._object_of:
+                a, b = b, a
+            robot, obj = self._index_of.get(a), self._object_of.get(b)
+            if robot is not None and obj is not None and point[8] <= CONTACT_DISTANCE_M:
+                pairs.add((robot, obj))
+        return sorted(pairs)
 
     def contacts(self) -> list[tuple[int, int]]:
         """Pairs ``(i, j)``, ``i < j``, of robots touching after the last step, sorted."""

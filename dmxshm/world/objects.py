@@ -1,0 +1,275 @@
+"""Objects on a map: duckies, cones, barriers, signs, traffic lights, houses,
+buildings, trees, buses, trucks, non-agent Duckiebots and floor tags.
+
+An object is a :class:`MapObject` (its kind, pose, height and flags, from a map
+file or from :meth:`~dmxshm.world.world.World.add_object`). In a world it becomes
+one pybullet body made of dmxshm's own simple shapes (boxes, cylinders,
+spheres), sized by the object's height: both renderers draw it, robots hit its
+collision shape and the time of flight ranges it. No mesh is taken from another
+project.
+
+Poses are dmxshm's world frame (x east, y north, metres, origin the map's
+south-west corner) and ``yaw`` counter-clockwise from east. At yaw 0 an object
+faces east (+x): a sign shows its face to a robot driving west towards it, a
+vehicle points east (gym-duckietown's convention: "models should, at angle 0,
+face towards the positive X axis").
+
+Kinds (:data:`KINDS`), each with the height it gets when the map gives none:
+
+================================  ========  ===================================
+kind                              height m  shape (h = height)
+================================  ========  ===================================
+``duckie``                        0.06      body and head spheres, yellow
+``cone``                          0.08      three stacked cylinders, orange
+``barrier``                       0.08      a 4h x 0.5h x h box, red and white
+``sign_*`` (:data:`SIGN_KINDS`)   0.18      a pole and a 0.5h x 0.4h plate
+``trafficlight``                  0.40      a pole and a lamp box
+``house``                         0.50      a box and a darker roof box
+``building``                      0.60      a tall grey box
+``tree``                          0.25      a trunk cylinder and a crown sphere
+``bus``                           0.18      a 2.5h x 1.1h x h yellow box
+``truck``                         0.20      a cab and a cargo box
+``duckiebot``                     0.12      a chassis box and two wheels
+``checkerboard``                  0.30      a thin standing board
+``floor_tag``                     0.001     a flat black 6.5 cm square, no
+                                            collision (an AprilTag's place)
+================================  ========  ===================================
+
+A sign or a floor tag may carry an AprilTag id (``tag_id``) where the map
+format gives one; it is kept and reported, not drawn as a pattern.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dmxshm.errors import DmxError
+
+SIGN_KINDS = (
+    "sign_stop", "sign_yield", "sign_no_right_turn", "sign_no_left_turn",
+    "sign_do_not_enter", "sign_oneway_right", "sign_oneway_left", "sign_4_way_intersect",
+    "sign_right_T_intersect", "sign_left_T_intersect", "sign_T_intersect",
+    "sign_pedestrian", "sign_t_light_ahead", "sign_T_light_ahead", "sign_duck_crossing",
+    "sign_parking", "sign_blank",
+)
+"""The sign kinds of duckietown-world's map format (its ``SIGNS``)."""
+
+DEFAULT_HEIGHT_M = {
+    "duckie": 0.06, "cone": 0.08, "barrier": 0.08, "trafficlight": 0.40, "house": 0.50,
+    "building": 0.60, "tree": 0.25, "bus": 0.18, "truck": 0.20, "duckiebot": 0.12,
+    "checkerboard": 0.30, "floor_tag": 0.001, **{k: 0.18 for k in SIGN_KINDS},
+}
+"""Height of each kind when the map gives none."""
+
+KINDS = tuple(DEFAULT_HEIGHT_M)
+"""Every object kind a map may use."""
+
+FLOOR_TAG_SIZE_M = 0.065
+"""Side of a floor tag (duckietown-world's ``DEFAULT_TAG_SIZE``)."""
+
+_SIGN_FACE_RGBA = {
+    "sign_stop": (0.80, 0.08, 0.08, 1.0), "sign_yield": (0.95, 0.95, 0.95, 1.0),
+    "sign_do_not_enter": (0.80, 0.08, 0.08, 1.0), "sign_pedestrian": (0.15, 0.35, 0.80, 1.0),
+    "sign_parking": (0.15, 0.35, 0.80, 1.0), "sign_duck_crossing": (0.95, 0.80, 0.10, 1.0),
+}
+_DEFAULT_SIGN_RGBA = (0.92, 0.92, 0.92, 1.0)
+
+
+class ObjectError(DmxError, ValueError):
+    """An object was given an unknown kind or an invalid pose or size."""
+
+
+@dataclass(frozen=True)
+class MapObject:
+    """One object on a map.
+
+    Attributes:
+        name: its name in the map (unique within a map).
+        kind: one of :data:`KINDS`.
+        x_m, y_m: position in the world frame.
+        yaw_rad: heading, counter-clockwise from east.
+        height_m: height; the shape is scaled by it.
+        static: False for an object that moves along its lane.
+        optional: may be dropped under randomisation (kept otherwise).
+        tag_id: the AprilTag id a sign or a floor tag carries, if given.
+        color: a colour name the format gives (duckies, vehicles), if any.
+        speed_m_s: for a moving object, its speed along its lane.
+    """
+
+    name: str
+    kind: str
+    x_m: float
+    y_m: float
+    yaw_rad: float = 0.0
+    height_m: float = 0.0
+    static: bool = True
+    optional: bool = False
+    tag_id: int | None = None
+    color: str | None = None
+    speed_m_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ObjectError(f"unknown object kind {self.kind!r}; known kinds: "
+                              f"{', '.join(KINDS)}")
+        for name in ("x_m", "y_m", "yaw_rad"):
+            if not math.isfinite(getattr(self, name)):
+                raise ObjectError(f"object {self.name!r}: {name} must be finite")
+        if self.height_m == 0.0:
+            object.__setattr__(self, "height_m", DEFAULT_HEIGHT_M[self.kind])
+        if not (self.height_m > 0 and math.isfinite(self.height_m)):
+            raise ObjectError(f"object {self.name!r}: height {self.height_m!r} must be a "
+                              "positive number of metres")
+
+    @property
+    def collides(self) -> bool:
+        """Whether robots hit it (every kind but floor tags)."""
+        return self.kind != "floor_tag"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as JSON (the summary's and the log's ``objects``)."""
+        return {"name": self.name, "kind": self.kind, "x_m": self.x_m, "y_m": self.y_m,
+                "yaw_rad": self.yaw_rad, "height_m": self.height_m, "static": self.static,
+                "optional": self.optional, "tag_id": self.tag_id, "color": self.color}
+
+    def moved(self, x_m: float, y_m: float, yaw_rad: float) -> MapObject:
+        """The same object at another pose."""
+        return replace(self, x_m=x_m, y_m=y_m, yaw_rad=yaw_rad)
+
+
+@dataclass
+class Part:
+    """One primitive of an object's shape, in the object's frame (z up from the floor)."""
+
+    geom: str  # "box", "cylinder" or "sphere"
+    size: tuple[float, ...]  # box half extents; cylinder (radius, length); sphere (radius,)
+    pos: tuple[float, float, float]
+    rgba: tuple[float, float, float, float]
+    collide: bool = True
+    yaw_rad: float = 0.0
+
+
+_VEHICLE_RGBA = {"red": (0.75, 0.12, 0.10, 1.0), "blue": (0.15, 0.30, 0.75, 1.0),
+                 "green": (0.15, 0.55, 0.20, 1.0), "grey": (0.5, 0.5, 0.5, 1.0),
+                 "yellow": (0.95, 0.80, 0.10, 1.0)}
+
+
+def parts(obj: MapObject) -> list[Part]:
+    """The primitives an object is drawn and collides with, sized by its height."""
+    h, k = obj.height_m, obj.kind
+    if k == "duckie":
+        yellow = _VEHICLE_RGBA.get(obj.color or "", (0.98, 0.85, 0.10, 1.0))
+        return [Part("sphere", (0.32 * h,), (0.0, 0.0, 0.32 * h), yellow),
+                Part("sphere", (0.22 * h,), (0.12 * h, 0.0, 0.78 * h), yellow),
+                Part("box", (0.10 * h, 0.08 * h, 0.04 * h), (0.36 * h, 0.0, 0.74 * h),
+                     (0.95, 0.45, 0.05, 1.0), collide=False)]
+    if k == "cone":
+        orange, white = (0.98, 0.42, 0.05, 1.0), (0.95, 0.95, 0.95, 1.0)
+        return [Part("cylinder", (0.30 * h, 0.34 * h), (0.0, 0.0, 0.17 * h), orange),
+                Part("cylinder", (0.21 * h, 0.33 * h), (0.0, 0.0, 0.505 * h), white),
+                Part("cylinder", (0.11 * h, 0.33 * h), (0.0, 0.0, 0.835 * h), orange)]
+    if k == "barrier":
+        return [Part("box", (2.0 * h, 0.25 * h, 0.25 * h), (0.0, 0.0, 0.75 * h),
+                     (0.85, 0.12, 0.10, 1.0)),
+                Part("box", (2.0 * h, 0.25 * h, 0.25 * h), (0.0, 0.0, 0.25 * h),
+                     (0.95, 0.95, 0.95, 1.0))]
+    if k.startswith("sign_"):
+        face = _SIGN_FACE_RGBA.get(k, _DEFAULT_SIGN_RGBA)
+        return [Part("cylinder", (0.04 * h, 0.62 * h), (0.0, 0.0, 0.31 * h),
+                     (0.55, 0.55, 0.55, 1.0)),
+                Part("box", (0.02 * h, 0.25 * h, 0.2 * h), (0.0, 0.0, 0.8 * h),
+                     (0.1, 0.1, 0.1, 1.0)),
+                Part("box", (0.003 * h, 0.22 * h, 0.17 * h), (0.022 * h, 0.0, 0.8 * h),
+                     face, collide=False)]
+    if k == "trafficlight":
+        return [Part("cylinder", (0.025 * h, 0.8 * h), (0.0, 0.0, 0.4 * h),
+                     (0.35, 0.35, 0.35, 1.0)),
+                Part("box", (0.06 * h, 0.06 * h, 0.1 * h), (0.0, 0.0, 0.9 * h),
+                     (0.08, 0.08, 0.08, 1.0)),
+                Part("sphere", (0.035 * h,), (0.06 * h, 0.0, 0.93 * h),
+                     (0.9, 0.1, 0.1, 1.0), collide=False)]
+    if k == "house":
+        return [Part("box", (0.5 * h, 0.35 * h, 0.3 * h), (0.0, 0.0, 0.3 * h),
+                     (0.85, 0.75, 0.55, 1.0)),
+                Part("box", (0.55 * h, 0.4 * h, 0.2 * h), (0.0, 0.0, 0.8 * h),
+                     (0.65, 0.15, 0.12, 1.0))]
+    if k == "building":
+        return [Part("box", (0.3 * h, 0.3 * h, 0.5 * h), (0.0, 0.0, 0.5 * h),
+                     (0.6, 0.62, 0.66, 1.0))]
+    if k == "tree":
+        return [Part("cylinder", (0.06 * h, 0.5 * h), (0.0, 0.0, 0.25 * h),
+                     (0.45, 0.28, 0.12, 1.0)),
+                Part("sphere", (0.3 * h,), (0.0, 0.0, 0.7 * h), (0.12, 0.45, 0.15, 1.0))]
+    if k == "bus":
+        return [Part("box", (1.25 * h, 0.55 * h, 0.45 * h), (0.0, 0.0, 0.55 * h),
+                     _VEHICLE_RGBA.get(obj.color or "", (0.95, 0.75, 0.1, 1.0)))]
+    if k == "truck":
+        rgba = _VEHICLE_RGBA.get(obj.color or "", (0.2, 0.35, 0.75, 1.0))
+        return [Part("box", (0.3 * h, 0.5 * h, 0.4 * h), (1.0 * h, 0.0, 0.5 * h), rgba),
+                Part("box", (0.95 * h, 0.5 * h, 0.45 * h), (-0.3 * h, 0.0, 0.55 * h),
+                     (0.85, 0.85, 0.85, 1.0))]
+    if k == "duckiebot":
+        rgba = _VEHICLE_RGBA.get(obj.color or "", (0.75, 0.12, 0.10, 1.0))
+        return [Part("box", (0.75 * h, 0.45 * h, 0.3 * h), (0.0, 0.0, 0.5 * h), rgba),
+                Part("cylinder", (0.28 * h, 0.1 * h), (0.2 * h, 0.5 * h, 0.28 * h),
+                     (0.1, 0.1, 0.1, 1.0), collide=False),
+                Part("cylinder", (0.28 * h, 0.1 * h), (0.2 * h, -0.5 * h, 0.28 * h),
+                     (0.1, 0.1, 0.1, 1.0), collide=False)]
+    if k == "checkerboard":
+        return [Part("box", (0.01, 0.5 * h, 0.4 * h), (0.0, 0.0, 0.5 * h),
+                     (0.9, 0.9, 0.9, 1.0))]
+    # floor_tag
+    s = FLOOR_TAG_SIZE_M / 2
+    return [Part("box", (s, s, obj.height_m / 2), (0.0, 0.0, 0.0015), (0.05, 0.05, 0.05, 1.0),
+                 collide=False)]
+
+
+@dataclass
+class PlacedObjects:
+    """The bodies of a world's objects.
+
+    Attributes:
+        objects: what was placed, in order.
+        body_ids: the pybullet body of each.
+    """
+
+    objects: list[MapObject] = field(default_factory=list)
+    body_ids: list[int] = field(default_factory=list)
+
+
+def build_object(obj: MapObject, client: int) -> int:
+    """Create ``obj`` as one static pybullet body in ``client``; its id."""
+    from dmxshm._pybullet import pb
+
+    shapes = parts(obj)
+    geom = {"box": pb.GEOM_BOX, "cylinder": pb.GEOM_CYLINDER, "sphere": pb.GEOM_SPHERE}
+    v_kw: dict[str, list[Any]] = {k: [] for k in ("shapeTypes", "halfExtents", "radii",
+                                                 "lengths", "rgbaColors", "visualFramePositions",
+                                                 "visualFrameOrientations")}
+    c_kw: dict[str, list[Any]] = {k: [] for k in ("shapeTypes", "halfExtents", "radii",
+                                                 "lengths", "collisionFramePositions",
+                                                 "collisionFrameOrientations")}
+    for p in shapes:
+        half = list(p.size) if p.geom == "box" else [0.0, 0.0, 0.0]
+        radius = p.size[0] if p.geom != "box" else 0.0
+        length = p.size[1] if p.geom == "cylinder" else 0.0
+        quat = [0.0, 0.0, math.sin(p.yaw_rad / 2), math.cos(p.yaw_rad / 2)]
+        for kw in (v_kw, c_kw) if p.collide else (v_kw,):
+            kw["shapeTypes"].append(geom[p.geom])
+            kw["halfExtents"].append(half)
+            kw["radii"].append(radius)
+            kw["lengths"].append(length)
+        v_kw["rgbaColors"].append(list(p.rgba))
+        v_kw["visualFramePositions"].append(list(p.pos))
+        v_kw["visualFrameOrientations"].append(quat)
+        if p.collide:
+            c_kw["collisionFramePositions"].append(list(p.pos))
+            c_kw["collisionFrameOrientations"].append(quat)
+    visual = pb.createVisualShapeArray(physicsClientId=client, **v_kw)
+    collision = (pb.createCollisionShapeArray(physicsClientId=client, **c_kw)
+                 if c_kw["shapeTypes"] else -1)
+    quat = (0.0, 0.0, math.sin(obj.yaw_rad / 2), math.cos(obj.yaw_rad / 2))
+    return pb.createMultiBody(0.0, collision, visual, (obj.x_m, obj.y_m, 0.0), quat,
+                              physicsClientId=client)
