@@ -428,7 +428,7 @@ def layered_tile(kind: str, yaw_rad: float) -> Tile:
 
     Example:
         >>> layered_tile("curve", math.pi / 2), layered_tile("straight", 0.0)
-        (Tile(kind='curve', rotation_deg=90), Tile(kind='straight', rotation_deg=90))
+        (Tile(kind='curve', rotation_deg=0), Tile(kind='straight', rotation_deg=90))
     """
     if kind not in LAYER_TILE_TYPES:
         raise ValueError(f"unknown tile type {kind!r}; known types: "
@@ -517,10 +517,10 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
             raise wt.error(_line(tiles, key), field,
                            f"its frame ({x}, {y}) is not at a tile centre")
         i, j = round(i), round(j)
-        for name in ("i", "j"):
-            if name in entry and entry[name] != (i if name == "i" else j):
+        for name, at in (("i", i), ("j", j)):
+            if name in entry and entry[name] != at:
                 raise wt.error(_line(entry, name), f"{field}.{name}",
-                               f"is {entry[name]!r}, its frame puts it at {i if name == 'i' else j}")
+                               f"is {entry[name]!r}, its frame puts it at {at}")
         if (i, j) in cells:
             raise wt.error(_line(tiles, key), field, f"a second tile at ({i}, {j})")
         if i < 0 or j < 0:
