@@ -180,10 +180,12 @@ def print_robots(s: Any) -> None:
     if not lane:
         return
     click.echo(f"{'robot':>5} {'distance m':>11} {'worst offset m':>15} {'off-road steps':>15} "
-               f"{'rejected':>9} {'expired':>8}")
+               f"{'collisions':>10} {'rejected':>9} {'expired':>8}")
     for r in range(s.robots):
+        hits = lane.get("robot_collisions", [0] * s.robots)[r] + \
+            lane.get("object_collisions", [0] * s.robots)[r]
         click.echo(f"{r:>5} {lane['distance_m'][r]:>11.2f} {lane['max_abs_offset_m'][r]:>15.3f} "
-                   f"{lane['off_road_steps'][r]:>15} {s.rejected_commands[r]:>9} "
+                   f"{lane['off_road_steps'][r]:>15} {hits:>10} {s.rejected_commands[r]:>9} "
                    f"{'-' if s.expired_commands is None else s.expired_commands[r]:>8}")
 
 
@@ -491,13 +493,14 @@ def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
 
 
 def print_maps(infos: list[MapInfo]) -> None:
-    """``dmxshm maps``: one line per bundled map."""
-    click.echo(f"{'map':<10} {'tiles':>7} {'size m':>11} {'road tiles':>10} {'robots':>7}  "
-               "description")
+    """``dmxshm maps``: one line per map."""
+    width = max([10, *(len(m.name) for m in infos)])
+    click.echo(f"{'map':<{width}} {'tiles':>7} {'size m':>11} {'road tiles':>10} "
+               f"{'objects':>7} {'robots':>7}  description")
     for m in infos:
-        click.echo(f"{m.name:<10} {m.cols:>3} x {m.rows:<3}"
+        click.echo(f"{m.name:<{width}} {m.cols:>3} x {m.rows:<3}"
                    f"{m.width_m:>5.1f} x {m.height_m:<4.1f} {m.road_tiles:>10} "
-                   f"{m.capacity:>7}  {m.description}")
+                   f"{m.objects:>7} {m.capacity:>7}  {m.description}")
 
 
 def print_breakdowns(rows: list[Any]) -> None:

@@ -257,8 +257,10 @@ class Network:
         # What can be checked here fails here, with a plain error, not in a child.
         cfg.preflight()
         if cfg.log:  # the claim: close() merges only this run's parts
-            self._log_claim = logs.start(cfg.log, {k: v for k, v in dataclasses.asdict(cfg)
-                                                   .items() if not k.startswith("_")})
+            config = {k: v for k, v in dataclasses.asdict(cfg).items() if not k.startswith("_")}
+            # The map's objects, as the run had them (a map file may change later).
+            config["map_objects"] = [o.to_dict() for o in load_map(cfg.map).objects]
+            self._log_claim = logs.start(cfg.log, config)
         self._catch_sigterm()
         self.swept = len(sweep())
         self.supervisor = Supervisor()  # a network closed and started again starts afresh

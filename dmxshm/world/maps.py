@@ -157,6 +157,7 @@ class MapInfo:
         road_tiles: tiles with road on them.
         capacity: how many robots always fit on it (:attr:`RoadMap.capacity`).
         description: what it is, from its file.
+        objects: how many objects it holds.
     """
 
     name: str
@@ -167,27 +168,30 @@ class MapInfo:
     road_tiles: int
     capacity: int
     description: str
+    objects: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """``dmxshm maps --json``'s object for this map."""
         return asdict(self)
 
 
-def map_infos() -> list[MapInfo]:
-    """Name, size, road tiles, capacity and description of every bundled map.
+def map_infos(maps: list[str] | None = None) -> list[MapInfo]:
+    """Name, size, road tiles, objects, capacity and description of every bundled map,
+    or of ``maps`` (names or paths, as :func:`load_map` takes them).
 
     Example:
         >>> [(m.name, m.capacity) for m in map_infos()]
         [('big-loop', 84), ('grid', 28), ('loop', 16)]
     """
     out = []
-    for name in bundled_maps():
+    for name in bundled_maps() if maps is None else maps:
         m = load_map(name)
         width_m, height_m = m.size_m
         out.append(MapInfo(name=name, cols=len(m.tiles[0]), rows=len(m.tiles),
                            width_m=width_m, height_m=height_m,
                            road_tiles=sum(t.is_road for row in m.tiles for t in row),
-                           capacity=m.capacity, description=m.description))
+                           capacity=m.capacity, description=m.description,
+                           objects=len(m.objects)))
     return out
 
 

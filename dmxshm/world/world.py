@@ -382,29 +382,34 @@ class World:
         self.object_ids.append(body)
         return obj
 
+    def touching(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Robots touching robots, and robots touching objects, after the last step: pairs
+        ``(i, j)``, ``i < j``, of robot indices, and pairs ``(robot, object)`` (indices
+        into ``robot_ids`` and ``objects``), each sorted. One query of the contacts."""
+        robots, objects = set(), set()
+        index_of, object_of = self._index_of, self._object_of
+        for point in pb.getContactPoints(physicsClientId=self.client):
+            if point[8] > CONTACT_DISTANCE_M:
+                continue
+            a, b = point[1], point[2]
+            ra, rb = index_of.get(a), index_of.get(b)
+            if ra is not None and rb is not None:
+                if ra != rb:
+                    robots.add((min(ra, rb), max(ra, rb)))
+            elif ra is not None and b in object_of:
+                objects.add((ra, object_of[b]))
+            elif rb is not None and a in object_of:
+                objects.add((rb, object_of[a]))
+        return sorted(robots), sorted(objects)
+
     def object_contacts(self) -> list[tuple[int, int]]:
         """Pairs ``(robot, object)`` (indices into ``robot_ids`` and ``objects``) touching
         after the last step, sorted."""
-        pairs = set()
-        if not self.object_ids:
-            return []
-        for point in pb.getContactPoints(physicsClientId=self.client):
-            a, b = point[1], point[2]
-            if a in self._object_of:
-                a, b = b, a
-            robot, obj = self._index_of.get(a), self._object_of.get(b)
-            if robot is not None and obj is not None and point[8] <= CONTACT_DISTANCE_M:
-                pairs.add((robot, obj))
-        return sorted(pairs)
+        return self.touching()[1] if self.object_ids else []
 
     def contacts(self) -> list[tuple[int, int]]:
         """Pairs ``(i, j)``, ``i < j``, of robots touching after the last step, sorted."""
-        pairs = set()
-        for point in pb.getContactPoints(physicsClientId=self.client):
-            a, b = self._index_of.get(point[1]), self._index_of.get(point[2])
-            if a is not None and b is not None and a != b and point[8] <= CONTACT_DISTANCE_M:
-                pairs.add((min(a, b), max(a, b)))
-        return sorted(pairs)
+        return self.touching()[0]
 
     def close(self) -> None:
         """Disconnect the client if the world owns it; safe to call twice."""

@@ -457,3 +457,34 @@ def test_consecutive_realtime_imu_samples_while_moving_are_of_different_instants
     values = np.array([d["acceleration_m_s2"] + d["angular_velocity_rad_s"] for d in imu])
     changed = (np.abs(np.diff(values, axis=0)).max(axis=1) > 0)[np.diff(steps) > 0]
     assert changed.mean() > 0.9
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_the_summary_counts_a_robot_running_into_a_barrier(tmp_path) -> None:  # noqa: ANN001
+    import numpy as np
+
+    from dmxshm.world.maps import load_map
+    from tests.world.test_dtmaps import GYM_MAP
+
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(GYM_MAP.split("objects:")[0])
+    m = load_map(plain)
+    ((x, y, _),) = m.start_poses(1, np.random.default_rng(0))
+    start_cell = m.cell_of(x, y)
+    # A barrier across the road in every straight but the one the robot starts on.
+    lines = ["objects:"]
+    for k, (col, row, rotate) in enumerate([(2, 1, 90), (1, 2, 0), (3, 2, 0), (2, 3, 90)]):
+        if (row, col) != start_cell:
+            lines += [f"  b{k}:", "    kind: barrier", f"    pos: [{col + 0.5}, {row + 0.5}]",
+                      f"    rotate: {rotate}", "    height: 0.15"]
+    walled = tmp_path / "walled.yaml"
+    walled.write_text(GYM_MAP.split("objects:")[0] + "\n".join(lines) + "\n")
+    s = run(map=str(walled), robots=1, camera=(0, 0), steps=800,
+            agent="tests.agents:BlindLaneFollow")
+    assert s.lane["object_collisions"] == [1]  # it hits one and stays against it
+    assert s.lane["robot_collisions"] == [0]
+    assert s.lane["distance_m"][0] < 2 * 0.6 * 2  # it never got round the loop
+    # The lane follower that sees (its time of flight) stops short of the barrier.
+    seeing = run(map=str(walled), robots=1, camera=(0, 0), steps=800, agent="lane-follow")
+    assert seeing.lane["object_collisions"] == [0]
+    assert seeing.lane["distance_m"][0] < s.lane["distance_m"][0]

@@ -176,7 +176,8 @@ def test_a_gym_map_without_a_tile_size_or_with_bad_yaml_is_refused(tmp_path: Pat
     with pytest.raises(MapError, match="field 'tile_size': missing"):
         load_map(_write(tmp_path, GYM_MAP.replace("tile_size: 0.6\n", "")))
     with pytest.raises(MapError, match=r", line 5: not valid YAML"):
-        load_map(_write(tmp_path, GYM_MAP.replace("- [floor, curve_left/W", "- [floor, curve_left/W]]", 1)))
+        load_map(_write(tmp_path, GYM_MAP.replace("- [floor, curve_left/W",
+                                                  "- [floor, curve_left/W]]", 1)))
     with pytest.raises(MapError, match="row 2, column 2 .*no road on its"):
         load_map(_write(tmp_path, GYM_MAP.replace("grass     ", "straight/E")))
 

@@ -13,7 +13,8 @@ from dmxshm.world.world import World
 
 class Lanes(Tap):
     """How well each robot kept its lane, over the published states: worst offset,
-    states off the road, and how far it drove (path length)."""
+    states off the road, how far it drove (path length), and its collisions: how often
+    it came to touch another robot or an object (a contact that lasts counts once)."""
 
     def __init__(self, world: World) -> None:
         self.world = world
@@ -24,10 +25,30 @@ class Lanes(Tap):
         self._off_road_steps = [0] * n
         self._distance_m = [0.0] * n
         self._last: list[list[float]] | None = None
+        self._robot_hits = [0] * n
+        self._object_hits = [0] * n
+        self._touching: tuple[set[tuple[int, int]], set[tuple[int, int]]] = (set(), set())
+        # Nothing to collide with, nothing to look for: the contacts query costs.
+        self._collisions = n > 1 or bool(world.object_ids)
         self.seconds = 0.0  # the engine's time in this tap (the summary's metrics_s)
 
     def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
         self.update(poses_of(states))
+        if self._collisions:
+            t0 = time.perf_counter()
+            self.count_collisions()
+            self.seconds += time.perf_counter() - t0
+
+    def count_collisions(self) -> None:
+        """Count each contact that began since the last call."""
+        robots, objects = (set(p) for p in self.world.touching())
+        before_r, before_o = self._touching
+        for i, j in robots - before_r:
+            self._robot_hits[i] += 1
+            self._robot_hits[j] += 1
+        for i, _ in objects - before_o:
+            self._object_hits[i] += 1
+        self._touching = (robots, objects)
 
     def update(self, poses: np.ndarray) -> None:
         """Count ``(R, 3)`` poses ``(x, y, yaw)``."""
@@ -65,4 +86,6 @@ class Lanes(Tap):
     def report(self) -> dict[str, list[float]]:
         return {"max_abs_offset_m": list(self._max_abs_offset_m),
                 "off_road_steps": list(self._off_road_steps),
-                "distance_m": list(self._distance_m)}
+                "distance_m": list(self._distance_m),
+                "robot_collisions": list(self._robot_hits),
+                "object_collisions": list(self._object_hits)}
