@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from dmxshm.network.config import NetworkConfig
     from dmxshm.network.summary import Summary
 
-AGENT_FILE = '''"""The agent of one replay (dmxshm.replay): its commands are in commands.npy here."""
+AGENT_FILE = '''"""The agent of one replay (dmxshm.replay): its commands are in commands.npy."""
 from pathlib import Path
 
 from dmxshm.replay import Replayed

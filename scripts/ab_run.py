@@ -2,7 +2,8 @@
 alternating runs of one script (the machine's drift hits both alike).
 
     git worktree add /tmp/base 7636419
-    python scripts/ab_run.py --base /tmp/base --pairs 8 -- --robots 4 --camera 0x0 --agent random --steps 3000
+    python scripts/ab_run.py --base /tmp/base --pairs 8 -- \
+        --robots 4 --camera 0x0 --agent random --steps 3000
 
 Each run is ``python -m dmxshm.cli run ARGS --json F`` with ``PYTHONPATH`` set to
 the tree measured, from a neutral folder (so neither tree's folder shadows the

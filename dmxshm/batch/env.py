@@ -44,8 +44,8 @@ import numpy as np
 from gymnasium import spaces
 
 from dmxshm.matrix.camera import Camera, quat_matrix
-from dmxshm.settings import EPISODE_STEPS
 from dmxshm.matrix.sensors import TimeOfFlight
+from dmxshm.settings import EPISODE_STEPS
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.renderers import resolve as resolve_renderer
 from dmxshm.world.world import GRAVITY_M_S2, World

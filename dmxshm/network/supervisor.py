@@ -352,7 +352,8 @@ class Network:
         ports.update({f"cmd.agent.{a}": ring.name for a, ring in enumerate(cmd)})
         ports.update({f"slot.{j}": name for j, name in enumerate(slots)})
         ports.update({name: ring.name for name, ring in
-                      zip(("spine.frames", "spine.replies", "spine.records"), spine)})
+                      zip(("spine.frames", "spine.replies", "spine.records"), spine,
+                          strict=False)})
         ports.update({"view.meta": view[0].name, "view.state": view[1].name})
         ports.update({f"view.obs.{r}": ring.name for r, ring in enumerate(view[2:])})
         return dataclasses.replace(plan, links=tuple(links), rings=ports,

@@ -120,8 +120,8 @@ def test_more_robots_than_the_map_holds_are_refused_before_any_process_starts() 
 def test_random_wheels_draw_what_each_robots_generator_draws_uniformly() -> None:
     import numpy as np
 
-    from dmxshm.policies import RandomWheels
     from dmxshm.policies import POLICY_MAX_RAD_S as hi
+    from dmxshm.policies import RandomWheels
 
     policy = RandomWheels((2, 5, 7), seed=11)
     reference = [np.random.default_rng([11, rid]) for rid in (2, 5, 7)]
