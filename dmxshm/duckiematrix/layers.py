@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from dmxshm.world.maps import RoadMap
@@ -39,8 +40,8 @@ _CLOCKWISE = ("N", "E", "S", "W")
 _UNROTATED = {"straight": {"N", "S"}, "curve": {"N", "E"}, "3way": {"N", "S", "E"},
               "4way": {"N", "E", "S", "W"}}
 """The Duckiematrix's tiles at yaw 0: the edges their roads leave by."""
-TYPES = {"grass": "grass", "asphalt": "asphalt", "straight": "straight", "curve": "curve",
-         "3way": "3way", "4way": "4way"}
+TYPES = {"grass": "grass", "asphalt": "asphalt", "floor": "floor", "straight": "straight",
+         "curve": "curve", "3way": "3way", "4way": "4way"}
 """dmxshm's tile kinds and the Duckiematrix's type of each."""
 
 
@@ -68,6 +69,74 @@ def layers(road_map: RoadMap) -> tuple[dict[str, Any], dict[str, Any], dict[str,
             tiles[name] = {"i": i, "j": j, "type": TYPES[tile.kind]}
     size = road_map.tile_size_m
     return frames, tiles, {MAP: {"tile_size": {"x": size, "y": size}}}
+
+
+_SIGN_TYPE = {"sign_4_way_intersect": "four_way_intersect",
+              "sign_right_T_intersect": "right_t_intersect",
+              "sign_left_T_intersect": "left_t_intersect", "sign_T_intersect": "t_intersection",
+              "sign_T_light_ahead": "t_light_ahead"}
+
+
+def object_layers(road_map: RoadMap) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(frames, layers)`` of the map's objects: their frames (tile units, the frames'
+    ``y`` south, yaw clockwise) and their entries by layer (``traffic_signs``,
+    ``citizens``, ``vehicles``, ``ground_tags``, ``decorations``), as
+    :func:`dmxshm.world.dtmaps.parse_layered` reads them back."""
+    size, height = road_map.tile_size_m, road_map.size_m[1]
+    frames: dict[str, Any] = {}
+    out: dict[str, dict[str, Any]] = {k: {} for k in (
+        "traffic_signs", "citizens", "vehicles", "ground_tags", "decorations")}
+    for o in road_map.objects:
+        name = f"{MAP}/{o.name}"
+        frames[name] = {"relative_to": MAP,
+                        "pose": _pose(o.x_m / size, (height - o.y_m) / size, -o.yaw_rad)}
+        if o.kind.startswith("sign_"):
+            entry: dict[str, Any] = {"type": _SIGN_TYPE.get(o.kind, o.kind.removeprefix("sign_")),
+                                     "family": "36h11"}
+            if o.tag_id is not None:
+                entry["id"] = o.tag_id
+            out["traffic_signs"][name] = entry
+        elif o.kind == "duckie":
+            out["citizens"][name] = {"color": o.color or "yellow"}
+        elif o.kind == "duckiebot":
+            out["vehicles"][name] = {"configuration": "DB21J", "color": o.color or "red"}
+        elif o.kind == "floor_tag":
+            out["ground_tags"][name] = {"family": "36h11", "size": 0.065,
+                                        **({"id": o.tag_id} if o.tag_id is not None else {})}
+        else:
+            out["decorations"][name] = {"type": o.kind}
+    return frames, out
+
+
+def write_folder(road_map: RoadMap, folder: str | os.PathLike[str]) -> list[str]:
+    """Write ``road_map`` as a layered map folder (``frames.yaml``, ``tiles.yaml``,
+    ``tile_maps.yaml`` and the object layers that have entries); the files written.
+
+    The folder reads back as the same map (:func:`dmxshm.world.maps.load_map`), and
+    duckietown-sdk's ``MapInterpreter`` reads its three tile layers (tested).
+
+    Example:
+        >>> import tempfile
+        >>> from dmxshm.world.maps import load_map
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     names = write_folder(load_map("loop"), d)
+        ...     load_map(d).tiles == load_map("loop").tiles
+        True
+    """
+    import yaml
+
+    frames, tiles, tile_maps = layers(road_map)
+    more_frames, objects = object_layers(road_map)
+    docs = {"frames": {**frames, **more_frames}, "tiles": tiles, "tile_maps": tile_maps,
+            **{k: v for k, v in objects.items() if v}}
+    os.makedirs(folder, exist_ok=True)
+    written = []
+    for name, body in docs.items():
+        path = os.path.join(folder, f"{name}.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump({name: body}, f, sort_keys=False)
+        written.append(path)
+    return written
 
 
 def _pose(x: float, y: float, yaw: float) -> dict[str, float]:

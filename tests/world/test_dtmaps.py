@@ -346,3 +346,20 @@ def test_layered_tile_turns_clockwise() -> None:
     assert layered_tile("3way", math.pi) == Tile("3way", 270)  # N, S and W
     with pytest.raises(ValueError, match="multiple of pi/2"):
         layered_tile("straight", 0.3)
+
+
+@pytest.mark.parametrize("name", ["loop", "grid", "big-loop", "gym"])
+def test_a_map_written_as_a_layered_folder_reads_back_the_same(tmp_path: Path,
+                                                               name: str) -> None:
+    from dmxshm.duckiematrix.layers import write_folder
+
+    m = load_map(_write(tmp_path, GYM_MAP) if name == "gym" else name)
+    write_folder(m, tmp_path / "out")
+    back = load_map(tmp_path / "out")
+    assert back.tiles == m.tiles and back.tile_size_m == m.tile_size_m
+    mine, theirs = (sorted(x.objects, key=lambda o: o.name) for x in (back, m))
+    assert [(o.name, o.kind, o.tag_id) for o in mine] == \
+        [(o.name, o.kind, o.tag_id) for o in theirs]  # by layer, so in another order
+    for a, b in zip(mine, theirs, strict=True):
+        assert (a.x_m, a.y_m) == pytest.approx((b.x_m, b.y_m), abs=1e-9)
+        assert math.remainder(a.yaw_rad - b.yaw_rad, 2 * math.pi) == pytest.approx(0, abs=1e-9)
