@@ -127,7 +127,8 @@ class _Sensors:
             if camera and cfg.camera_wh is not None:
                 self.view = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
                                   substeps=cfg.substeps, renderer=cfg.renderer_used)
-                self.camera = Camera(*cfg.camera_wh, renderer=cfg.renderer_used)
+                self.camera = Camera.of_model(cfg.camera_model, *cfg.camera_wh,
+                                              renderer=cfg.renderer_used)
         except BaseException:
             self.close()
             raise

@@ -97,6 +97,10 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         dt_s: simulated time per step.
         renderer: the camera renderer, ``"tiny"``, ``"egl"`` or ``"auto"``
             (:mod:`dmxshm.world.renderers`).
+        camera_model: ``"pinhole"`` (dmxshm's 60-degree camera, the default) or
+            ``"duckiebot"`` (the Duckiebot's wide-angle lens, height and tilt;
+            :mod:`dmxshm.matrix.lens`): ``reset``'s ``info["calibration"]`` then gives
+            its calibration, to undistort as on the robot.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
@@ -105,14 +109,16 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                  map: str = "loop", max_episode_steps: int = EPISODE_STEPS,  # noqa: A002
                  offset_penalty: float = 2.0, pose_noise_m: float = 0.02,
                  yaw_noise_rad: float = 0.1, dt_s: float = 1.0 / 30.0,
-                 render_mode: str | None = None, renderer: str = "tiny") -> None:
+                 render_mode: str | None = None, renderer: str = "tiny",
+                 camera_model: str = "pinhole") -> None:
         if obs not in OBS_KINDS:
             raise ValueError(f"obs must be one of {OBS_KINDS}, not {obs!r}")
         self.obs_kind = obs
         # Physics only: cameras render in the shared scene client.
         self.world = World(map, 1, seed=0, dt_s=dt_s, visuals=False)
         self.renderer = resolve_renderer(renderer)
-        self.camera = (Camera(camera[0], camera[1], renderer=self.renderer)
+        self.camera = (Camera.of_model(camera_model, camera[0], camera[1],
+                                       renderer=self.renderer)
                        if obs in ("camera", "both") or render_mode else None)
         self.tof = TimeOfFlight()
         self.max_episode_steps = max_episode_steps
@@ -178,7 +184,10 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self.world.replace_robots([(float(x), float(y), float(yaw))])
         self._steps = 0
         obs, lane, _ = self._measure(self.world.state(copy=False))
-        return obs, {"lane_offset_m": lane[0], "on_road": lane[2]}
+        info = {"lane_offset_m": lane[0], "on_road": lane[2]}
+        if self.camera is not None and self.camera.lens is not None:
+            info["calibration"] = self.camera.calibration
+        return obs, info
 
     def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         left, right = np.asarray(action, dtype=np.float64).reshape(2).tolist()

@@ -73,6 +73,15 @@ def parse_wh(ctx: Any, param: Any, value: str) -> tuple[int, int]:
     return w, h
 
 
+def parse_camera(ctx: Any, param: Any, value: str) -> tuple[int, int]:
+    """``--camera``: :func:`parse_wh`; a preset's camera model (``duckiebot``: the lens
+    camera) goes in ``ctx.meta["camera_model"]``."""
+    wh = parse_wh(ctx, param, value)
+    if ctx is not None:
+        ctx.meta["camera_model"] = "duckiebot" if value.lower() == "duckiebot" else "pinhole"
+    return wh
+
+
 def parse_pin(ctx: Any, param: Any, value: str | None) -> dict[str, int] | str:
     """``ROLE=CPU,...`` or ``auto``."""
     if (value or "").strip() == "auto":

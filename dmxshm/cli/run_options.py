@@ -13,9 +13,9 @@ from dmxshm.cli.options import (
     field_default,
     fmt_wh,
     json_file_option,
+    parse_camera,
     parse_pin,
     parse_rates,
-    parse_wh,
     profile_options,
 )
 from dmxshm.duckiematrix import DEFAULT_PORT
@@ -77,9 +77,11 @@ OPTIONS = [
     click.option("--duration", "duration_s", type=float, default=_default("duration_s"),
                  show_default=True, help="Realtime mode: seconds to run."),
     click.option("--camera", default=fmt_wh(_default("camera")), show_default=True,
-                 callback=parse_wh,
-                 help="Camera size WxH, or 'duckiebot' (640x480, the real robot's); 0x0 "
-                      "disables the camera."),
+                 callback=parse_camera,
+                 help="Camera size WxH (dmxshm's 60-degree pinhole camera), or "
+                      "'duckiebot': the Duckiebot's 640x480 camera with its wide-angle "
+                      "lens, height and tilt (Duckietown's default calibration, in the "
+                      "summary as camera.calibration); 0x0 disables the camera."),
     click.option("--renderer", type=click.Choice(RENDERERS), default=_default("renderer"),
                  show_default=True,
                  help="Camera renderer: tiny (pybullet's CPU renderer, the same pixels "

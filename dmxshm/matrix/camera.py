@@ -17,14 +17,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
+from dmxshm.matrix.lens import (
+    DUCKIEBOT,
+    DUCKIEBOT_FORWARD_M,
+    DUCKIEBOT_MOUNT_HEIGHT_M,
+    DUCKIEBOT_TILT_DEG,
+    Calibration,
+    LensMap,
+)
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.renderers import flag
-from dmxshm.world.robot import CHASSIS_FRONT_X_M
+from dmxshm.world.robot import CHASSIS_FRONT_X_M, WHEEL_RADIUS_M
 from dmxshm.world.world import World
 
 CAMERA_MOUNT_M = (CHASSIS_FRONT_X_M + 0.005, 0.0, 0.07)
@@ -33,6 +42,9 @@ CAMERA_MOUNT_M = (CHASSIS_FRONT_X_M + 0.005, 0.0, 0.07)
 
 CAMERA_TILT_DEG = 20.0
 """The camera looks this much below the horizontal."""
+
+CAMERA_MODELS = ("pinhole", "duckiebot")
+"""What ``camera_model`` (``--camera duckiebot``) may be."""
 
 LIGHT_DIRECTION = (0.4, 0.3, 1.0)
 """Direction towards the light (fixed, so images do not depend on defaults)."""
@@ -65,16 +77,24 @@ def to_world(rot: tuple[tuple[float, ...], ...], pos: tuple[float, ...],
 class Camera:
     """A pinhole camera mounted on the robot, looking forward and down.
 
+    With ``lens`` (a :class:`~dmxshm.matrix.lens.Calibration`), the image is what
+    that lens gives: the renderer draws a wider pinhole image and it is remapped
+    through the lens model (:class:`~dmxshm.matrix.lens.LensMap`); ``fov_deg`` is
+    then the lens's, not used. :meth:`duckiebot` makes the Duckiebot's camera.
+
     Args:
         width: image width, pixels.
         height: image height, pixels.
-        fov_deg: vertical field of view.
+        fov_deg: vertical field of view (a pinhole camera).
         near_m: near clipping plane.
         far_m: far clipping plane.
         tilt_deg: angle below the horizontal.
         mount_m: position in the robot frame.
         renderer: ``"tiny"`` or ``"egl"`` (the world must have been built for
             it: :class:`~dmxshm.world.world.World` ``renderer=``).
+        lens: a lens calibration (scaled to ``width`` x ``height`` if it is for
+            another size), or None for a pinhole camera.
+        lens_oversample: pinhole pixels per lens pixel at the image centre.
     """
 
     width: int = 160
@@ -85,6 +105,8 @@ class Camera:
     tilt_deg: float = CAMERA_TILT_DEG
     mount_m: tuple[float, float, float] = CAMERA_MOUNT_M
     renderer: str = "tiny"
+    lens: Calibration | None = None
+    lens_oversample: float = 1.0
     _projection: tuple[float, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -93,12 +115,61 @@ class Camera:
         if not (0 < self.fov_deg < 180 and 0 < self.near_m < self.far_m):
             raise CameraError(f"camera needs 0 < fov_deg < 180 and 0 < near_m < far_m, got "
                               f"fov {self.fov_deg}, near {self.near_m}, far {self.far_m}")
-        self._projection = pb.computeProjectionMatrixFOV(
-            self.fov_deg, self.width / self.height, self.near_m, self.far_m)
+        self._lens_map: LensMap | None = None
+        self._render_wh = (self.width, self.height)
+        if self.lens is not None:
+            if (self.lens.width, self.lens.height) != (self.width, self.height):
+                self.lens = self.lens.scaled(self.width, self.height)
+            self._lens_map = LensMap(self.lens, self.lens_oversample)
+            self._render_wh = self._lens_map.pinhole_wh
+            n = self.near_m
+            left, right, bottom, top = self._lens_map.frustum
+            self._projection = pb.computeProjectionMatrix(
+                left * n, right * n, bottom * n, top * n, n, self.far_m)
+        else:
+            self._projection = pb.computeProjectionMatrixFOV(
+                self.fov_deg, self.width / self.height, self.near_m, self.far_m)
         self._flag = flag(self.renderer)
         tilt = math.radians(self.tilt_deg)
         self._forward = (math.cos(tilt), 0.0, -math.sin(tilt))
         self._up = (math.sin(tilt), 0.0, math.cos(tilt))
+
+    @classmethod
+    def duckiebot(cls, width: int = 640, height: int = 480, renderer: str = "tiny",
+                  calibration: Calibration | None = None) -> Camera:
+        """The Duckiebot's camera: its lens (:data:`~dmxshm.matrix.lens.DUCKIEBOT`
+        unless ``calibration`` is given), its height and tilt on the robot.
+
+        Example:
+            >>> cam = Camera.duckiebot(64, 48)
+            >>> cam.shape, cam.lens.width, round(cam.tilt_deg, 2)
+            ((48, 64, 3), 64, 19.15)
+        """
+        return cls(width, height, renderer=renderer, lens=calibration or DUCKIEBOT,
+                   tilt_deg=DUCKIEBOT_TILT_DEG,
+                   mount_m=(DUCKIEBOT_FORWARD_M, 0.0, DUCKIEBOT_MOUNT_HEIGHT_M - WHEEL_RADIUS_M))
+
+    @classmethod
+    def of_model(cls, model: str, width: int, height: int, renderer: str = "tiny") -> Camera:
+        """A camera of one of :data:`CAMERA_MODELS`: ``pinhole`` (dmxshm's 60-degree
+        camera) or ``duckiebot`` (:meth:`duckiebot`)."""
+        if model == "duckiebot":
+            return cls.duckiebot(width, height, renderer)
+        if model != "pinhole":
+            raise CameraError(f"camera model {model!r}: one of {', '.join(CAMERA_MODELS)}")
+        return cls(width, height, renderer=renderer)
+
+    @property
+    def calibration(self) -> dict[str, Any] | None:
+        """The lens's calibration as the summary, the log and the env's ``info`` give
+        it (``{model, K, D, width, height, source}``), or None for a pinhole camera."""
+        return None if self.lens is None else self.lens.to_dict()
+
+    @property
+    def render_wh(self) -> tuple[int, int]:
+        """The size the renderer draws: the image's, or the wider pinhole image a lens
+        camera remaps."""
+        return self._render_wh
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -126,11 +197,14 @@ class Camera:
         Returns:
             ``out``, or a new array: RGB, uint8, rows top to bottom.
         """
-        args = (self.width, self.height, self.view_matrix(state_row), self._projection)
+        rw, rh = self._render_wh
+        args = (rw, rh, self.view_matrix(state_row), self._projection)
         kw = dict(lightDirection=LIGHT_DIRECTION, shadow=0, renderer=self._flag,
                   flags=pb.ER_NO_SEGMENTATION_MASK, physicsClientId=client)
         _, _, rgba, _, _ = pb.getCameraImage(*args, **kw)
-        rgba = np.asarray(rgba, dtype=np.uint8).reshape(self.height, self.width, 4)
+        rgba = np.asarray(rgba, dtype=np.uint8).reshape(rh, rw, 4)
+        if self._lens_map is not None:
+            return self._lens_map.remap(rgba, out)
         if out is None:
             out = np.empty(self.shape, np.uint8)
         out[..., 0] = rgba[..., 0]

@@ -59,7 +59,8 @@ class CameraProcess(Role[CameraResult]):
         self.robots = plan.renderer_robots[index]
         self.state_ring = self.port(f"state.camera.{index}", "reader")
         self.out = self.port(f"camera.{index}", "writer", spin_us=None)
-        self.camera = Camera(cfg.camera_wh[0], cfg.camera_wh[1], renderer=cfg.renderer_used)
+        self.camera = Camera.of_model(cfg.camera_model, *cfg.camera_wh,
+                                      renderer=cfg.renderer_used)
         self.done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
         self.recorder = Recorder(cfg.record_dir, cfg.record_every, cfg.camera[0],
                                  self.robots, "frame")

@@ -27,6 +27,10 @@ from dmxshm.world.renderers import resolve as resolve_renderer
 
 MODES = ("gym", "realtime")
 MAX_CAMERA_PIXELS = 1920 * 1080
+
+LENS_RENDER_GROWTH = 1.46
+"""How much wider and taller the pinhole image a ``duckiebot`` camera draws is than
+its own image (931x698 for 640x480: :class:`~dmxshm.matrix.lens.LensMap`)."""
 MAX_ROBOTS = 64
 DEFAULT_SENSOR_RATES_HZ = DEFAULT_RATES_HZ
 """Each sensor's realtime rate unless set (defined once, in :mod:`dmxshm.matrix.sensors`)."""
@@ -64,6 +68,9 @@ class NetworkConfig:
         steps: gym mode: steps to run.
         duration_s: realtime mode: seconds to run.
         camera: ``(width, height)``; ``(0, 0)`` disables the camera.
+        camera_model: ``"pinhole"`` (dmxshm's 60-degree camera) or ``"duckiebot"``
+            (the Duckiebot's wide-angle lens, its calibration scaled to ``camera``;
+            :mod:`dmxshm.matrix.lens`; ``--camera duckiebot``).
         seed: seed of the world and of the agents.
         map: bundled map name or path of a map file.
         dt_s: simulated time per engine step.
@@ -126,6 +133,7 @@ class NetworkConfig:
     steps: int = 1000
     duration_s: float = 10.0
     camera: tuple[int, int] = (160, 120)
+    camera_model: str = "pinhole"
     seed: int = 0
     map: str = "loop"
     dt_s: float = 1.0 / 30.0
@@ -186,6 +194,8 @@ class NetworkConfig:
         _check(math.isfinite(self.duration_s) and self.duration_s > 0,
                f"duration must be a positive number of seconds, not {self.duration_s}")
         _check(self.seed >= 0, f"seed must be 0 or more, not {self.seed}")
+        _check(self.camera_model in ("pinhole", "duckiebot"),
+               f"camera model must be 'pinhole' or 'duckiebot', not {self.camera_model!r}")
         w, h = self.camera
         _check(w >= 0 and h >= 0 and (w == 0) == (h == 0),
                f"camera must be WxH with both positive, or 0x0 to disable it; got {w}x{h}")
@@ -216,10 +226,13 @@ class NetworkConfig:
         _check(self.renderer in RENDERERS,
                f"renderer must be one of {', '.join(RENDERERS)}, not {self.renderer!r}")
         object.__setattr__(self, "_renderer", resolve_renderer(self.renderer))
+        # A lens camera draws a wider pinhole image, about 1.46 times its own size.
+        grow = LENS_RENDER_GROWTH if self.camera_model == "duckiebot" else 1.0
         _check(self._renderer != "egl" or self.camera_wh is None
-               or (w <= EGL_MAX_WH[0] and h <= EGL_MAX_WH[1]),
+               or (w * grow <= EGL_MAX_WH[0] and h * grow <= EGL_MAX_WH[1]),
                f"camera {w}x{h} is larger than the EGL renderer's {EGL_MAX_WH[0]}x"
-               f"{EGL_MAX_WH[1]} buffer (it would be drawn smaller and stretched); use a "
+               f"{EGL_MAX_WH[1]} buffer (it would be drawn smaller and stretched; a "
+               "duckiebot camera draws a pinhole image 1.46 times its size); use a "
                "smaller camera or --renderer tiny")
         _check(self.profile_interval_s > 0, "profile interval must be positive")
         _check(self.name is None
@@ -423,6 +436,19 @@ class NetworkConfig:
         """Simulated time between two published states (an engine step, but under a
         realtime spine, whose engine steps once per CAN cycle)."""
         return self.physics_dt_s * self.state_every
+
+    @property
+    def calibration(self) -> dict[str, Any] | None:
+        """The lens calibration of a ``duckiebot`` camera (the summary's
+        ``camera.calibration``), None otherwise."""
+        if self.camera_model != "duckiebot" or self.camera_wh is None:
+            return None
+        from dmxshm.matrix.lens import DUCKIEBOT
+
+        w, h = self.camera_wh
+        cal = DUCKIEBOT if (w, h) == (DUCKIEBOT.width, DUCKIEBOT.height) else \
+            DUCKIEBOT.scaled(w, h)
+        return cal.to_dict()
 
     @property
     def camera_wh(self) -> tuple[int, int] | None:

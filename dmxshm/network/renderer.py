@@ -46,7 +46,8 @@ class _Sensing:
     def __init__(self, cfg: NetworkConfig, world: World) -> None:
         self.world = world
         wh = cfg.camera_wh
-        self.camera = Camera(wh[0], wh[1], renderer=cfg.renderer_used) if wh else None
+        self.camera = (Camera.of_model(cfg.camera_model, *wh, renderer=cfg.renderer_used)
+                       if wh else None)
         self.tof = TimeOfFlight()
         self.render_s = 0.0
         self.produced = dict.fromkeys(SENSORS, 0)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dmxshm.errors import DmxError
 from dmxshm.logs import LogInfo
 from dmxshm.network.plan import Plan
 from dmxshm.network.recording import CONTACT_SHEET
 from dmxshm.network.results import AgentResult, EngineResult, RendererResult
+
+if TYPE_CHECKING:
+    from dmxshm.network.config import NetworkConfig
 from dmxshm.network.taps.digest import combine
 from dmxshm.pngio import contact_sheet, write_png
 from dmxshm.profiling import ProcessRow, ProfileReport
@@ -112,7 +115,10 @@ class Summary:
     as a dict: its robots, who held it and when, the commands it passed on and rejected);
     ``command_latency`` (realtime) each agent's command age when the engine applied it,
     from its making (``count``, ``p50_s``, ``p99_s``, ``max_s``); None in gym mode and
-    with a realtime spine.
+    with a realtime spine. ``camera`` is the camera's ``model`` (``pinhole`` or
+    ``duckiebot``), ``width``, ``height`` and, for a lens, ``calibration``
+    (``{model, K, D, width, height, source}``; :mod:`dmxshm.matrix.lens`); empty
+    without a camera.
     """
 
     mode: str
@@ -155,6 +161,7 @@ class Summary:
     digests: dict[str, str] = field(default_factory=dict)
     slots: list[dict[str, Any]] = field(default_factory=list)
     command_latency: dict[str, dict[str, float]] | None = None
+    camera: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -302,4 +309,16 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         slots=[asdict(results[name]) for name in cfg.roles()
                if name.startswith("slot-") and name in results],
         command_latency=eng.command_latency,
+        camera=_camera(cfg),
     )
+
+
+def _camera(cfg: NetworkConfig) -> dict[str, Any]:
+    """The summary's ``camera``: model, size and, for a lens, its calibration."""
+    if cfg.camera_wh is None:
+        return {}
+    w, h = cfg.camera_wh
+    out: dict[str, Any] = {"model": cfg.camera_model, "width": w, "height": h}
+    if cfg.calibration is not None:
+        out["calibration"] = cfg.calibration
+    return out

@@ -260,6 +260,7 @@ class Network:
             config = {k: v for k, v in dataclasses.asdict(cfg).items() if not k.startswith("_")}
             # The map's objects, as the run had them (a map file may change later).
             config["map_objects"] = [o.to_dict() for o in load_map(cfg.map).objects]
+            config["camera_calibration"] = cfg.calibration
             self._log_claim = logs.start(cfg.log, config)
         self._catch_sigterm()
         self.swept = len(sweep())
