@@ -24,12 +24,12 @@ def _blocks(lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", README.read_text(), re.S)
 
 
-def _run_block(tmp_path: Path, needle: str) -> str:
+def _run_block(tmp_path: Path, needle: str, cwd: Path | None = None) -> str:
     (block,) = [b for b in _blocks("python") if needle in b]
     script = tmp_path / "example.py"
     script.write_text(block)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
+                         timeout=EXAMPLE_TIMEOUT_S, cwd=cwd or tmp_path)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -193,3 +193,12 @@ def test_outside_agent_example_drives_a_run(tmp_path: Path) -> None:
         if net.poll() is None:
             net.kill()
             net.wait(10)
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 30)
+def test_the_readme_objects_example_runs_from_the_repository(tmp_path: Path) -> None:
+    from dmxshm.world.maps import load_map
+
+    out = _run_block(tmp_path, "w.add_object(", cwd=README.parent).strip()
+    town = load_map(README.parent / "examples" / "maps" / "town.yaml")
+    assert out == f"{len(town.objects) + 1} objects; []"

@@ -103,8 +103,8 @@ def object_layers(road_map: RoadMap) -> tuple[dict[str, Any], dict[str, dict[str
         elif o.kind == "floor_tag":
             out["ground_tags"][name] = {"family": "36h11", "size": 0.065,
                                         **({"id": o.tag_id} if o.tag_id is not None else {})}
-        else:
-            out["decorations"][name] = {"type": o.kind}
+        else:  # dmxshm's own layer of the other kinds; its height too
+            out["decorations"][name] = {"type": o.kind, "height": o.height_m}
     return frames, out
 
 

@@ -150,6 +150,90 @@ DUCKIEBOT = Calibration(
 """Duckietown's default calibration of the Duckiebot's camera, 640x480."""
 
 
+class Remap:
+    """A fixed warp of one image into another: each output pixel the bilinear blend of
+    the four source pixels around a given point, in 1/256 steps.
+
+    Args:
+        px, py: for each output pixel (an ``(h, w)`` array each), where it samples the
+            source, in source pixel coordinates (pixel centres at integers).
+        source_wh: the source image's size.
+    """
+
+    def __init__(self, px: np.ndarray, py: np.ndarray, source_wh: tuple[int, int]) -> None:
+        w, h = source_wh
+        self.shape = px.shape
+        self.source_wh = source_wh
+        x0 = np.clip(np.floor(px).astype(np.int64), 0, w - 2)
+        y0 = np.clip(np.floor(py).astype(np.int64), 0, h - 2)
+        fx_, fy_ = np.clip(px - x0, 0, 1), np.clip(py - y0, 0, 1)
+        base = (y0 * w + x0).ravel()
+        self._index = np.stack([base, base + 1, base + w, base + w + 1]).astype(np.intp)
+        # Weights in 1/256 that sum to 256 exactly: a blend of bytes stays in 16 bits.
+        wts = np.stack([(1 - fx_) * (1 - fy_), fx_ * (1 - fy_), (1 - fx_) * fy_,
+                        fx_ * fy_]).reshape(4, -1)
+        q = np.floor(wts * 256).astype(np.int64)
+        short = 256 - q.sum(axis=0)  # what flooring lost, given to the largest weight
+        q[np.argmax(wts, axis=0), np.arange(q.shape[1])] += short
+        self._weight = q.astype(np.uint32)
+
+    def __call__(self, rgba: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The warped image (RGB) of a source image (``(h, w, 4)`` uint8 RGBA, or RGB).
+
+        Each pixel gathers its four neighbours as whole 32-bit RGBA words and blends
+        them in 1/256 steps (integer arithmetic, the same on every machine); at
+        640x480 it took 17 ms here where blending in float32 took 30 ms (the cost
+        with each renderer is in docs/benchmarks.md).
+        """
+        if rgba.shape[-1] == 3:
+            rgba = np.concatenate([rgba, np.zeros(rgba.shape[:-1] + (1,), np.uint8)], -1)
+        words = np.ascontiguousarray(rgba).view(np.uint32).ravel()
+        # Two bytes of each word at a time in 16-bit lanes (R and B, then G and A): a
+        # byte times a weight of at most 256, summed over weights that make 256,
+        # stays below 2**16, so the lanes never carry into each other.
+        even = np.zeros(self._index.shape[1], np.uint32)
+        odd = np.zeros_like(even)
+        for k in range(4):
+            wd = words.take(self._index[k])
+            wk = self._weight[k]
+            even += (wd & 0x00FF00FF) * wk
+            odd += ((wd >> 8) & 0x00FF00FF) * wk
+        even += 0x00800080
+        odd += 0x00800080
+        acc = ((even >> 8) & 0x00FF00FF) | (odd & 0xFF00FF00)
+        h, w = self.shape
+        img = acc.view(np.uint8).reshape(h, w, 4)
+        if out is None:
+            out = np.empty((h, w, 3), np.uint8)
+        out[..., 0] = img[..., 0]
+        out[..., 1] = img[..., 1]
+        out[..., 2] = img[..., 2]
+        return out
+
+
+def undistorter(calibration: Calibration, new_K: tuple[float, ...] | None = None) -> Remap:
+    """A :class:`Remap` that undistorts images of ``calibration``'s lens into a pinhole
+    image of the same size with intrinsic matrix ``new_K`` (default: the
+    calibration's own ``K``, as OpenCV's ``undistort`` does), as a perception stack
+    rectifies the robot's images. Pixels whose ray the lens does not see are black.
+
+    Example:
+        >>> u = undistorter(DUCKIEBOT.scaled(64, 48))
+        >>> u(np.full((48, 64, 3), 90, np.uint8))[24, 32].tolist()
+        [90, 90, 90]
+    """
+    cal = calibration
+    k = new_K or cal.K
+    u, v = np.meshgrid(np.arange(cal.width) + 0.5, np.arange(cal.height) + 0.5)
+    x, y = (u - k[2]) / k[0], (v - k[5]) / k[4]
+    xd, yd = cal.distort(x, y)
+    px, py = xd * cal.fx + cal.cx - 0.5, yd * cal.fy + cal.cy - 0.5
+    outside = (px < -0.5) | (px > cal.width - 0.5) | (py < -0.5) | (py > cal.height - 0.5)
+    remap = Remap(px, py, (cal.width, cal.height))
+    remap._weight[:, outside.ravel()] = 0  # black where the lens sees nothing
+    return remap
+
+
 @dataclass
 class LensMap:
     """How a lens image is made from a wider pinhole image.
@@ -169,8 +253,7 @@ class LensMap:
     oversample: float = 1.0
     pinhole_wh: tuple[int, int] = field(init=False)
     frustum: tuple[float, float, float, float] = field(init=False)
-    _index: np.ndarray = field(init=False, repr=False)
-    _weight: np.ndarray = field(init=False, repr=False)
+    _remap: Remap = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         cal = self.calibration
@@ -187,27 +270,11 @@ class LensMap:
         self.frustum = (left, right, -bottom, -top)
         px = (x - left) * f - 0.5  # pinhole pixel coordinates (centres at integers)
         py = (y - top) * f - 0.5
-        x0 = np.clip(np.floor(px).astype(np.int64), 0, w - 2)
-        y0 = np.clip(np.floor(py).astype(np.int64), 0, h - 2)
-        fx_, fy_ = np.clip(px - x0, 0, 1), np.clip(py - y0, 0, 1)
-        base = (y0 * w + x0).ravel()
-        self._index = np.stack([base, base + 1, base + w, base + w + 1]).astype(np.intp)
-        # Weights in 1/256 that sum to 256 exactly: a blend of uint8 stays in uint16.
-        wts = np.stack([(1 - fx_) * (1 - fy_), fx_ * (1 - fy_), (1 - fx_) * fy_,
-                        fx_ * fy_]).reshape(4, -1)
-        q = np.floor(wts * 256).astype(np.int64)
-        short = 256 - q.sum(axis=0)  # what flooring lost, given to the largest weight
-        q[np.argmax(wts, axis=0), np.arange(q.shape[1])] += short
-        self._weight = q.astype(np.uint32)
+        self._remap = Remap(px, py, (w, h))
 
     def remap(self, rgba: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The lens image (RGB) from the pinhole image the renderer drew (``(h, w, 4)``
         uint8 RGBA, rows top down, C-contiguous as pybullet returns it).
-
-        Each pixel gathers its four neighbours as whole 32-bit RGBA words and blends
-        them in 1/256 steps (integer arithmetic, the same on every machine); at
-        640x480 it took 17 ms here where blending in float32 took 30 ms (the cost
-        with each renderer is in docs/benchmarks.md).
 
         Example:
             >>> m = LensMap(DUCKIEBOT.scaled(64, 48))
@@ -216,25 +283,4 @@ class LensMap:
             >>> m.remap(img).shape, int(m.remap(img).min()), int(m.remap(img).max())
             ((48, 64, 3), 200, 200)
         """
-        words = np.ascontiguousarray(rgba).view(np.uint32).ravel()
-        # Two bytes of each word at a time in 16-bit lanes (R and B, then G and A): a
-        # byte times a weight of at most 256, summed over weights that make 256,
-        # stays below 2**16, so the lanes never carry into each other.
-        even = np.zeros(self._index.shape[1], np.uint32)
-        odd = np.zeros_like(even)
-        for k in range(4):
-            wd = words.take(self._index[k])
-            wk = self._weight[k]
-            even += (wd & 0x00FF00FF) * wk
-            odd += ((wd >> 8) & 0x00FF00FF) * wk
-        even += 0x00800080
-        odd += 0x00800080
-        acc = ((even >> 8) & 0x00FF00FF) | (odd & 0xFF00FF00)
-        cal = self.calibration
-        img = acc.view(np.uint8).reshape(cal.height, cal.width, 4)
-        if out is None:
-            out = np.empty((cal.height, cal.width, 3), np.uint8)
-        out[..., 0] = img[..., 0]
-        out[..., 1] = img[..., 1]
-        out[..., 2] = img[..., 2]
-        return out
+        return self._remap(rgba, out)

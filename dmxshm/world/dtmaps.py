@@ -71,8 +71,10 @@ north, south and east) clockwise as seen from above; ``tiles`` entries give
 (clockwise, as the frame's ``y`` points south). Object layers: ``traffic_signs``
 (``type`` such as ``stop``, ``id`` the AprilTag, ``family``), ``citizens``
 (duckies, ``color``), ``vehicles`` (non-agent Duckiebots, ``color``),
-``ground_tags`` (``id``), ``watchtowers`` and ``decorations`` (``type`` one of the
-object kinds). ``main.yaml`` and other layers are not needed and not read.
+``ground_tags`` (``id``), ``watchtowers`` (drawn as buildings) and ``decorations``
+(dmxshm's own layer: ``type`` one of the object kinds, and ``height`` in metres).
+``main.yaml`` and other layers are not needed and not read. The layers give no
+height for signs, duckies and vehicles: they get their kind's default.
 """
 
 from __future__ import annotations
@@ -544,10 +546,12 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
             entry = layer[key] if isinstance(layer[key], dict) else _Dict()
             x, y, yaw = poses.world(key, _line(layer, key), str(path))
             kind, tag_id, color = _layer_kind(wl, layer_name, key, entry, _line(layer, key))
+            size_m = (_number(wl, entry, "height", f"{layer_name}.{key}.height", positive=True)
+                      if layer_name == "decorations" and "height" in entry else 0.0)
             try:
                 objects.append(MapObject(
                     str(key).rsplit("/", 1)[-1], kind, x * unit, height_m - y * unit, -yaw,
-                    0.0, tag_id=tag_id, color=color))
+                    size_m, tag_id=tag_id, color=color))
             except ObjectError as exc:
                 raise wl.error(_line(layer, key), f"{layer_name}.{key}", str(exc)) from None
     return grid, size, objects

@@ -111,3 +111,15 @@ def test_the_lens_camera_is_deterministic_and_sized_as_asked() -> None:
     small = Camera.duckiebot(160, 120)
     assert small.shape == (120, 160, 3) and small.lens.fx == pytest.approx(305.57 / 4, abs=0.01)
     assert small.render_wh[0] > 160 and math.isclose(small.tilt_deg, 19.15)
+
+
+def test_an_undistorted_lens_image_shows_the_road_edge_straight() -> None:
+    from dmxshm.matrix.lens import undistorter
+
+    img, cam = _straight_road_image()
+    rect = undistorter(cam.lens)(img)
+    pts = _edge_points(rect)
+    assert len(pts) > 30
+    # Found to the pixel in the rectified image: straight within 1.5 pixels.
+    assert _line_residual_px(pts[:, 0], pts[:, 1], 1.0) < 1.5
+    assert _line_residual_px(*_edge_points(img).T, 1.0) > 5.0  # the lens image bends it

@@ -363,3 +363,22 @@ def test_a_map_written_as_a_layered_folder_reads_back_the_same(tmp_path: Path,
     for a, b in zip(mine, theirs, strict=True):
         assert (a.x_m, a.y_m) == pytest.approx((b.x_m, b.y_m), abs=1e-9)
         assert math.remainder(a.yaw_rad - b.yaw_rad, 2 * math.pi) == pytest.approx(0, abs=1e-9)
+
+
+def test_the_example_town_reads_the_same_from_both_formats() -> None:
+    root = Path(__file__).parents[2] / "examples" / "maps"
+    yaml_map, folder = load_map(root / "town.yaml"), load_map(root / "town-layered")
+    assert yaml_map.tiles == folder.tiles
+    assert sorted((o.name, o.kind, o.tag_id) for o in yaml_map.objects) == \
+        sorted((o.name, o.kind, o.tag_id) for o in folder.objects)
+    by_name = {o.name: o for o in folder.objects}
+    for o in yaml_map.objects:
+        b = by_name[o.name]
+        assert (b.x_m, b.y_m) == pytest.approx((o.x_m, o.y_m), abs=1e-9)
+        if not o.kind.startswith("sign_") and o.kind not in ("duckie", "duckiebot"):
+            assert b.height_m == pytest.approx(o.height_m)  # decorations keep theirs
+    # Its roads are dmxshm's grid's, in a floor border.
+    grid = load_map("grid").tiles
+    assert all(a == b or (a.kind, b.kind) == ("floor", "grass")
+               for ra, rb in zip(yaml_map.tiles, grid, strict=True)
+               for a, b in zip(ra, rb, strict=True))
