@@ -409,9 +409,10 @@ def print_render(result: RenderResult) -> None:
     """``dmxshm bench render``'s tables."""
     click.echo(f"{result.map_name} map, {result.robots} robots' views, one renderer after the "
                "other in one process")
-    click.echo(f"{'renderer':<9} {'size':>9} {'ms/frame p50':>13} {'mean':>8} {'frames/s':>9}")
+    click.echo(f"{'renderer':<9} {'camera':<10} {'size':>9} {'ms/frame p50':>13} {'mean':>8} "
+               f"{'frames/s':>9}")
     for r in result.rows:
-        click.echo(f"{r.renderer:<9} {r.size:>9} {r.ms_per_frame_p50:>13.2f} "
+        click.echo(f"{r.renderer:<9} {r.camera:<10} {r.size:>9} {r.ms_per_frame_p50:>13.2f} "
                    f"{r.ms_per_frame_mean:>8.2f} {r.frames_per_s:>9.1f}")
     if result.egl_device:
         click.echo(f"egl draws with: {result.egl_device}")
@@ -420,6 +421,9 @@ def print_render(result: RenderResult) -> None:
     if result.egl_over_tiny:
         click.echo("egl / tiny frames/s: " + ", ".join(f"{k} {v:.2f}x"
                                                         for k, v in result.egl_over_tiny.items()))
+    if result.lens_cost:
+        click.echo("lens / pinhole time per frame: " + ", ".join(
+            f"{k} {v:.2f}x" for k, v in result.lens_cost.items()))
     for d in result.differences:
         click.echo(f"images {d.size}: mean absolute difference {d.mean_abs_difference:.1f}"
                    f" of 255; pixels differing {d.pixels_differing:.1%}, by more than 32 "

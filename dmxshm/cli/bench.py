@@ -82,9 +82,14 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
                    f"{' and '.join(arg_default(render.run, 'renderers'))}].")
 @click.option("--images", "images_dir", type=click.Path(file_okay=False),
               help="Write each renderer's image of the same view per size as PNG here.")
+@click.option("--lens", is_flag=True,
+              help="Also time the Duckiebot's lens camera (--camera duckiebot's model) at "
+                   "each size: a wider pinhole image remapped through the lens.")
+@click.option("--map", "map_name", default=arg_default(render.run, "map_name"),
+              show_default=True, help="The scene's map (a name, a file or a folder).")
 @json_file_option("Write the figures as JSON to this file.", writable=True)
 def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir: str | None,
-                 json: str | None) -> None:
+                 lens: bool, map_name: str, json: str | None) -> None:
     """The camera renderers side by side: ms per frame and frames/s per process at each
     size, on the same scene, and how their images differ.
 
@@ -100,9 +105,17 @@ def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir
         raise click.BadParameter(f"{sizes!r}: give sizes as WxH,WxH (each positive)",
                                  param_hint="--sizes")
     chosen = renderers or arg_default(render.run, "renderers")
-    with click.progressbar(length=len(wh) * len(chosen), label="bench render",
-                           file=sys.stderr, item_show_func=lambda s: s) as bar:
-        result = render.run(wh, chosen, frames, progress=lambda label: bar.update(1, label))
+    from dmxshm.world.maps import MapError, load_map
+
+    try:
+        load_map(map_name)
+    except MapError as exc:
+        raise click.UsageError(str(exc)) from None
+    with click.progressbar(length=len(wh) * len(chosen) * (2 if lens else 1),
+                           label="bench render", file=sys.stderr,
+                           item_show_func=lambda s: s) as bar:
+        result = render.run(wh, chosen, frames, map_name=map_name, lens=lens,
+                            progress=lambda label: bar.update(1, label))
     console.print_render(result)
     if images_dir:
         for path in _write_images(result.images, images_dir):

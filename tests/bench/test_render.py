@@ -12,7 +12,8 @@ from dmxshm.bench import render
 from dmxshm.bench.render import ImageDifference, RenderResult, RenderRow
 
 RENDER_TIMEOUT_S = 120
-KEYS = ["rows", "differences", "unavailable", "egl_device", "robots", "map", "egl_over_tiny"]
+KEYS = ["rows", "differences", "unavailable", "egl_device", "robots", "map", "egl_over_tiny",
+        "lens_cost"]
 
 
 def test_to_dict_writes_the_json_names_without_the_images() -> None:
@@ -25,7 +26,8 @@ def test_to_dict_writes_the_json_names_without_the_images() -> None:
     d = result.to_dict()
     assert list(d) == KEYS and d["map"] == "loop" and d["egl_over_tiny"] == {"64x48": 2.5}
     assert d["rows"][0] == {"renderer": "tiny", "size": "64x48", "ms_per_frame_p50": 4.0,
-                            "ms_per_frame_mean": 5.0, "frames_per_s": 200.0, "frames": 3}
+                            "ms_per_frame_mean": 5.0, "frames_per_s": 200.0, "frames": 3,
+                            "camera": "pinhole"}
     assert d["differences"] == [{"size": "64x48", "mean_abs_difference": 3.5,
                                  "pixels_differing": 0.5, "pixels_differing_over_32": 0.25}]
     assert json.loads(json.dumps(d)) == d  # no array in it
@@ -42,3 +44,12 @@ def test_a_run_gives_its_rows_and_images_typed() -> None:
     assert result.differences == [] and result.egl_over_tiny == {}
     assert result.egl_device is None and result.unavailable == {}
     assert (result.robots, result.map_name) == (2, "loop")
+
+
+@pytest.mark.timeout(120)
+def test_the_lens_camera_is_timed_beside_the_pinhole_one() -> None:
+    result = render.run(((64, 48),), ("tiny",), frames=2, lens=True)
+    assert [(r.camera, r.size) for r in result.rows] == [("pinhole", "64x48"),
+                                                         ("duckiebot", "64x48")]
+    assert set(result.lens_cost) == {"tiny 64x48"} and result.lens_cost["tiny 64x48"] > 0
+    assert result.images["tiny"]["64x48-duckiebot"].shape == (48, 64, 3)
