@@ -91,7 +91,9 @@ class LaneFollow:
 
     Reads the ``lane`` pseudo-sensor (offset from the right-lane centre,
     heading error, on-road flag) and the time-of-flight range, which slows
-    the robot behind another one.
+    the robot behind another one (and stops it :attr:`stop_range_m` short of an
+    obstacle). With routes (an observation with ``route``), it follows its turn's
+    lane through intersections and stops at a stop line while ``may_go`` is 0.
 
     Attributes:
         speed_m_s: cruise speed.
@@ -114,6 +116,8 @@ class LaneFollow:
         tof = obs["tof_m"].astype(np.float64)
         gap = np.clip((tof - self.stop_range_m) / (self.slow_range_m - self.stop_range_m), 0, 1)
         v = self.speed_m_s * gap
+        if "route" in (obs.dtype.names or ()):
+            v = v * obs["route"][:, 1].astype(np.float64)  # may_go: 0 while it yields
         omega = -self.k_offset * offset - self.k_heading * heading
         left = (v - omega * BASELINE_M / 2) / WHEEL_RADIUS_M
         right = (v + omega * BASELINE_M / 2) / WHEEL_RADIUS_M

@@ -138,6 +138,45 @@ def _write_images(images: dict[str, dict[str, Any]], folder: str) -> list[str]:
     return paths
 
 
+@bench.command("objects")
+@click.option("--objects", "n_objects", type=click.IntRange(min=1), default=50,
+              show_default=True, help="Objects on the map of the runs with objects.")
+@click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=600, show_default=True,
+              help="Gym steps a run.")
+@click.option("--pairs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Runs of each kind, alternating.")
+@click.option("--camera", default="160x120", show_default=True,
+              help="Camera size WxH (0x0: none).")
+@json_file_option("Write the figures as JSON to this file.")
+@check_option
+def bench_objects(n_objects: int, robots: int, steps: int, pairs: int, camera: str,
+                  json: str | None, check: bool) -> None:
+    """What a map's objects cost: gym steps/s on the grid's tiles with N objects off
+    the road against the same tiles without them, runs alternating (target >= 0.8).
+    """
+    from dmxshm.bench import objects
+
+    check_outputs(json)
+    wh = parse_wh(None, None, camera)
+    with click.progressbar(length=2 * pairs, label="bench objects", file=sys.stderr,
+                           item_show_func=lambda s: s) as bar:
+        res = objects.run(n_objects, robots, steps, pairs, wh,
+                          progress=lambda label: bar.update(1, label))
+    w, h = res.camera
+    click.echo(f"grid tiles, {res.robots} robots, lane-follow, camera {w}x{h}, {res.steps} "
+               f"gym steps a run, {pairs} runs of each, alternating")
+    click.echo("steps/s without objects: " + ", ".join(f"{v:.1f}" for v in
+                                                       res.without_steps_per_s))
+    click.echo(f"steps/s with {res.objects}: " + ", ".join(f"{v:.1f}" for v in
+                                                         res.with_steps_per_s))
+    click.echo(f"with / without (medians): {res.ratio:.3f}; runs where a robot touched an "
+               f"object: {res.collisions}")
+    if json:
+        console.write_json(res.to_dict(), json)
+    check_targets(res.targets(), check)
+
+
 @bench.command("network")
 @click.option("--quick", is_flag=True, help="Fewer steps: about 15 s.")
 @json_file_option("Write the rows as a JSON list to this file.")

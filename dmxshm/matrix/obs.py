@@ -23,10 +23,16 @@ field                dtype           meaning
                                      error (rad, + left), on-road flag (1/0);
                                      nan offset and heading far from roads
                                      (see ``RoadMap.lane_pose``)
+``route``            float32 (2,)    pseudo-sensor with routes on (``--route``)
+                                     only: the turn at the intersection ahead
+                                     or under the robot (-1 left, 0 straight,
+                                     1 right; nan none) and ``may_go`` (0 while
+                                     it must wait at the stop line, else 1;
+                                     :mod:`dmxshm.world.routes`) **
 ``camera``           uint8 (H,W,3)   RGB image *
 ===================  ==============  ==========================================
 
-Fields marked * exist only when the camera is enabled. A sensor's time is
+Fields marked * exist only when the camera is enabled, ** only with routes. A sensor's time is
 the simulated time at which it last produced; in realtime mode it lags
 ``sim_time_s`` by up to one sensor period, in gym mode it equals it. A
 sensor that has not produced yet has time ``-1.0``.
@@ -46,12 +52,13 @@ class ObsLayoutError(DmxError, ValueError):
     """An observation layout was asked for with an impossible camera size."""
 
 
-def obs_dtype(camera_wh: tuple[int, int] | None) -> np.dtype:
+def obs_dtype(camera_wh: tuple[int, int] | None, route: bool = False) -> np.dtype:
     """The observation dtype for a camera of ``(width, height)``, or none.
 
     Args:
         camera_wh: ``(width, height)`` in pixels; ``None`` or ``(0, 0)``
             (the CLI's ``--camera 0x0``) leaves the camera out.
+        route: add the ``route`` pseudo-sensor (a run with routes).
 
     Raises:
         ObsLayoutError: a negative size, or only one of the two is zero.
@@ -74,6 +81,8 @@ def obs_dtype(camera_wh: tuple[int, int] | None) -> np.dtype:
     fields += [("imu_time_s", "<f8"), ("encoders_time_s", "<f8"), ("tof_time_s", "<f8"),
                ("encoders", "<i8", (2,)), ("imu", "<f4", (6,)), ("tof_m", "<f4"),
                ("lane", "<f4", (3,))]
+    if route:
+        fields.append(("route", "<f4", (2,)))
     if camera:
         assert camera_wh is not None
         fields.append(("camera", "u1", (int(camera_wh[1]), int(camera_wh[0]), 3)))

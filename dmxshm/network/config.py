@@ -24,6 +24,7 @@ from dmxshm.world.maps import load_map
 from dmxshm.world.motor import ACTIONS, DUCKIEBOT, MotorModel
 from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS
 from dmxshm.world.renderers import resolve as resolve_renderer
+from dmxshm.world.routes import RouteError, parse_route
 
 MODES = ("gym", "realtime")
 MAX_CAMERA_PIXELS = 1920 * 1080
@@ -68,6 +69,11 @@ class NetworkConfig:
         steps: gym mode: steps to run.
         duration_s: realtime mode: seconds to run.
         camera: ``(width, height)``; ``(0, 0)`` disables the camera.
+        route: None (robots drive straight through intersections where they can,
+            as before routes), ``"seed"`` (each robot's turn at each intersection
+            drawn by the seed) or turns like ``"left,straight,right"`` (cycled per
+            robot); with a route the observations gain ``route`` (the turn ahead and
+            ``may_go``) and robots yield at stop lines (:mod:`dmxshm.world.routes`).
         camera_model: ``"pinhole"`` (dmxshm's 60-degree camera) or ``"duckiebot"``
             (the Duckiebot's wide-angle lens, its calibration scaled to ``camera``;
             :mod:`dmxshm.matrix.lens`; ``--camera duckiebot``).
@@ -134,6 +140,7 @@ class NetworkConfig:
     duration_s: float = 10.0
     camera: tuple[int, int] = (160, 120)
     camera_model: str = "pinhole"
+    route: str | None = None
     seed: int = 0
     map: str = "loop"
     dt_s: float = 1.0 / 30.0
@@ -194,6 +201,10 @@ class NetworkConfig:
         _check(math.isfinite(self.duration_s) and self.duration_s > 0,
                f"duration must be a positive number of seconds, not {self.duration_s}")
         _check(self.seed >= 0, f"seed must be 0 or more, not {self.seed}")
+        try:
+            parse_route(self.route)
+        except RouteError as exc:
+            raise ConfigError(str(exc)) from None
         _check(self.camera_model in ("pinhole", "duckiebot"),
                f"camera model must be 'pinhole' or 'duckiebot', not {self.camera_model!r}")
         w, h = self.camera
@@ -436,6 +447,11 @@ class NetworkConfig:
         """Simulated time between two published states (an engine step, but under a
         realtime spine, whose engine steps once per CAN cycle)."""
         return self.physics_dt_s * self.state_every
+
+    @property
+    def route_turns(self) -> tuple[str, ...] | None:
+        """The route's turns (``()``: by the seed), or None with routes off."""
+        return parse_route(self.route)
 
     @property
     def calibration(self) -> dict[str, Any] | None:

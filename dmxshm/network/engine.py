@@ -47,6 +47,7 @@ from dmxshm.shm.ring import Ring
 from dmxshm.shm.slot import LIGHTS
 from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
+from dmxshm.world.routes import Routes
 from dmxshm.world.state import poses_2d
 from dmxshm.world.world import World
 
@@ -170,7 +171,11 @@ class Engine(Role[EngineResult]):
                             if spine_process else None)
         self.rejections = Rejections(plan)
         self.pose_digest = PoseDigest(with_end=not spine_process)
-        self.digest, self.lanes = StateDigest(with_end=not spine_process), Lanes(world)
+        turns = cfg.route_turns
+        routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
+                  if turns is not None else None)
+        self.digest = StateDigest(with_end=not spine_process)
+        self.lanes = Lanes(world, routes, cfg.state_dt_s)
         self.tap([self.pose_digest, self.digest, self.lanes,
                   StateLog(cfg.log) if cfg.log else None,
                   StatePoses(plan.ring("view.state"), lambda: self.late_steps)

@@ -192,7 +192,7 @@ def state_slot_dtype(robots: int) -> np.dtype:
 
 def robot_obs_dtype(config: NetworkConfig) -> np.dtype:
     """One robot's observation (see :mod:`dmxshm.matrix.obs`)."""
-    return obs_dtype(config.camera_wh)
+    return obs_dtype(config.camera_wh, route=config.route is not None)
 
 
 def obs_slot_dtype(config: NetworkConfig, robots: int) -> np.dtype:

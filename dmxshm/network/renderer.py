@@ -34,7 +34,8 @@ from dmxshm.network.taps.record import Recorder
 from dmxshm.network.taps.view import SampleImages
 from dmxshm.shm.ring import Ring
 from dmxshm.world.renderers import adopt_probe
-from dmxshm.world.state import yaw_of
+from dmxshm.world.routes import Routes
+from dmxshm.world.state import poses_2d, yaw_of
 from dmxshm.world.world import World
 
 SENSORS = ("camera", "imu", "encoders", "tof")
@@ -49,6 +50,9 @@ class _Sensing:
         self.camera = (Camera.of_model(cfg.camera_model, *wh, renderer=cfg.renderer_used)
                        if wh else None)
         self.tof = TimeOfFlight()
+        turns = cfg.route_turns
+        self.routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
+                       if turns is not None else None)
         self.render_s = 0.0
         self.produced = dict.fromkeys(SENSORS, 0)
         self._index: dict[tuple[int, ...], np.ndarray] = {}
@@ -78,7 +82,12 @@ class _Sensing:
         if "tof" in due:
             obs["tof_m"] = self.tof.measure_many(client, rows)
             obs["tof_time_s"] = sim_time_s
-        if "lane" in (obs.dtype.names or ()):
+        if self.routes is not None:  # every robot's routes, once a step
+            self.routes.see(step, poses_2d(states).tolist())
+            for j, robot in enumerate(robots):
+                obs["lane"][j] = self.routes.lane[robot]
+                obs["route"][j] = self.routes.route[robot]
+        elif "lane" in (obs.dtype.names or ()):
             lane_pose = self.world.road_map.lane_pose
             xy = rows["pos_m"][:, :2].tolist()
             for j, yaw in enumerate(yaw_of(rows["quat_xyzw"]).tolist()):

@@ -3,10 +3,12 @@ buildings, trees, buses, trucks, non-agent Duckiebots and floor tags.
 
 An object is a :class:`MapObject` (its kind, pose, height and flags, from a map
 file or from :meth:`~dmxshm.world.world.World.add_object`). In a world it becomes
-one pybullet body made of dmxshm's own simple shapes (boxes, cylinders,
-spheres), sized by the object's height: both renderers draw it, robots hit its
-collision shape and the time of flight ranges it. No mesh is taken from another
-project.
+one static pybullet body whose collision shape is dmxshm's own simple shapes
+(boxes, cylinders, spheres) sized by the object's height: robots hit it and the
+time of flight ranges it. What the cameras see is the same shapes as low-polygon
+triangle meshes, every object's merged into one body per colour (both renderers
+draw them; a primitive shape per part cost the tiny renderer 2.7 ms a 160x120
+frame for 50 objects). No mesh is taken from another project.
 
 Poses are dmxshm's world frame (x east, y north, metres, origin the map's
 south-west corner) and ``yaw`` counter-clockwise from east. At yaw 0 an object
@@ -239,37 +241,150 @@ class PlacedObjects:
     body_ids: list[int] = field(default_factory=list)
 
 
-def build_object(obj: MapObject, client: int) -> int:
-    """Create ``obj`` as one static pybullet body in ``client``; its id."""
+def _box(hx: float, hy: float, hz: float) -> tuple[list[list[float]], list[list[float]]]:
+    """Triangles (flat: three vertices each, with their normals) of a box."""
+    tris: list[list[float]] = []
+    norms: list[list[float]] = []
+    for axis in range(3):
+        for sign in (-1.0, 1.0):
+            n = [0.0, 0.0, 0.0]
+            n[axis] = sign
+            u, v = [(1, 2), (2, 0), (0, 1)][axis]
+            corners = []
+            for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+                p = [0.0, 0.0, 0.0]
+                p[axis] = sign
+                p[u], p[v] = a, b
+                corners.append([p[0] * hx, p[1] * hy, p[2] * hz])
+            quad = [corners[0], corners[1], corners[2], corners[0], corners[2], corners[3]]
+            if sign < 0:  # counter-clockwise seen from outside
+                quad = quad[::-1]
+            tris += quad
+            norms += [n] * 6
+    return tris, norms
+
+
+CYLINDER_SIDES = 12
+SPHERE_RINGS, SPHERE_SEGMENTS = 6, 10
+
+
+def _cylinder(r: float, length: float) -> tuple[list[list[float]], list[list[float]]]:
+    tris: list[list[float]] = []
+    norms: list[list[float]] = []
+    h = length / 2
+    ring = [(math.cos(2 * math.pi * k / CYLINDER_SIDES), math.sin(2 * math.pi * k / CYLINDER_SIDES))
+            for k in range(CYLINDER_SIDES + 1)]
+    for (c0, s0), (c1, s1) in zip(ring[:-1], ring[1:], strict=True):
+        a, b = [r * c0, r * s0, -h], [r * c1, r * s1, -h]
+        c, d = [r * c1, r * s1, h], [r * c0, r * s0, h]
+        tris += [a, b, c, a, c, d]
+        mid = [(c0 + c1) / 2, (s0 + s1) / 2, 0.0]
+        norms += [mid] * 6
+        tris += [[0.0, 0.0, h], d, c, [0.0, 0.0, -h], b, a]
+        norms += [[0.0, 0.0, 1.0]] * 3 + [[0.0, 0.0, -1.0]] * 3
+    return tris, norms
+
+
+def _sphere(r: float) -> tuple[list[list[float]], list[list[float]]]:
+    tris: list[list[float]] = []
+    norms: list[list[float]] = []
+
+    def at(i: int, j: int) -> list[float]:
+        lat = math.pi * i / SPHERE_RINGS - math.pi / 2
+        lon = 2 * math.pi * j / SPHERE_SEGMENTS
+        return [math.cos(lat) * math.cos(lon), math.cos(lat) * math.sin(lon), math.sin(lat)]
+
+    for i in range(SPHERE_RINGS):
+        for j in range(SPHERE_SEGMENTS):
+            a, b, c, d = at(i, j), at(i, j + 1), at(i + 1, j + 1), at(i + 1, j)
+            for tri in ((a, b, c), (a, c, d)):
+                tris += [[r * q for q in p] for p in tri]
+                norms += [p for p in tri]
+    return tris, norms
+
+
+def _part_triangles(p: Part) -> tuple[list[list[float]], list[list[float]]]:
+    if p.geom == "box":
+        return _box(*p.size)
+    if p.geom == "cylinder":
+        return _cylinder(p.size[0], p.size[1])
+    return _sphere(p.size[0])
+
+
+def object_meshes(objects: list[MapObject]) -> dict[tuple[float, ...], tuple[list[list[float]],
+                                                                              list[list[float]]]]:
+    """Every object's visible shape as flat triangles in world coordinates, merged by
+    colour: ``{rgba: (vertices, normals)}``, three vertices a triangle (dmxshm's own
+    low-polygon spheres and cylinders: one mesh per colour costs the renderer far
+    less than a primitive shape per part)."""
+    out: dict[tuple[float, ...], tuple[list[list[float]], list[list[float]]]] = {}
+    for obj in objects:
+        c, s = math.cos(obj.yaw_rad), math.sin(obj.yaw_rad)
+        for p in parts(obj):
+            tris, norms = _part_triangles(p)
+            pc, ps = math.cos(p.yaw_rad), math.sin(p.yaw_rad)
+            verts, vns = out.setdefault(p.rgba, ([], []))
+            for (x, y, z), (nx, ny, nz) in zip(tris, norms, strict=True):
+                x, y = pc * x - ps * y, ps * x + pc * y  # the part's own turn
+                nx, ny = pc * nx - ps * ny, ps * nx + pc * ny
+                x, y, z = x + p.pos[0], y + p.pos[1], z + p.pos[2]
+                verts.append([obj.x_m + c * x - s * y, obj.y_m + s * x + c * y, z])
+                vns.append([c * nx - s * ny, s * nx + c * ny, nz])
+    return out
+
+
+def build_objects(objects: list[MapObject], client: int, visuals: bool = True,
+                  mesh_files: bool = False) -> list[int]:
+    """Create ``objects`` in ``client``: one static collision body each (its id, in
+    order, is returned) and their visible shapes merged into one mesh body per colour.
+
+    A body without a visual shape would be drawn from its collision shape, so each
+    collision body wears a speck of a box half a metre under the floor.
+    """
     from dmxshm._pybullet import pb
 
-    shapes = parts(obj)
+    if not objects:
+        return []
+    hidden = pb.createVisualShape(pb.GEOM_BOX, halfExtents=[1e-4] * 3,
+                                  visualFramePosition=[0.0, 0.0, -0.5],
+                                  rgbaColor=[0.0, 0.0, 0.0, 1.0], physicsClientId=client)
+    ids = [_collision_body(o, client, hidden) for o in objects]
+    if visuals:
+        from dmxshm.world.scene import obj_file
+
+        for rgba, (verts, norms) in object_meshes(objects).items():
+            indices = list(range(len(verts)))
+            if mesh_files:
+                shape = pb.createVisualShape(pb.GEOM_MESH,
+                                             fileName=obj_file(verts, indices, norms),
+                                             rgbaColor=list(rgba), physicsClientId=client)
+            else:
+                shape = pb.createVisualShape(pb.GEOM_MESH, vertices=verts, indices=indices,
+                                             normals=norms, rgbaColor=list(rgba),
+                                             physicsClientId=client)
+            pb.createMultiBody(0.0, -1, shape, physicsClientId=client)
+    return ids
+
+
+def _collision_body(obj: MapObject, client: int, visual: int) -> int:
+    from dmxshm._pybullet import pb
+
+    shapes = [p for p in parts(obj) if p.collide]
     geom = {"box": pb.GEOM_BOX, "cylinder": pb.GEOM_CYLINDER, "sphere": pb.GEOM_SPHERE}
-    v_kw: dict[str, list[Any]] = {k: [] for k in ("shapeTypes", "halfExtents", "radii",
-                                                 "lengths", "rgbaColors", "visualFramePositions",
-                                                 "visualFrameOrientations")}
-    c_kw: dict[str, list[Any]] = {k: [] for k in ("shapeTypes", "halfExtents", "radii",
-                                                 "lengths", "collisionFramePositions",
-                                                 "collisionFrameOrientations")}
-    for p in shapes:
-        half = list(p.size) if p.geom == "box" else [0.0, 0.0, 0.0]
-        radius = p.size[0] if p.geom != "box" else 0.0
-        length = p.size[1] if p.geom == "cylinder" else 0.0
-        quat = [0.0, 0.0, math.sin(p.yaw_rad / 2), math.cos(p.yaw_rad / 2)]
-        for kw in (v_kw, c_kw) if p.collide else (v_kw,):
+    collision = -1
+    if shapes:
+        kw: dict[str, list[Any]] = {k: [] for k in (
+            "shapeTypes", "halfExtents", "radii", "lengths", "collisionFramePositions",
+            "collisionFrameOrientations")}
+        for p in shapes:
             kw["shapeTypes"].append(geom[p.geom])
-            kw["halfExtents"].append(half)
-            kw["radii"].append(radius)
-            kw["lengths"].append(length)
-        v_kw["rgbaColors"].append(list(p.rgba))
-        v_kw["visualFramePositions"].append(list(p.pos))
-        v_kw["visualFrameOrientations"].append(quat)
-        if p.collide:
-            c_kw["collisionFramePositions"].append(list(p.pos))
-            c_kw["collisionFrameOrientations"].append(quat)
-    visual = pb.createVisualShapeArray(physicsClientId=client, **v_kw)
-    collision = (pb.createCollisionShapeArray(physicsClientId=client, **c_kw)
-                 if c_kw["shapeTypes"] else -1)
+            kw["halfExtents"].append(list(p.size) if p.geom == "box" else [0.0, 0.0, 0.0])
+            kw["radii"].append(p.size[0] if p.geom != "box" else 0.0)
+            kw["lengths"].append(p.size[1] if p.geom == "cylinder" else 0.0)
+            kw["collisionFramePositions"].append(list(p.pos))
+            kw["collisionFrameOrientations"].append(
+                [0.0, 0.0, math.sin(p.yaw_rad / 2), math.cos(p.yaw_rad / 2)])
+        collision = pb.createCollisionShapeArray(physicsClientId=client, **kw)
     quat = (0.0, 0.0, math.sin(obj.yaw_rad / 2), math.cos(obj.yaw_rad / 2))
     return pb.createMultiBody(0.0, collision, visual, (obj.x_m, obj.y_m, 0.0), quat,
                               physicsClientId=client)

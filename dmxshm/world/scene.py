@@ -263,7 +263,7 @@ def _mesh_body(quads: list[Quad], z: float, rgba: tuple[float, ...], client: int
         vertices += [[x, y, z] for x, y in quad]
         indices += [base, base + 1, base + 2, base, base + 2, base + 3]
     if mesh_files:
-        shape = pb.createVisualShape(pb.GEOM_MESH, fileName=_obj_file(vertices, indices),
+        shape = pb.createVisualShape(pb.GEOM_MESH, fileName=obj_file(vertices, indices),
                                      rgbaColor=list(rgba), physicsClientId=client)
     else:
         shape = pb.createVisualShape(pb.GEOM_MESH, vertices=vertices, indices=indices,
@@ -271,12 +271,19 @@ def _mesh_body(quads: list[Quad], z: float, rgba: tuple[float, ...], client: int
     return pb.createMultiBody(0.0, collision, shape, physicsClientId=client)
 
 
-def _obj_file(vertices: list[list[float]], indices: list[int]) -> str:
-    """The mesh as a Wavefront OBJ file, named by its content (written once)."""
+def obj_file(vertices: list[list[float]], indices: list[int],
+              normals: list[list[float]] | None = None) -> str:
+    """The mesh as a Wavefront OBJ file, named by its content (written once); one
+    normal per vertex if given (else all up)."""
     lines = [f"v {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in vertices]
-    lines.append("vn 0 0 1")
-    lines += [f"f {a + 1}//1 {b + 1}//1 {c + 1}//1"
-              for a, b, c in zip(indices[::3], indices[1::3], indices[2::3], strict=True)]
+    if normals is None:
+        lines.append("vn 0 0 1")
+        lines += [f"f {a + 1}//1 {b + 1}//1 {c + 1}//1"
+                  for a, b, c in zip(indices[::3], indices[1::3], indices[2::3], strict=True)]
+    else:
+        lines += [f"vn {float(x)!r} {float(y)!r} {float(z)!r}" for x, y, z in normals]
+        lines += [f"f {a + 1}//{a + 1} {b + 1}//{b + 1} {c + 1}//{c + 1}"
+                  for a, b, c in zip(indices[::3], indices[1::3], indices[2::3], strict=True)]
     text = "\n".join(lines) + "\n"
     folder = mesh_dir()
     os.makedirs(folder, exist_ok=True)

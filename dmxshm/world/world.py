@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
 from dmxshm.world.maps import RoadMap, load_map
-from dmxshm.world.objects import MapObject, build_object
+from dmxshm.world.objects import MapObject, build_objects
 from dmxshm.world.renderers import load_egl, quiet_stdio, unload_egl
 from dmxshm.world.robot import (
     COM_IN_BASE_M,
@@ -181,7 +181,7 @@ class World:
                                      numSolverIterations=SOLVER_ITERATIONS,
                                      deterministicOverlappingPairs=1, physicsClientId=c)
         self.scene: Scene = build_scene(self.road_map, c, self.visuals, self.mesh_files)
-        self.object_ids = [build_object(o, c) for o in self.objects]
+        self.object_ids = build_objects(self.objects, c, self.visuals, self.mesh_files)
         self._object_of = {body: i for i, body in enumerate(self.object_ids)}
         self.robot_ids = []
         poses = self.road_map.start_poses(self.num_robots, np.random.default_rng(seed))
@@ -376,7 +376,7 @@ class World:
         """
         obj = MapObject(name or f"{kind}-{len(self.objects)}", kind, float(x_m), float(y_m),
                         float(yaw_rad), float(height_m), tag_id=tag_id, color=color)
-        body = build_object(obj, self.client)
+        (body,) = build_objects([obj], self.client, self.visuals, self.mesh_files)
         self._object_of[body] = len(self.objects)
         self.objects.append(obj)
         self.object_ids.append(body)

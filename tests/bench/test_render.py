@@ -53,3 +53,21 @@ def test_the_lens_camera_is_timed_beside_the_pinhole_one() -> None:
                                                          ("duckiebot", "64x48")]
     assert set(result.lens_cost) == {"tiny 64x48"} and result.lens_cost["tiny 64x48"] > 0
     assert result.images["tiny"]["64x48-duckiebot"].shape == (48, 64, 3)
+
+
+@pytest.mark.timeout(180)
+def test_bench_objects_runs_both_maps_with_the_same_tiles() -> None:
+    from dmxshm.bench import objects
+    from dmxshm.world.dtmaps import parse_gym, read_yaml
+
+    res = objects.run(objects=5, robots=1, steps=20, pairs=1, camera=(0, 0))
+    assert len(res.with_steps_per_s) == len(res.without_steps_per_s) == 1
+    assert res.ratio > 0 and res.collisions == 0
+    import pathlib
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "m.yaml"
+        path.write_text(objects.town_yaml(12))
+        _, _, objs, _ = parse_gym(read_yaml(path), str(path))
+        assert len(objs) == 12 and {o.kind for o in objs} == set(objects.KINDS)

@@ -256,6 +256,6 @@ def test_map_infos_are_typed_and_write_the_json_names() -> None:
                            description=load_map("loop").description)
     assert loop.to_dict() == {"name": "loop", "cols": 6, "rows": 5, "width_m": loop.width_m,
                               "height_m": loop.height_m, "road_tiles": 10, "capacity": 16,
-                              "description": loop.description}
+                              "description": loop.description, "objects": 0}
     assert list(loop.to_dict()) == ["name", "cols", "rows", "width_m", "height_m",
-                                    "road_tiles", "capacity", "description"]
+                                    "road_tiles", "capacity", "description", "objects"]

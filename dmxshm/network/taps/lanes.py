@@ -4,21 +4,34 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 
 from dmxshm.network.taps import Tap, poses_of
+from dmxshm.world.routes import TURNS, Routes
 from dmxshm.world.world import World
+
+STOPPED_M = 0.002
+"""A robot that moved less than this from one state to the next stood still."""
 
 
 class Lanes(Tap):
     """How well each robot kept its lane, over the published states: worst offset,
-    states off the road, how far it drove (path length), and its collisions: how often
-    it came to touch another robot or an object (a contact that lasts counts once)."""
+    states off the road, how far it drove (path length), its collisions (how often it
+    came to touch another robot or an object; a contact that lasts counts once) and
+    the longest it stood still. With routes (:class:`~dmxshm.world.routes.Routes`) the
+    lane through an intersection is the robot's turn's, and the turns it took and the
+    states it waited at stop lines are counted."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, routes: Routes | None = None,
+                 state_dt_s: float = 0.0) -> None:
         self.world = world
+        self.routes = routes
+        self.state_dt_s = state_dt_s
         n = world.num_robots
+        self._still = [0] * n
+        self._max_still = [0] * n
         # Plain lists: a realtime engine counts 240 states a second, and numpy's
         # per-call overhead was half of this tap's time at 4 robots.
         self._max_abs_offset_m = [0.0] * n
@@ -33,7 +46,7 @@ class Lanes(Tap):
         self.seconds = 0.0  # the engine's time in this tap (the summary's metrics_s)
 
     def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
-        self.update(poses_of(states))
+        self.update(poses_of(states), step)
         if self._collisions:
             t0 = time.perf_counter()
             self.count_collisions()
@@ -50,22 +63,31 @@ class Lanes(Tap):
             self._object_hits[i] += 1
         self._touching = (robots, objects)
 
-    def update(self, poses: np.ndarray) -> None:
-        """Count ``(R, 3)`` poses ``(x, y, yaw)``."""
+    def update(self, poses: np.ndarray, step: int = 0) -> None:
+        """Count ``(R, 3)`` poses ``(x, y, yaw)`` (of state ``step``)."""
         t0 = time.perf_counter()
         rows = poses.tolist()
         last, distance = self._last, self._distance_m
         if last is not None:
             for i, (row, before) in enumerate(zip(rows, last, strict=True)):
-                distance[i] += math.hypot(row[0] - before[0], row[1] - before[1])
+                moved = math.hypot(row[0] - before[0], row[1] - before[1])
+                distance[i] += moved
+                self._still[i] = self._still[i] + 1 if moved < STOPPED_M else 0
+                if self._still[i] > self._max_still[i]:
+                    self._max_still[i] = self._still[i]
         self._last = rows
-        lane_pose, worst = self.world.road_map.lane_pose, self._max_abs_offset_m
-        for i, (x, y, yaw) in enumerate(rows):
-            lane = lane_pose(x, y, yaw)
-            if not lane.on_road:
+        worst = self._max_abs_offset_m
+        if self.routes is not None:
+            self.routes.see(step, rows)
+            lanes = self.routes.lane
+        else:
+            lane_pose = self.world.road_map.lane_pose
+            lanes = [lane_pose(x, y, yaw) for x, y, yaw in rows]
+        for i, (offset, _heading, on_road) in enumerate(lanes):
+            if not on_road:
                 self._off_road_steps[i] += 1
-            elif math.isfinite(lane.offset_m) and abs(lane.offset_m) > worst[i]:
-                worst[i] = abs(lane.offset_m)
+            elif math.isfinite(offset) and abs(offset) > worst[i]:
+                worst[i] = abs(offset)
         self.seconds += time.perf_counter() - t0
 
     @property
@@ -88,4 +110,13 @@ class Lanes(Tap):
                 "off_road_steps": list(self._off_road_steps),
                 "distance_m": list(self._distance_m),
                 "robot_collisions": list(self._robot_hits),
-                "object_collisions": list(self._object_hits)}
+                "object_collisions": list(self._object_hits),
+                "max_still_s": [k * self.state_dt_s for k in self._max_still],
+                **self._routes_report()}
+
+    def _routes_report(self) -> dict[str, Any]:
+        if self.routes is None:
+            return {}
+        taken = self.routes.router.taken
+        return {"turns": {t: [row[t] for row in taken] for t in TURNS},
+                "stop_line_waits": list(self.routes.right_of_way.waits)}
