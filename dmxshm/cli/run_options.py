@@ -90,7 +90,15 @@ OPTIONS = [
     click.option("--seed", type=int, default=_default("seed"), show_default=True,
                  help="Seed of world and agents."),
     click.option("--map", "map_name", default=_default("map"), show_default=True,
-                 help="Bundled map name or path of a map file."),
+                 help="Bundled map name, a .json map, a gym-duckietown .yaml map or a "
+                      "Duckiematrix layered map folder (docs/maps.md)."),
+    click.option("--route", default=None,
+                 help="Turns at intersections: 'seed' (each robot's turn at each "
+                      "intersection drawn by the seed) or turns like left,straight,right "
+                      "(cycled per robot; an impossible one skipped). Robots then follow "
+                      "their turn's lane and yield at stop lines, first come first served; "
+                      "observations gain 'route' (turn, may_go). Without it robots go "
+                      "straight through where they can, as before [default: off]."),
     click.option("--name", default=None,
                  help="Name the run ('dmxshm ps' lists it); refused if a running network "
                       "of yours has it [default: unnamed]."),

@@ -241,12 +241,16 @@ class PlacedObjects:
     body_ids: list[int] = field(default_factory=list)
 
 
-def _box(hx: float, hy: float, hz: float) -> tuple[list[list[float]], list[list[float]]]:
-    """Triangles (flat: three vertices each, with their normals) of a box."""
+def _box(hx: float, hy: float, hz: float,
+         bottom: bool = True) -> tuple[list[list[float]], list[list[float]]]:
+    """Triangles (flat: three vertices each, with their normals) of a box; without its
+    bottom face if ``bottom`` is False (a box standing on the floor)."""
     tris: list[list[float]] = []
     norms: list[list[float]] = []
     for axis in range(3):
         for sign in (-1.0, 1.0):
+            if axis == 2 and sign < 0 and not bottom:
+                continue
             n = [0.0, 0.0, 0.0]
             n[axis] = sign
             u, v = [(1, 2), (2, 0), (0, 1)][axis]
@@ -264,11 +268,15 @@ def _box(hx: float, hy: float, hz: float) -> tuple[list[list[float]], list[list[
     return tris, norms
 
 
-CYLINDER_SIDES = 12
-SPHERE_RINGS, SPHERE_SEGMENTS = 6, 10
+CYLINDER_SIDES = 8
+SPHERE_RINGS, SPHERE_SEGMENTS = 4, 8
+"""The tessellation of the shapes cameras see: the tiny renderer's time grows with
+the triangles (50 objects cost a 160x120 frame 44% more with 12 sides and 6 x 10
+sphere facets, 28% with these; measured in docs/benchmarks.md)."""
 
 
-def _cylinder(r: float, length: float) -> tuple[list[list[float]], list[list[float]]]:
+def _cylinder(r: float, length: float,
+              bottom: bool = True) -> tuple[list[list[float]], list[list[float]]]:
     tris: list[list[float]] = []
     norms: list[list[float]] = []
     h = length / 2
@@ -280,8 +288,11 @@ def _cylinder(r: float, length: float) -> tuple[list[list[float]], list[list[flo
         tris += [a, b, c, a, c, d]
         mid = [(c0 + c1) / 2, (s0 + s1) / 2, 0.0]
         norms += [mid] * 6
-        tris += [[0.0, 0.0, h], d, c, [0.0, 0.0, -h], b, a]
-        norms += [[0.0, 0.0, 1.0]] * 3 + [[0.0, 0.0, -1.0]] * 3
+        tris += [[0.0, 0.0, h], d, c]
+        norms += [[0.0, 0.0, 1.0]] * 3
+        if bottom:
+            tris += [[0.0, 0.0, -h], b, a]
+            norms += [[0.0, 0.0, -1.0]] * 3
     return tris, norms
 
 
@@ -304,10 +315,10 @@ def _sphere(r: float) -> tuple[list[list[float]], list[list[float]]]:
 
 
 def _part_triangles(p: Part) -> tuple[list[list[float]], list[list[float]]]:
-    if p.geom == "box":
-        return _box(*p.size)
+    if p.geom == "box":  # a face on the floor is never seen
+        return _box(*p.size, bottom=p.pos[2] - p.size[2] > 1e-6)
     if p.geom == "cylinder":
-        return _cylinder(p.size[0], p.size[1])
+        return _cylinder(p.size[0], p.size[1], bottom=p.pos[2] - p.size[1] / 2 > 1e-6)
     return _sphere(p.size[0])
 
 

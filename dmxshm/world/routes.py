@@ -5,14 +5,16 @@ With routes on (``NetworkConfig.route``, ``--route``), a robot approaching a 3-w
 or a 4-way is given a turn: ``left``, ``straight`` or ``right``, among those the
 intersection offers from the edge it enters by. The turn is the next of a given
 list (``--route left,straight,right``, cycled per robot, an impossible turn skipped
-for the next possible one) or drawn by the seed (``--route seed``: a generator keyed
-by the run's seed, the robot and the count of its intersections, so every process
-that follows the robot draws the same turns). Inside the intersection the robot's
-lane is the turn's path: the straight segment between the two edges, or the quarter
-circle of half a tile around the corner between them (the centreline of a curve
-tile, so a right turn's lane has the curve's inner radius and a left turn's its
-outer one). The lane pose is then measured against that path only, so offset and
-heading are continuous across the tile borders and through the intersection.
+for the next possible one; where none of the list's turns is possible, straight on
+if it can, else the first of left, straight, right it offers) or drawn by the seed
+(``--route seed``: a generator keyed by the run's seed, the robot and the count of
+its intersections, so every process that follows the robot draws the same turns).
+Inside the intersection the robot's lane is the turn's path: the straight segment
+between the two edges, or the quarter circle of half a tile around the corner
+between them (the centreline of a curve tile, so a right turn's lane has the
+curve's inner radius and a left turn's its outer one). The lane pose is then
+measured against that path only, so offset and heading are continuous across the
+tile borders and through the intersection.
 
 Who goes first (:class:`RightOfWay`): a robot within :data:`STOP_ZONE_M` of an
 intersection it is about to enter has *arrived*; it may enter when no robot is in
@@ -190,9 +192,13 @@ class Router:
         if not options:  # an intersection entered by a closed edge: straight on
             return RouteState(cell, entry, opposite_edge(entry), "straight")
         if self.turns:
+            # The next of the route's turns this intersection offers; where it offers
+            # none of them, straight on if it can, else its first turn.
+            turn = "straight" if "straight" in options else options[0]
             for k in range(len(self.turns)):
-                turn = self.turns[(self._next[i] + k) % len(self.turns)]
-                if turn in options:
+                candidate = self.turns[(self._next[i] + k) % len(self.turns)]
+                if candidate in options:
+                    turn = candidate
                     self._next[i] = (self._next[i] + k + 1) % len(self.turns)
                     break
         else:
