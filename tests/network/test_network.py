@@ -488,3 +488,38 @@ def test_the_summary_counts_a_robot_running_into_a_barrier(tmp_path) -> None:  #
     seeing = run(map=str(walled), robots=1, camera=(0, 0), steps=800, agent="lane-follow")
     assert seeing.lane["object_collisions"] == [0]
     assert seeing.lane["distance_m"][0] < s.lane["distance_m"][0]
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_routes_turn_robots_at_intersections_and_keep_them_on_the_road() -> None:
+    s = run(map="grid", robots=4, camera=(0, 0), steps=1500, route="seed")
+    lane = s.lane
+    assert lane["off_road_steps"] == [0, 0, 0, 0]
+    turns = lane["turns"]
+    assert all(turns["left"][i] + turns["right"][i] > 0 for i in range(4))
+    assert max(lane["max_still_s"]) < 10.0
+    # The same seed, the same turns and the same run; routes off, no turns counted.
+    again = run(map="grid", robots=4, camera=(0, 0), steps=1500, route="seed")
+    assert again.trajectory_digest == s.trajectory_digest and again.lane["turns"] == turns
+    off = run(map="grid", robots=4, camera=(0, 0), steps=50)
+    assert "turns" not in off.lane and off.trajectory_digest != s.trajectory_digest
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+@pytest.mark.parametrize("route, turned", [
+    ("right,left", {"left": 2, "straight": 0, "right": 4}),
+    ("straight", {"left": 0, "straight": 4, "right": 0}),
+    # Robot 0 of seed 0 drives the ring clockwise: its 3-ways offer straight and right,
+    # so a route of lefts goes straight on there.
+    ("left", {"left": 0, "straight": 4, "right": 0}),
+])
+def test_turns_at_every_intersection_stay_on_the_road(route: str,
+                                                       turned: dict[str, int]) -> None:
+    s = run(map="grid", robots=1, camera=(0, 0), steps=1200, route=route)
+    assert s.lane["off_road_steps"] == [0]
+    assert {k: v[0] for k, v in s.lane["turns"].items()} == turned
+
+
+def test_a_bad_route_is_refused_before_start() -> None:
+    with pytest.raises(ConfigError, match="turns from left, straight, right"):
+        NetworkConfig(route="left,backwards")
