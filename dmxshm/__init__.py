@@ -36,6 +36,8 @@ def __dir__() -> list[str]:
 
 
 def _register() -> None:
+    import warnings
+
     import gymnasium
 
     from dmxshm.settings import EPISODE_STEPS
@@ -47,6 +49,14 @@ def _register() -> None:
         # the env's max_episode_steps, unless given one.
         gymnasium.register(id="dmxshm/DuckieLane-v0", entry_point="dmxshm.batch.env:DuckieLaneEnv",
                            vector_entry_point="dmxshm.batch.vector:DmxVectorEnv",
+                           max_episode_steps=EPISODE_STEPS)
+    # v1 is another env beside v0, not its successor: gymnasium's "v0 is out of date"
+    # warning (it warns wherever a higher version is registered) says what is not so.
+    warnings.filterwarnings("ignore", message=".*DuckieLane-v0 is out of date",
+                            category=DeprecationWarning)
+    if "dmxshm/DuckieLane-v1" not in gymnasium.registry:
+        gymnasium.register(id="dmxshm/DuckieLane-v1",
+                           entry_point="dmxshm.batch.env_v1:DuckieLaneV1Env",
                            max_episode_steps=EPISODE_STEPS)
 
 

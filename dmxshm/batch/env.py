@@ -145,7 +145,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
          ax, ay, az) = state.view(np.float64)[:16].tolist()
         rot = quat_matrix((qx, qy, qz, qw))
         yaw = math.atan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
-        lane = self.world.road_map.lane_pose(px, py, yaw)
+        lane = self._lane_pose(px, py, yaw)
         offset, heading = lane.offset_m, lane.heading_err_rad
         (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
         # rot maps robot to world; its transpose maps world to robot.
@@ -159,16 +159,27 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                    r02 * ax + r12 * ay + r22 * az,
                    r00 * wx + r10 * wy + r20 * wz, r01 * wx + r11 * wy + r21 * wz,
                    r02 * wx + r12 * wy + r22 * wz,
-                   self.tof.measure_pose(self.world.client, (px, py, pz), rot)]
+                   self.tof.measure_pose(self.world.client, (px, py, pz), rot),
+                   *self._more_state()]
             vector = np.array(row, dtype=np.float32)
-            out["state"] = np.minimum(np.maximum(vector, STATE_LOW, out=vector), STATE_HIGH,
-                                      out=vector)
+            out["state"] = np.minimum(np.maximum(vector, self._state_low, out=vector),
+                                      self._state_high, out=vector)
         if self.obs_kind != "state":
             assert self.camera is not None
             out["camera"] = self.camera.render(
                 scene_client(self.world.road_map, self.renderer), state[0])
         obs = out if self.obs_kind == "both" else out[self.obs_kind]
         return obs, (offset, heading, lane.on_road), speed
+
+    # What a later version adds: the lane pose it measures against, its fields after
+    # v0's, and their bounds.
+    _state_low, _state_high = STATE_LOW, STATE_HIGH
+
+    def _lane_pose(self, x: float, y: float, yaw: float) -> Any:
+        return self.world.road_map.lane_pose(x, y, yaw)
+
+    def _more_state(self) -> list[float]:
+        return []
 
     # -- gymnasium API ---------------------------------------------------------
     def reset(self, *, seed: int | None = None,
