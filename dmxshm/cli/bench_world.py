@@ -1,0 +1,104 @@
+"""``dmxshm bench objects`` and ``dmxshm bench routes``: the world's costs and its
+lane follower through intersections (subcommands of :mod:`dmxshm.cli.bench`)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from dmxshm import console
+from dmxshm.cli.bench import bench
+from dmxshm.cli.checks import check_outputs, check_targets
+from dmxshm.cli.options import check_option, json_file_option, parse_wh
+
+
+@bench.command("objects")
+@click.option("--objects", "n_objects", type=click.IntRange(min=1), default=50,
+              show_default=True, help="Objects on the map of the runs with objects.")
+@click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=600, show_default=True,
+              help="Gym steps a run.")
+@click.option("--pairs", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Runs of each kind, alternating.")
+@click.option("--camera", default="160x120", show_default=True,
+              help="Camera size WxH (0x0: none).")
+@json_file_option("Write the figures as JSON to this file.")
+@check_option
+def bench_objects(n_objects: int, robots: int, steps: int, pairs: int, camera: str,
+                  json: str | None, check: bool) -> None:
+    """What a map's objects cost: gym steps/s on the grid's tiles with N objects off
+    the road against the same tiles without them, runs alternating (target >= 0.8).
+    """
+    from dmxshm.bench import objects
+
+    check_outputs(json)
+    wh = parse_wh(None, None, camera)
+    with click.progressbar(length=2 * pairs, label="bench objects", file=sys.stderr,
+                           item_show_func=lambda s: s) as bar:
+        res = objects.run(n_objects, robots, steps, pairs, wh,
+                          progress=lambda label: bar.update(1, label))
+    w, h = res.camera
+    click.echo(f"grid tiles, {res.robots} robots, lane-follow, camera {w}x{h}, {res.steps} "
+               f"gym steps a run, {pairs} runs of each, alternating")
+    click.echo("steps/s without objects: " + ", ".join(f"{v:.1f}" for v in
+                                                       res.without_steps_per_s))
+    click.echo(f"steps/s with {res.objects}: " + ", ".join(f"{v:.1f}" for v in
+                                                         res.with_steps_per_s))
+    click.echo(f"with / without (medians): {res.ratio:.3f}; runs where a robot touched an "
+               f"object: {res.collisions}")
+    if json:
+        console.write_json(res.to_dict(), json)
+    check_targets(res.targets(), check)
+
+
+@bench.command("routes")
+@click.option("--seeds", default="0,1,2", show_default=True, help="Seeds, one run each.")
+@click.option("--robots", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=3000, show_default=True)
+@click.option("--map", "map_name", default="grid", show_default=True,
+              help="A map with intersections (a name, a file or a folder).")
+@click.option("--route", default="seed", show_default=True,
+              help="'seed', or turns like left,straight,right.")
+@json_file_option("Write the figures as JSON to this file.")
+@check_option
+def bench_routes(seeds: str, robots: int, steps: int, map_name: str, route: str,
+                 json: str | None, check: bool) -> None:
+    """The lane follower through intersections, with routes: per seed, the states
+    each robot spent off the road, the turns it took, its longest standstill and the
+    collisions (targets: none off the road, every robot turns, no standstill over
+    10 s).
+    """
+    from dmxshm.bench import routes
+    from dmxshm.world.maps import MapError, load_map
+    from dmxshm.world.routes import RouteError, parse_route
+
+    check_outputs(json)
+    try:
+        picked = tuple(int(v) for v in seeds.split(",") if v.strip())
+        parse_route(route)
+        load_map(map_name)
+    except ValueError as exc:
+        raise click.UsageError(f"--seeds: {seeds!r} is not a list of integers"
+                               if not isinstance(exc, (RouteError, MapError))
+                               else str(exc)) from None
+    if not picked:
+        raise click.UsageError("--seeds: give at least one seed")
+    with click.progressbar(length=len(picked), label="bench routes", file=sys.stderr,
+                           item_show_func=lambda s: s) as bar:
+        res = routes.run(picked, robots, steps, map_name, route,
+                         progress=lambda label: bar.update(1, label))
+    click.echo(f"map {res.map_name}, {res.robots} robots, lane-follow, --route {route}, "
+               f"{res.steps} gym steps a seed")
+    click.echo(f"{'seed':>4} {'off-road':>8} {'turns L/S/R per robot':<42} "
+               f"{'max still s':>11} {'waits':>6} {'hits r/o':>8} {'steps/s':>8}")
+    for r in res.runs:
+        turns = " ".join(f"{a}/{b}/{c}" for a, b, c in zip(
+            r.turns["left"], r.turns["straight"], r.turns["right"], strict=True))
+        click.echo(f"{r.seed:>4} {sum(r.off_road_steps):>8} {turns:<42} "
+                   f"{max(r.max_still_s):>11.1f} {sum(r.stop_line_waits):>6} "
+                   f"{sum(r.robot_collisions):>3}/{sum(r.object_collisions):<4} "
+                   f"{r.steps_per_s:>8.1f}")
+    if json:
+        console.write_json(res.to_dict(), json)
+    check_targets(res.targets(), check)
