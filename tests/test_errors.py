@@ -21,7 +21,9 @@ from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.obs import obs_dtype
 from dmxshm.network.config import NetworkConfig
 from dmxshm.world.maps import load_map, parse_map
+from dmxshm.world.objects import MapObject
 from dmxshm.world.renderers import resolve as resolve_renderer
+from dmxshm.world.routes import parse_route
 from dmxshm.world.world import World
 
 SKIPPED_MODULES = {
@@ -59,8 +61,10 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.network.config.ConfigError": lambda: NetworkConfig(robots=0),
     "dmxshm.matrix.camera.CameraError": lambda: Camera(width=0),
     "dmxshm.matrix.obs.ObsLayoutError": lambda: obs_dtype((-1, 2)),
-    "dmxshm.world.maps.MapError": lambda: parse_map({"tiles": [["straight"]]}),
-    "dmxshm.world.maps.MapNotFoundError": lambda: load_map("no-such-map"),
+    "dmxshm.world.maperror.MapError": lambda: parse_map({"tiles": [["straight"]]}),
+    "dmxshm.world.maperror.MapNotFoundError": lambda: load_map("no-such-map"),
+    "dmxshm.world.objects.ObjectError": lambda: MapObject("a", "pylon", 0.0, 0.0),
+    "dmxshm.world.routes.RouteError": lambda: parse_route("backwards"),
     "dmxshm.world.world.WorldError": lambda: World("loop", num_robots=-1),
     "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),
 }

@@ -10,6 +10,7 @@ import click
 
 from dmxshm import console
 from dmxshm.bench import ipc, render, vector
+from dmxshm.cli import bench_world
 from dmxshm.cli.checks import check_folder, check_outputs, check_targets, usage_errors
 from dmxshm.cli.group import Group
 from dmxshm.cli.options import (
@@ -271,4 +272,5 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
 
 
 # The world's benchmarks (objects, routes) live in a module of their own.
-from dmxshm.cli import bench_world  # noqa: E402, F401
+bench.add_command(bench_world.bench_objects)
+bench.add_command(bench_world.bench_routes)

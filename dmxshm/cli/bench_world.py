@@ -1,5 +1,5 @@
 """``dmxshm bench objects`` and ``dmxshm bench routes``: the world's costs and its
-lane follower through intersections (subcommands of :mod:`dmxshm.cli.bench`)."""
+lane follower through intersections (added to the group of :mod:`dmxshm.cli.bench`)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import sys
 import click
 
 from dmxshm import console
-from dmxshm.cli.bench import bench
 from dmxshm.cli.checks import check_outputs, check_targets
+from dmxshm.cli.group import Command
 from dmxshm.cli.options import check_option, json_file_option, parse_wh
 
 
-@bench.command("objects")
+@click.command("objects", cls=Command)
 @click.option("--objects", "n_objects", type=click.IntRange(min=1), default=50,
               show_default=True, help="Objects on the map of the runs with objects.")
 @click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True)
@@ -52,7 +52,7 @@ def bench_objects(n_objects: int, robots: int, steps: int, pairs: int, camera: s
     check_targets(res.targets(), check)
 
 
-@bench.command("routes")
+@click.command("routes", cls=Command)
 @click.option("--seeds", default="0,1,2", show_default=True, help="Seeds, one run each.")
 @click.option("--robots", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--steps", type=click.IntRange(min=1), default=3000, show_default=True)

@@ -83,6 +83,7 @@ import math
 from pathlib import Path as FsPath
 from typing import Any
 
+from dmxshm.world.maperror import MapError
 from dmxshm.world.objects import DEFAULT_HEIGHT_M, KINDS, SIGN_KINDS, MapObject, ObjectError
 from dmxshm.world.tiles import Tile
 
@@ -179,8 +180,6 @@ def read_yaml(path: FsPath) -> Any:
     """
     import yaml
 
-    from dmxshm.world.maps import MapError
-
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -201,8 +200,6 @@ class _Where:
         self.source = source
 
     def error(self, line: int, field: str, msg: str) -> Exception:
-        from dmxshm.world.maps import MapError
-
         at = f", line {line}" if line else ""
         return MapError(f"map {self.source}{at}: field {field!r}: {msg}")
 
@@ -449,8 +446,6 @@ def layered_tile(kind: str, yaw_rad: float) -> Tile:
 
 
 def _layer(folder: FsPath, name: str, required: bool) -> tuple[Any, FsPath]:
-    from dmxshm.world.maps import MapError
-
     path = folder / f"{name}.yaml"
     if not path.is_file():
         alt = folder / f"{name.replace('_', '')}.yaml"  # duckietown-world writes trafficsigns

@@ -98,8 +98,8 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm.errors import DmxError
 from dmxshm.world.lanes import LanePose, Path, lane_pose_among
+from dmxshm.world.maperror import MapError, MapNotFoundError
 from dmxshm.world.objects import MapObject
 from dmxshm.world.starts import (
     MIN_START_SPACING_M,
@@ -126,14 +126,6 @@ MAPS_DIR = FsPath(__file__).parent / "data" / "maps"
 """Where the bundled maps are installed."""
 
 _KEYS = frozenset({"format", "name", "description", "tile_size_m", "tiles"})
-
-
-class MapError(DmxError, ValueError):
-    """A map file is missing, malformed, or cannot hold what is asked of it."""
-
-
-class MapNotFoundError(MapError, FileNotFoundError):
-    """Neither a bundled map of that name nor a file at that path exists."""
 
 
 def bundled_maps() -> list[str]:

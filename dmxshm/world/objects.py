@@ -7,8 +7,8 @@ one static pybullet body whose collision shape is dmxshm's own simple shapes
 (boxes, cylinders, spheres) sized by the object's height: robots hit it and the
 time of flight ranges it. What the cameras see is the same shapes as low-polygon
 triangle meshes, every object's merged into one body per colour (both renderers
-draw them; a primitive shape per part cost the tiny renderer 2.7 ms a 160x120
-frame for 50 objects). No mesh is taken from another project.
+draw them; a primitive shape per part cost the tiny renderer more: see
+docs/benchmarks.md, issue 28). No mesh is taken from another project.
 
 Poses are dmxshm's world frame (x east, y north, metres, origin the map's
 south-west corner) and ``yaw`` counter-clockwise from east. At yaw 0 an object
@@ -270,9 +270,9 @@ def _box(hx: float, hy: float, hz: float,
 
 CYLINDER_SIDES = 8
 SPHERE_RINGS, SPHERE_SEGMENTS = 4, 8
-"""The tessellation of the shapes cameras see: the tiny renderer's time grows with
-the triangles (50 objects cost a 160x120 frame 44% more with 12 sides and 6 x 10
-sphere facets, 28% with these; measured in docs/benchmarks.md)."""
+"""The tessellation of the shapes cameras see: the tiny renderer's time follows the
+triangles more than the pixels (50 duckies, two spheres each, cost a 160x120 frame
+more than 50 houses; docs/benchmarks.md, issue 28)."""
 
 
 def _cylinder(r: float, length: float,
@@ -361,7 +361,7 @@ def build_objects(objects: list[MapObject], client: int, visuals: bool = True,
                                   rgbaColor=[0.0, 0.0, 0.0, 1.0], physicsClientId=client)
     ids = [_collision_body(o, client, hidden) for o in objects]
     if visuals:
-        from dmxshm.world.scene import obj_file
+        from dmxshm.world.meshfiles import obj_file
 
         for rgba, (verts, norms) in object_meshes(objects).items():
             indices = list(range(len(verts)))

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dmxshm.errors import DmxError
 from dmxshm.world.lanes import Arc, LanePose, Path, Segment, lane_pose_among, wrap_angle
 from dmxshm.world.tiles import (
     EDGE_VECTORS,
@@ -56,7 +57,7 @@ STOP_ZONE_M = 0.2
 arrived at the stop line."""
 
 
-class RouteError(ValueError):
+class RouteError(DmxError, ValueError):
     """A route was given a turn that does not exist."""
 
 
