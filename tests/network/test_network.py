@@ -492,14 +492,14 @@ def test_the_summary_counts_a_robot_running_into_a_barrier(tmp_path) -> None:  #
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_routes_turn_robots_at_intersections_and_keep_them_on_the_road() -> None:
-    s = run(map="grid", robots=4, camera=(0, 0), steps=1500, route="seed")
+    s = run(map="grid", robots=4, camera=(0, 0), steps=900, route="seed")
     lane = s.lane
     assert lane["off_road_steps"] == [0, 0, 0, 0]
     turns = lane["turns"]
     assert all(turns["left"][i] + turns["right"][i] > 0 for i in range(4))
     assert max(lane["max_still_s"]) < 10.0
     # The same seed, the same turns and the same run; routes off, no turns counted.
-    again = run(map="grid", robots=4, camera=(0, 0), steps=1500, route="seed")
+    again = run(map="grid", robots=4, camera=(0, 0), steps=900, route="seed")
     assert again.trajectory_digest == s.trajectory_digest and again.lane["turns"] == turns
     off = run(map="grid", robots=4, camera=(0, 0), steps=50)
     assert "turns" not in off.lane and off.trajectory_digest != s.trajectory_digest
