@@ -459,8 +459,10 @@ def _layer(folder: FsPath, name: str, required: bool) -> tuple[Any, FsPath]:
     doc = read_yaml(path)
     if doc is None:
         return _Dict(), path
-    key = name if name in doc else name.replace("_", "") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or key not in doc:
+    key = None
+    if isinstance(doc, dict):
+        key = name if name in doc else name.replace("_", "")
+    if key is None or key not in doc:
         raise _Where(str(path)).error(getattr(doc, "line", 0), name,
                                       f"the file must hold one mapping named {name!r}")
     layer = doc[key]

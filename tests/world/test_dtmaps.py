@@ -382,3 +382,13 @@ def test_the_example_town_reads_the_same_from_both_formats() -> None:
     assert all(a == b or (a.kind, b.kind) == ("floor", "grass")
                for ra, rb in zip(yaml_map.tiles, grid, strict=True)
                for a, b in zip(ra, rb, strict=True))
+
+
+def test_a_layer_file_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
+    folder = _layered(tmp_path / "town", metres=False)
+    (folder / "citizens.yaml").write_text("- just\n- a list\n")
+    with pytest.raises(MapError, match="citizens.yaml.*one mapping named 'citizens'"):
+        load_map(folder)
+    (folder / "citizens.yaml").write_text("42\n")
+    with pytest.raises(MapError, match="one mapping named 'citizens'"):
+        load_map(folder)
