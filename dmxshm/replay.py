@@ -222,7 +222,9 @@ def replay_config(rec: Recording, agent: str, log: str | None = None,
         # the renderer the run used ("auto" resolved there, not here)
         renderer=str(rec.summary.get("renderer", c.get("renderer", default["renderer"]))),
         spine=bool(c.get("spine", default["spine"])),
-        spine_hz=float(c.get("spine_hz", default["spine_hz"])), **overrides)
+        spine_hz=float(c.get("spine_hz", default["spine_hz"])),
+        camera_model=str(c.get("camera_model", default["camera_model"])),
+        route=c.get("route", default["route"]), **overrides)
 
 
 @dataclass(frozen=True)

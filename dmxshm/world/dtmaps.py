@@ -27,8 +27,9 @@ gym-duckietown's YAML (``*.yaml``, as in duckietown-world's ``data/gd1/maps``)
   it is off the road.
 - ``objects``: a mapping of name to object, or a list (named ``obNN-KIND`` as
   duckietown-world names them). Each has a ``kind``
-  (:data:`~dmxshm.world.objects.KINDS`) and is placed by the first of (as
-  duckietown-world's ``get_transform`` takes them):
+  (:data:`~dmxshm.world.objects.KINDS`) and is placed by the first of ``pos``,
+  ``pose``, ``place`` and ``attach`` it has (duckietown-world's ``get_transform``
+  takes them in that order):
 
   - ``pos: [x, y]`` in tiles, ``x`` from the west edge, ``y`` from the north edge
     (``[1.5, 2.5]`` is the middle of the tile in column 1, row 2), with
@@ -186,6 +187,8 @@ def read_yaml(path: FsPath) -> Any:
         raise MapError(f"map {path}: cannot read it: {exc}") from exc
     try:
         return yaml.load(text, Loader=_loader())  # noqa: S506 (a SafeLoader subclass)
+    except RecursionError:
+        raise MapError(f"map {path}: nested too deeply to be a map") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
@@ -214,8 +217,14 @@ def _line(container: Any, key: Any) -> int:
 
 def _number(w: _Where, container: Any, key: Any, field: str, *, positive: bool = False) -> float:
     value = container[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise w.error(_line(container, key), field, f"must be a number, not {value!r}")
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) \
+            and math.isfinite(value)
+    except OverflowError:  # an integer too big for a float
+        ok = False
+    if not ok:
+        text = repr(value) if len(repr(value)) < 40 else repr(value)[:40] + "..."
+        raise w.error(_line(container, key), field, f"must be a number, not {text}")
     if positive and not value > 0:
         raise w.error(_line(container, key), field, f"must be positive, not {value!r}")
     return float(value)
@@ -380,7 +389,7 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
             slot = spec.get("slot")
             try:
                 sx, sy = _SLOTS[int(slot)]
-            except (TypeError, ValueError, KeyError):
+            except (TypeError, ValueError, KeyError, OverflowError):
                 raise w.error(_line(spec, "slot"), f"{field}.attach.slot",
                               f"must be a slot 0 to 7, not {slot!r}") from None
             x, y, yaw = (sx + i) * size, (sy + j) * size, rotate
@@ -494,7 +503,7 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
             > 1e-9:
         raise wtm.error(_line(ts, "y"), f"tile_maps.{map_name}.tile_size.y",
                         "must equal x: dmxshm's tiles are square")
-    poses = _Frames(frames, str(frames_path))
+    poses = _Frames(frames, str(frames_path), str(map_name))
     wt = _Where(str(tiles_path))
     cells: dict[tuple[int, int], Tile] = {}
     centres = []
@@ -505,9 +514,16 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
             raise wt.error(_line(tiles, key), field, "must be a mapping with a 'type'")
         x, y, yaw = poses.world(key, _line(tiles, key), str(tiles_path))
         centres.append((key, x, y, yaw, entry))
-    # Tile frames sit at tile centres, in tiles or in metres: whichever makes every
-    # centre a half-integer.
-    in_tiles = all(_half_integer(x) and _half_integer(y) for _, x, y, _, _ in centres)
+    # Tile frames sit at tile centres, in tiles or in metres: the tiles' own i and j
+    # say which where they are given; else whichever makes every centre a
+    # half-integer.
+    given = [(x, y, e["i"], e["j"]) for _, x, y, _, e in centres
+             if isinstance(e.get("i"), int) and isinstance(e.get("j"), int)]
+    if given:
+        in_tiles = all(abs(x - (i + 0.5)) < 1e-6 and abs(y - (j + 0.5)) < 1e-6
+                       for x, y, i, j in given)
+    else:
+        in_tiles = all(_half_integer(x) and _half_integer(y) for _, x, y, _, _ in centres)
     scale = 1.0 if in_tiles else 1.0 / size
     for key, x, y, yaw, entry in centres:
         field = f"tiles.{key}"
@@ -591,8 +607,9 @@ def _layer_kind(w: _Where, layer: str, key: str, entry: Any,
 class _Frames:
     """The frame tree of a layered map: world poses by composing ``relative_to``."""
 
-    def __init__(self, frames: Any, source: str) -> None:
+    def __init__(self, frames: Any, source: str, root: str | None = None) -> None:
         self.frames = frames
+        self.root = root
         self.w = _Where(source)
         self.cache: dict[str, tuple[float, float, float]] = {}
 
@@ -620,12 +637,16 @@ class _Frames:
                      for k in ("x", "y", "yaw"))
         parent = entry.get("relative_to")
         if parent is None:
+            if self.root is not None and key != self.root:
+                raise self.w.error(_line(entry, "pose") or _line(self.frames, key),
+                                   f"{field}.relative_to", f"missing: only the map's own "
+                                   f"frame, {self.root!r}, stands on its own")
             out = (0.0, 0.0, 0.0)  # the map's root: everything is measured from it
         else:
-            if parent not in self.frames:
+            if not isinstance(parent, str) or parent not in self.frames:
                 raise self.w.error(_line(entry, "relative_to"), f"{field}.relative_to",
                                    f"names {parent!r}, which has no frame")
-            px, py, pyaw = self._resolve(str(parent), seen)
+            px, py, pyaw = self._resolve(parent, seen)
             if self.frames[parent].get("relative_to") is None:
                 px, py, pyaw = 0.0, 0.0, 0.0
             # The frames' y points south, their yaw turns clockwise from above: a

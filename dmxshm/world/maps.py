@@ -100,7 +100,7 @@ import numpy as np
 
 from dmxshm.world.lanes import LanePose, Path, lane_pose_among
 from dmxshm.world.maperror import MapError, MapNotFoundError
-from dmxshm.world.objects import MapObject
+from dmxshm.world.objects import MapObject, footprint_m
 from dmxshm.world.starts import (
     MIN_START_SPACING_M,
     lane_candidates,
@@ -126,6 +126,10 @@ MAPS_DIR = FsPath(__file__).parent / "data" / "maps"
 """Where the bundled maps are installed."""
 
 _KEYS = frozenset({"format", "name", "description", "tile_size_m", "tiles"})
+
+ROBOT_CLEARANCE_M = 0.15
+"""How far from an object's footprint a robot's start pose must be (its own reach
+from its axle is 0.12 m)."""
 
 
 def bundled_maps() -> list[str]:
@@ -493,7 +497,14 @@ class RoadMap:
     def _start_candidates(self) -> list[tuple[float, float, float]]:
         lanes = [p for (r, c), paths in sorted(self._paths.items())
                  if self.tiles[r][c].kind not in INTERSECTION_KINDS for p in paths]
-        return lane_candidates(lanes, self.lane_offset_m)
+        candidates = lane_candidates(lanes, self.lane_offset_m)
+        if not self.objects:
+            return candidates
+        # No robot starts in (or against) an object on the road.
+        keep_out = [(o.x_m, o.y_m, footprint_m(o) + ROBOT_CLEARANCE_M)
+                    for o in self.objects if footprint_m(o) > 0]
+        return [(x, y, yaw) for x, y, yaw in candidates
+                if all(math.hypot(x - ox, y - oy) > r for ox, oy, r in keep_out)]
 
     @property
     def capacity(self) -> int:

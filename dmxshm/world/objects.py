@@ -228,6 +228,17 @@ def parts(obj: MapObject) -> list[Part]:
                  collide=False)]
 
 
+def footprint_m(obj: MapObject) -> float:
+    """The radius, from the object's position, of the floor its collision shape covers
+    (0 for what nothing hits)."""
+    out = 0.0
+    for p in parts(obj):
+        if p.collide:
+            reach = math.hypot(*p.size[:2]) if p.geom == "box" else p.size[0]
+            out = max(out, math.hypot(p.pos[0], p.pos[1]) + reach)
+    return out
+
+
 @dataclass
 class PlacedObjects:
     """The bodies of a world's objects.

@@ -181,9 +181,10 @@ class Router:
         return self.road_map.tiles[cell[0]][cell[1]].edges  # type: ignore[attr-defined]
 
     def _is_intersection(self, cell: tuple[int, int] | None) -> bool:
-        if cell is None:
-            return False
-        return self.road_map.tiles[cell[0]][cell[1]].kind in INTERSECTION_KINDS  # type: ignore[attr-defined]
+        m = self.road_map
+        if cell is None or not (0 <= cell[0] < m.rows and 0 <= cell[1] < m.cols):  # type: ignore[attr-defined]
+            return False  # off the map (a road may end at its border)
+        return m.tiles[cell[0]][cell[1]].kind in INTERSECTION_KINDS  # type: ignore[attr-defined]
 
     def _decide(self, i: int, cell: tuple[int, int], entry: str) -> RouteState:
         edges = self._open_edges(cell)
@@ -215,6 +216,9 @@ class Router:
         state = self.states[i]
         if self._is_intersection(cell):
             assert cell is not None
+            if state is not None and state.inside and state.cell != cell:
+                # Straight from one intersection into the next: the first is done.
+                self.taken[i][state.turn] += 1
             if state is None or state.cell != cell:
                 # Entered without being seen on the way in: by the edge it is nearest.
                 entry = self._nearest_edge(cell, x, y)
@@ -353,14 +357,15 @@ class Routes:
     def of(cls, road_map: object, robots: int, seed: int, turns: tuple[str, ...]) -> Routes:
         return cls(Router(road_map, robots, seed, turns))
 
-    def see(self, step: int, poses: list[tuple[float, float, float]]) -> None:
-        """Update every robot from its pose at ``step`` (once a step; again is a no-op)."""
-        if step == self._step:
+    def see(self, step: int | None, poses: list[tuple[float, float, float]]) -> None:
+        """Update every robot from its pose at ``step`` (once a step; again is a no-op;
+        a ``step`` of None always updates)."""
+        if step is not None and step == self._step:
             return
         self._step = step
         r = self.router
         states = [r.update(i, x, y, yaw) for i, (x, y, yaw) in enumerate(poses)]
-        go = self.right_of_way.update(step, poses)
+        go = self.right_of_way.update(step if step is not None else 0, poses)
         self.lane = []
         for i, (x, y, yaw) in enumerate(poses):
             lane, _ = r.lane(i, x, y, yaw)

@@ -479,13 +479,13 @@ def test_the_summary_counts_a_robot_running_into_a_barrier(tmp_path) -> None:  #
                       f"    rotate: {rotate}", "    height: 0.15"]
     walled = tmp_path / "walled.yaml"
     walled.write_text(GYM_MAP.split("objects:")[0] + "\n".join(lines) + "\n")
-    s = run(map=str(walled), robots=1, camera=(0, 0), steps=800,
+    s = run(map=str(walled), robots=1, camera=(0, 0), steps=400,
             agent="tests.agents:BlindLaneFollow")
     assert s.lane["object_collisions"] == [1]  # it hits one and stays against it
     assert s.lane["robot_collisions"] == [0]
     assert s.lane["distance_m"][0] < 2 * 0.6 * 2  # it never got round the loop
     # The lane follower that sees (its time of flight) stops short of the barrier.
-    seeing = run(map=str(walled), robots=1, camera=(0, 0), steps=800, agent="lane-follow")
+    seeing = run(map=str(walled), robots=1, camera=(0, 0), steps=400, agent="lane-follow")
     assert seeing.lane["object_collisions"] == [0]
     assert seeing.lane["distance_m"][0] < s.lane["distance_m"][0]
 
@@ -507,15 +507,15 @@ def test_routes_turn_robots_at_intersections_and_keep_them_on_the_road() -> None
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 @pytest.mark.parametrize("route, turned", [
-    ("right,left", {"left": 2, "straight": 0, "right": 4}),
-    ("straight", {"left": 0, "straight": 4, "right": 0}),
+    ("right,left", {"left": 1, "straight": 0, "right": 2}),
+    ("straight", {"left": 0, "straight": 2, "right": 0}),
     # Robot 0 of seed 0 drives the ring clockwise: its 3-ways offer straight and right,
     # so a route of lefts goes straight on there.
-    ("left", {"left": 0, "straight": 4, "right": 0}),
+    ("left", {"left": 0, "straight": 2, "right": 0}),
 ])
 def test_turns_at_every_intersection_stay_on_the_road(route: str,
                                                        turned: dict[str, int]) -> None:
-    s = run(map="grid", robots=1, camera=(0, 0), steps=1200, route=route)
+    s = run(map="grid", robots=1, camera=(0, 0), steps=700, route=route)
     assert s.lane["off_road_steps"] == [0]
     assert {k: v[0] for k, v in s.lane["turns"].items()} == turned
 

@@ -392,3 +392,58 @@ def test_a_layer_file_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
     (folder / "citizens.yaml").write_text("42\n")
     with pytest.raises(MapError, match="one mapping named 'citizens'"):
         load_map(folder)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda f: f.replace("relative_to: map_0/sign1", "relative_to: [map_0]"),
+     "relative_to': names ['map_0'], which has no frame"),
+    (lambda f: f.replace("    relative_to: map_0/sign1\n", ""),
+     "relative_to': missing: only the map's own frame, 'map_0', stands on its own"),
+    (lambda f: f.replace("x: 0.5", "x: " + "9" * 400, 1), "must be a number, not 999"),
+])
+def test_malformed_frames_are_refused_not_raised(tmp_path: Path, edit, words: str) -> None:
+    folder = _layered(tmp_path / "town", metres=False)
+    frames = folder / "frames.yaml"
+    text = frames.read_text()
+    changed = edit(text)
+    assert changed != text
+    frames.write_text(changed)
+    with pytest.raises(MapError) as err:
+        load_map(folder)
+    assert words in str(err.value)
+
+
+def test_an_infinite_slot_and_deep_nesting_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(MapError, match="must be a slot 0 to 7"):
+        load_map(_write(tmp_path, GYM_MAP.replace("slot: 0", "slot: .inf")))
+    deep = "tile_size: 0.6\ntiles: " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(MapError, match="map .*m.yaml"):
+        load_map(_write(tmp_path, deep))
+
+
+def test_no_robot_starts_on_an_object() -> None:
+    import numpy as np
+
+    from dmxshm.world.objects import footprint_m
+
+    m = load_map(Path(__file__).parents[2] / "examples" / "maps" / "town.yaml")
+    plain = load_map("grid")
+    # Cones on lane centres where robots could start.
+    cones = tuple(MapObject(f"c{k}", "cone", x, y) for k, (x, y, _) in
+                  enumerate(plain.start_poses(6, np.random.default_rng(1))))
+    from dmxshm.world.maps import RoadMap
+
+    blocked = RoadMap(plain.tiles, plain.tile_size_m, objects=cones)
+    assert blocked.capacity < plain.capacity == m.capacity
+    for seed in range(5):
+        for x, y, _ in blocked.start_poses(blocked.capacity, np.random.default_rng(seed)):
+            assert all(np.hypot(x - c.x_m, y - c.y_m) > footprint_m(c) + 0.15 for c in cones)
+
+
+def test_a_route_near_a_road_that_leaves_the_map_is_no_intersection(tmp_path: Path) -> None:
+    from dmxshm.world.routes import Router
+
+    m = load_map(_write(tmp_path, "tile_size: 0.6\ntiles:\n- [straight/E, straight/E]\n"))
+    router = Router(m, 1, turns=("left",))
+    for x, yaw in ((1.15, 0.0), (0.05, 3.14159)):  # heading off either end
+        assert router.update(0, x, 0.3 - m.lane_offset_m, yaw) is None

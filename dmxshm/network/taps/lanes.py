@@ -12,8 +12,9 @@ from dmxshm.network.taps import Tap, poses_of
 from dmxshm.world.routes import TURNS, Routes
 from dmxshm.world.world import World
 
-STOPPED_M = 0.002
-"""A robot that moved less than this from one state to the next stood still."""
+STILL_M_S = 0.02
+"""A robot slower than this from one state to the next stood still (2 cm/s: the lane
+follower cruises at 22)."""
 
 
 class Lanes(Tap):
@@ -29,6 +30,7 @@ class Lanes(Tap):
         self.world = world
         self.routes = routes
         self.state_dt_s = state_dt_s
+        self._still_m = STILL_M_S * state_dt_s
         n = world.num_robots
         self._still = [0] * n
         self._max_still = [0] * n
@@ -63,7 +65,7 @@ class Lanes(Tap):
             self._object_hits[i] += 1
         self._touching = (robots, objects)
 
-    def update(self, poses: np.ndarray, step: int = 0) -> None:
+    def update(self, poses: np.ndarray, step: int | None = None) -> None:
         """Count ``(R, 3)`` poses ``(x, y, yaw)`` (of state ``step``)."""
         t0 = time.perf_counter()
         rows = poses.tolist()
@@ -72,7 +74,7 @@ class Lanes(Tap):
             for i, (row, before) in enumerate(zip(rows, last, strict=True)):
                 moved = math.hypot(row[0] - before[0], row[1] - before[1])
                 distance[i] += moved
-                self._still[i] = self._still[i] + 1 if moved < STOPPED_M else 0
+                self._still[i] = self._still[i] + 1 if moved < self._still_m else 0
                 if self._still[i] > self._max_still[i]:
                     self._max_still[i] = self._still[i]
         self._last = rows
