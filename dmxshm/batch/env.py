@@ -195,7 +195,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self.world.replace_robots([(float(x), float(y), float(yaw))])
         self._steps = 0
         obs, lane, _ = self._measure(self.world.state(copy=False))
-        info = {"lane_offset_m": lane[0], "on_road": lane[2]}
+        info: dict[str, Any] = {"lane_offset_m": lane[0], "on_road": lane[2]}
         if self.camera is not None and self.camera.lens is not None:
             info["calibration"] = self.camera.calibration
         return obs, info

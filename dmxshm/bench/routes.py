@@ -77,13 +77,15 @@ def run(seeds: tuple[int, ...] = (0, 1, 2), robots: int = 8, steps: int = 3000,
                             route=route, seed=seed, name=f"bench-routes-{os.getpid()}")
         with Network(cfg) as net:
             s = net.run()
-        lane = s.lane
+        lane: dict[str, Any] = dict(s.lane)
         res.runs.append(SeedRun(
-            seed=seed, off_road_steps=list(lane["off_road_steps"]), turns=lane["turns"],
-            max_still_s=list(lane["max_still_s"]),
-            stop_line_waits=list(lane["stop_line_waits"]),
-            robot_collisions=list(lane["robot_collisions"]),
-            object_collisions=list(lane["object_collisions"]), steps_per_s=s.steps_per_s))
+            seed=seed, off_road_steps=[int(v) for v in lane["off_road_steps"]],
+            turns={k: [int(v) for v in vs] for k, vs in lane["turns"].items()},
+            max_still_s=[float(v) for v in lane["max_still_s"]],
+            stop_line_waits=[int(v) for v in lane["stop_line_waits"]],
+            robot_collisions=[int(v) for v in lane["robot_collisions"]],
+            object_collisions=[int(v) for v in lane["object_collisions"]],
+            steps_per_s=s.steps_per_s))
         if progress is not None:
             progress(f"seed {seed}")
     return res

@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path as FsPath
-from typing import Any
+from typing import Any, cast
 
 from dmxshm.world.maperror import MapError
 from dmxshm.world.objects import DEFAULT_HEIGHT_M, KINDS, SIGN_KINDS, MapObject, ObjectError
@@ -130,14 +130,14 @@ _SIGN_TYPES.update({"four_way_intersect": "sign_4_way_intersect",
                     "t_light_ahead": "sign_t_light_ahead"})
 
 
-class _Dict(dict):  # type: ignore[type-arg]
+class _Dict(dict):
     """A YAML mapping that remembers the line of each key (1-based)."""
 
     line = 0
     lines: dict[Any, int]
 
 
-class _List(list):  # type: ignore[type-arg]
+class _List(list):
     """A YAML sequence that remembers the line of each item (1-based)."""
 
     line = 0
@@ -366,7 +366,8 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
                       f"unknown object kind {kind!r}; known kinds: {', '.join(KINDS)}")
     placements = [k for k in ("pos", "pose", "place", "attach") if k in desc]
     if not placements:  # duckietown-world's order: the first one given wins
-        raise w.error(desc.line, field, "needs a placement: pos, pose, place or attach")
+        raise w.error(getattr(desc, "line", 0), field,
+                      "needs a placement: pos, pose, place or attach")
     rotate = math.radians(_number(w, desc, "rotate", f"{field}.rotate")) if "rotate" in desc \
         else 0.0
     how = placements[0]
@@ -388,7 +389,7 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
         else:
             slot = spec.get("slot")
             try:
-                sx, sy = _SLOTS[int(slot)]
+                sx, sy = _SLOTS[int(cast(Any, slot))]
             except (TypeError, ValueError, KeyError, OverflowError):
                 raise w.error(_line(spec, "slot"), f"{field}.attach.slot",
                               f"must be a slot 0 to 7, not {slot!r}") from None

@@ -327,7 +327,8 @@ def _sphere(r: float) -> tuple[list[list[float]], list[list[float]]]:
 
 def _part_triangles(p: Part) -> tuple[list[list[float]], list[list[float]]]:
     if p.geom == "box":  # a face on the floor is never seen
-        return _box(*p.size, bottom=p.pos[2] - p.size[2] > 1e-6)
+        hx, hy, hz = p.size
+        return _box(hx, hy, hz, bottom=p.pos[2] - hz > 1e-6)
     if p.geom == "cylinder":
         return _cylinder(p.size[0], p.size[1], bottom=p.pos[2] - p.size[1] / 2 > 1e-6)
     return _sphere(p.size[0])

@@ -71,3 +71,15 @@ def test_bench_objects_runs_both_maps_with_the_same_tiles() -> None:
         path.write_text(objects.town_yaml(12))
         _, _, objs, _ = parse_gym(read_yaml(path), str(path))
         assert len(objs) == 12 and {o.kind for o in objs} == set(objects.KINDS)
+
+
+@pytest.mark.timeout(120)
+def test_bench_routes_reads_the_summarys_lane_figures() -> None:
+    from dmxshm.bench import routes
+
+    res = routes.run(seeds=(0,), robots=2, steps=300)
+    (run,) = res.runs
+    assert run.off_road_steps == [0, 0] and len(run.max_still_s) == 2
+    assert set(run.turns) == {"left", "straight", "right"}
+    names = [name for name, _, _ in res.targets()]
+    assert len(names) == 3 and res.to_dict()["runs"][0]["seed"] == 0
