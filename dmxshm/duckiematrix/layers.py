@@ -31,15 +31,12 @@ import math
 import os
 from typing import Any
 
+from dmxshm.world.dtmaps import CLOCKWISE, LAYER_BASE_EDGES
 from dmxshm.world.maps import RoadMap
 
 MAP = "map_0"
 """The map frame's name (``MapInterpreter`` reads ``map_0`` only)."""
 
-_CLOCKWISE = ("N", "E", "S", "W")
-_UNROTATED = {"straight": {"N", "S"}, "curve": {"N", "E"}, "3way": {"N", "S", "E"},
-              "4way": {"N", "E", "S", "W"}}
-"""The Duckiematrix's tiles at yaw 0: the edges their roads leave by."""
 TYPES = {"grass": "grass", "asphalt": "asphalt", "floor": "floor", "straight": "straight",
          "curve": "curve", "3way": "3way", "4way": "4way"}
 """dmxshm's tile kinds and the Duckiematrix's type of each."""
@@ -48,11 +45,11 @@ TYPES = {"grass": "grass", "asphalt": "asphalt", "floor": "floor", "straight": "
 def _quarter_turns(kind: str, edges: frozenset[str]) -> int:
     """The clockwise quarter turns that take the Duckiematrix's unrotated ``kind`` to
     the tile's ``edges`` (0 for a tile without roads)."""
-    base = _UNROTATED.get(kind)
+    base = LAYER_BASE_EDGES.get(kind)
     if base is None:
         return 0
     for k in range(4):
-        if {_CLOCKWISE[(_CLOCKWISE.index(e) + k) % 4] for e in base} == set(edges):
+        if {CLOCKWISE[(CLOCKWISE.index(e) + k) % 4] for e in base} == set(edges):
             return k
     raise ValueError(f"no rotation of a {kind} leaves by {sorted(edges)}")
 

@@ -86,7 +86,7 @@ from typing import Any, cast
 
 from dmxshm.world.maperror import MapError
 from dmxshm.world.objects import DEFAULT_HEIGHT_M, KINDS, SIGN_KINDS, MapObject, ObjectError
-from dmxshm.world.tiles import Tile
+from dmxshm.world.tiles import ROTATIONS_DEG, Tile
 
 GYM_TILE_KINDS = ("straight", "curve_left", "curve_right", "3way_left", "3way_right", "4way",
                   "asphalt", "grass", "floor", "empty", "calibration_tile")
@@ -109,12 +109,12 @@ OBJECT_LAYERS = ("traffic_signs", "citizens", "vehicles", "ground_tags", "watcht
 LAYER_TILE_TYPES = ("straight", "curve", "3way", "4way", "asphalt", "grass", "floor")
 """The tile types of the layered format (lib-dt-maps' ``TileType``)."""
 
-_LAYER_BASE_EDGES = {"straight": ("N", "S"), "curve": ("N", "E"), "3way": ("N", "S", "E"),
-                     "4way": ("N", "E", "S", "W")}
-_CLOCKWISE = ("N", "E", "S", "W")
-_DMX_BASE_EDGES = {"straight": ("W", "E"), "curve": ("E", "S"), "3way": ("W", "E", "S"),
-                   "4way": ("W", "E", "S", "N")}
-_CCW = ("E", "N", "W", "S")
+LAYER_BASE_EDGES = {"straight": ("N", "S"), "curve": ("N", "E"), "3way": ("N", "S", "E"),
+                    "4way": ("N", "E", "S", "W")}
+"""The layered format's tiles at yaw 0: the edges their roads leave by."""
+
+CLOCKWISE = ("N", "E", "S", "W")
+"""The edges in the order a clockwise quarter turn (the layers' yaw) takes them."""
 
 # duckietown-world's get_xy_slot: a tile's sign slots, from its south-west corner.
 _SLOT_TO, _SLOT_TC = 0.09, 0.035
@@ -447,10 +447,9 @@ def layered_tile(kind: str, yaw_rad: float) -> Tile:
     turns = round(yaw_rad / (math.pi / 2))
     if abs(yaw_rad - turns * math.pi / 2) > 1e-3:
         raise ValueError(f"a tile's yaw must be a multiple of pi/2, not {yaw_rad!r}")
-    edges = {_CLOCKWISE[(_CLOCKWISE.index(e) + turns) % 4] for e in _LAYER_BASE_EDGES[kind]}
-    for rot in (0, 90, 180, 270):
-        steps = rot // 90
-        if {_CCW[(_CCW.index(e) + steps) % 4] for e in _DMX_BASE_EDGES[kind]} == edges:
+    edges = {CLOCKWISE[(CLOCKWISE.index(e) + turns) % 4] for e in LAYER_BASE_EDGES[kind]}
+    for rot in ROTATIONS_DEG:
+        if Tile(kind, rot).edges == edges:
             return Tile(kind, rot)
     raise AssertionError("unreachable: every yaw of a road kind has a dmxshm rotation")
 

@@ -44,7 +44,7 @@ format gives one; it is kept and reported, not drawn as a pattern.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dmxshm.errors import DmxError
@@ -136,9 +136,6 @@ class MapObject:
                 "yaw_rad": self.yaw_rad, "height_m": self.height_m, "static": self.static,
                 "optional": self.optional, "tag_id": self.tag_id, "color": self.color}
 
-    def moved(self, x_m: float, y_m: float, yaw_rad: float) -> MapObject:
-        """The same object at another pose."""
-        return replace(self, x_m=x_m, y_m=y_m, yaw_rad=yaw_rad)
 
 
 @dataclass
@@ -237,19 +234,6 @@ def footprint_m(obj: MapObject) -> float:
             reach = math.hypot(*p.size[:2]) if p.geom == "box" else p.size[0]
             out = max(out, math.hypot(p.pos[0], p.pos[1]) + reach)
     return out
-
-
-@dataclass
-class PlacedObjects:
-    """The bodies of a world's objects.
-
-    Attributes:
-        objects: what was placed, in order.
-        body_ids: the pybullet body of each.
-    """
-
-    objects: list[MapObject] = field(default_factory=list)
-    body_ids: list[int] = field(default_factory=list)
 
 
 def _box(hx: float, hy: float, hz: float,
