@@ -21,6 +21,7 @@ import numpy as np
 
 import dmxshm
 from dmxshm.policies import load_policy
+from dmxshm.shm.slot import O_STATUS, SERVING, SlotSegment
 
 
 def main(kind: str, name: str, arg: int) -> None:
@@ -54,6 +55,9 @@ def garbage(agent: dmxshm.client.Connection, count: int) -> None:
     assert seg is not None
     rng = np.random.default_rng(7)
     lay = seg.layout
+    deadline = time.monotonic() + 30  # a client may claim before the network serves
+    while seg.word(O_STATUS) != SERVING and time.monotonic() < deadline:
+        time.sleep(0.001)
     area = np.frombuffer(seg.buf, np.uint8, lay.size - lay.cmd, lay.cmd)
     for i in range(count):
         how = i % 4
@@ -71,9 +75,19 @@ def garbage(agent: dmxshm.client.Connection, count: int) -> None:
         seg.ring(seg.cmd_bell)
         for _ in range(int(rng.integers(0, 50))):
             seg.cmd_bell.release()  # bells rung for nothing
-        time.sleep(0.002)
+        examined(seg)
     # Well-formed from here: after any sequence word the garbage left.
     agent._m = int(seg.cmd_head["seq"][0]) // 2 + 1
+
+
+def examined(seg: SlotSegment, timeout_s: float = 5.0) -> None:
+    """Wait until the network has looked at the command there (an incomplete one, an
+    odd sequence word, is never looked at), so that every junk command is examined
+    whatever the machine's load; give up after ``timeout_s`` or once the slot stops
+    serving."""
+    deadline = time.monotonic() + timeout_s
+    while seg.unexamined() and seg.word(O_STATUS) == SERVING and time.monotonic() < deadline:
+        time.sleep(0.0005)
 
 
 if __name__ == "__main__":

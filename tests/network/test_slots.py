@@ -172,7 +172,7 @@ def test_garbage_from_a_live_client_is_rejected_and_counted(mode: str) -> None:
     summary = run(cfg)
     finish(c)
     (slot,) = summary.slots
-    assert slot["rejected"] >= 100, slot
+    assert slot["rejected"] >= 300, slot  # every malformed command examined: 300 by kind
     assert {"step", "reset"} <= set(slot["rejections"]), slot["rejections"]
     assert all(slot["first_rejections"][k].startswith(f"from pid {c.pid}")
                for k in slot["rejections"])
