@@ -133,6 +133,7 @@ class _Sensors:
             self.close()
             raise
         self._posed = self._viewed = -1
+        self._dt_s = cfg.dt_s  # a realtime state's time is its step times dt
 
     def values(self, sensor: str, step: int, states: np.ndarray,
                robots: list[int]) -> list[np.ndarray]:
@@ -149,13 +150,13 @@ class _Sensors:
             return list(np.asarray(encoders_many(rows), "<i8"))
         if sensor == "tof":
             if self._posed != step:
-                self.scene.set_poses(states)
+                self.scene.set_poses(states, step * self._dt_s)
                 self._posed = step
             ranges = self.tof.measure_many(self.scene.client, rows)
             return list(np.array(ranges, dtype=np.float32))
         assert self.camera is not None and self.view is not None
         if self._viewed != step:
-            self.view.set_state(states)
+            self.view.set_state(states, step * self._dt_s)
             self._viewed = step
         h, w = self.camera.height, self.camera.width
         out = []

@@ -201,4 +201,4 @@ def test_the_readme_objects_example_runs_from_the_repository(tmp_path: Path) -> 
 
     out = _run_block(tmp_path, "w.add_object(", cwd=README.parent).strip()
     town = load_map(README.parent / "examples" / "maps" / "town.yaml")
-    assert out == f"{len(town.objects) + 1} objects; []"
+    assert out == f"{len(town.objects) + 2} objects; []"

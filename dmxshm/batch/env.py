@@ -65,8 +65,11 @@ STATE_LOW[-1] = 0.0
 _SCENES: dict[tuple[int, str, str], World] = {}
 
 
-def scene_client(road_map: RoadMap, renderer: str = "tiny") -> int:
-    """A pybullet client with the scene of ``road_map`` and no robot, one per process.
+def scene_client(road_map: RoadMap, renderer: str = "tiny",
+                 sim_time_s: float | None = None) -> int:
+    """A pybullet client with the scene of ``road_map`` and no robot, one per process;
+    with ``sim_time_s``, its moving objects where they are at that time (an env's clock:
+    every env's world has seed 0, so its objects move as the scene's).
 
     Every camera of this process renders there: the robot never appears in
     its own camera (tested), so the images are exactly those of the robot's
@@ -80,7 +83,10 @@ def scene_client(road_map: RoadMap, renderer: str = "tiny") -> int:
     key = (os.getpid(), road_map.digest(), renderer)
     if key not in _SCENES:
         _SCENES[key] = World(road_map, 0, renderer=renderer)
-    return _SCENES[key].client
+    scene = _SCENES[key]
+    if sim_time_s is not None and scene.movers:
+        scene.move_objects(sim_time_s)
+    return scene.client
 
 
 class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
@@ -167,7 +173,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if self.obs_kind != "state":
             assert self.camera is not None
             out["camera"] = self.camera.render(
-                scene_client(self.world.road_map, self.renderer), state[0])
+                scene_client(self.world.road_map, self.renderer, self.world.sim_time_s),
+                state[0])
         obs = out if self.obs_kind == "both" else out[self.obs_kind]
         return obs, (offset, heading, lane.on_road), speed
 
@@ -227,8 +234,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if self.render_mode != "rgb_array":
             return None
         camera = self.camera or Camera(renderer=self.renderer)
-        return camera.render(scene_client(self.world.road_map, self.renderer),
-                             self.world.state()[0])
+        return camera.render(scene_client(self.world.road_map, self.renderer,
+                                          self.world.sim_time_s), self.world.state()[0])
 
     def close(self) -> None:
         self.world.close()

@@ -113,7 +113,7 @@ class CameraProcess(Role[CameraResult]):
                 continue
             states = st["robots"]
             t_render = time.perf_counter()
-            world.set_state(states)
+            world.set_state(states, float(st["sim_time_s"]))
             for j, robot in enumerate(robots):
                 camera.render(world.client, states[robot], out=slot["camera"][j])
             done.render_s += time.perf_counter() - t_render

@@ -202,7 +202,7 @@ class Renderer(Role[RendererResult]):
                 break
             states = st["robots"]
             t0 = time.perf_counter()
-            self.mirror(states)
+            self.mirror(states, float(st["sim_time_s"]))
             sensing.render_s += time.perf_counter() - t0
             k = int(st["step"])
             sim_time_s = float(st["sim_time_s"])
@@ -278,7 +278,7 @@ class Renderer(Role[RendererResult]):
                     continue
             states = st["robots"]
             if due:
-                self.mirror(states)
+                self.mirror(states, float(st["sim_time_s"]))
             k = int(st["step"])
             sim_time_s = float(st["sim_time_s"])
             for o, link, ring in sources:

@@ -109,6 +109,7 @@ class RunReader:
         if meta is None:
             raise ViewError(f"the run {prefix} has not written what the view needs yet")
         self.meta = meta
+        self._mover_list: list[Any] | None = None
         self.meta_path = os.path.join(SHM_DIR, (prefix + vr.META).lstrip("/"))
         opened: list[Ring] = []
         try:
@@ -142,6 +143,21 @@ class RunReader:
         return (self.state.closed or not os.path.exists(self.meta_path)
                 or not psutil.pid_exists(int(self.meta["pid"])))
 
+    def _movers(self, sim_time_s: float) -> list[list[float]]:
+        """Each moving object's ``[x, y, yaw]`` at ``sim_time_s`` (its pose is a function
+        of the run's map, seed and time: :mod:`dmxshm.world.movers`)."""
+        if self._mover_list is None:
+            from dmxshm.world.maps import load_map
+            from dmxshm.world.movers import movers_of
+
+            try:
+                m = load_map(self.meta["map"])
+                self._mover_list = list(movers_of(m, list(m.objects),
+                                                  int(self.meta["seed"])).values())
+            except DmxError:  # a map this process cannot read: none drawn
+                self._mover_list = []
+        return [[round(v, 4) for v in mv.pose(sim_time_s)] for mv in self._mover_list]
+
     def snapshot(self) -> dict[str, Any]:
         """What the page shows now (the last known figures once the run ended)."""
         out = dict(self.last)
@@ -158,6 +174,7 @@ class RunReader:
             out |= {"step": step, "sim_time_s": float(st["sim_time_s"]),
                     "late_steps": int(st["late_steps"]),
                     "poses": np.round(st["poses"], 4).tolist(),
+                    "movers": self._movers(float(st["sim_time_s"])),
                     # Each robot's LEDs as an outside agent set them; null: never set.
                     "lights": [np.round(rgba, 3).tolist() if rgba.any() else None
                                for rgba in st["lights"]]}
@@ -411,7 +428,8 @@ def _map_png(name: str) -> bytes:
     from dmxshm.matrix.camera import top_view
     from dmxshm.world.maps import load_map
 
-    return encode_png(top_view(load_map(name), 640))
+    # Moving objects are drawn by the page where they are, not in the background.
+    return encode_png(top_view(load_map(name).still(), 640))
 
 
 def check_host(host: str, allow_remote: bool, token: str | None) -> str | None:

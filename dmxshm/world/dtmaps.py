@@ -46,7 +46,9 @@ gym-duckietown's YAML (``*.yaml``, as in duckietown-world's ``data/gd1/maps``)
     duckietown-world's ``get_xy_slot`` and formula, with ``rotate``.
 
   ``height`` (metres) scales the shape (or ``scale``, times the kind's default
-  height; not both); ``static`` (default true); ``optional`` (default false);
+  height; not both); ``static`` (default true; false: the object moves along the
+  lane it stands on, :mod:`dmxshm.world.movers`); ``speed`` (dmxshm's own key, m/s,
+  a moving object's speed; default by kind); ``optional`` (default false);
   ``tag: {~TagInstance: {tag_id, family, size}}`` gives a sign's or a floor tag's
   AprilTag id.
 - ``version``, ``start_tile`` and ``start_pose`` are read and kept
@@ -100,7 +102,7 @@ W, E and S (gym's ``3way_left/S``: N, S and E; ``3way_right/S``: N, S and W)."""
 
 _GYM_KEYS = ("tiles", "tile_size", "objects", "version", "start_tile", "start_pose")
 _OBJECT_KEYS = ("kind", "pos", "rotate", "place", "pose", "attach", "height", "scale",
-                "static", "optional", "tag", "color")
+                "static", "optional", "tag", "color", "speed")
 
 OBJECT_LAYERS = ("traffic_signs", "citizens", "vehicles", "ground_tags", "watchtowers",
                  "decorations")
@@ -419,10 +421,16 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
                           "must be {~TagInstance: {tag_id: N, family: ..., size: ...}}")
         tag_id = int(inner["tag_id"])
     color = desc.get("color")
+    speed = 0.0
+    if "speed" in desc:  # dmxshm's own key: a moving object's speed, m/s
+        speed = _number(w, desc, "speed", f"{field}.speed", positive=True)
+        if flags["static"]:
+            raise w.error(_line(desc, "speed"), f"{field}.speed",
+                          "a static object has no speed: give static: false to move it")
     try:
         return MapObject(name, kind, x, y, yaw, height, static=flags["static"],
                          optional=flags["optional"], tag_id=tag_id,
-                         color=str(color) if color is not None else None)
+                         color=str(color) if color is not None else None, speed_m_s=speed)
     except ObjectError as exc:
         raise w.error(line, field, str(exc)) from None
 

@@ -100,7 +100,8 @@ import numpy as np
 
 from dmxshm.world.lanes import LanePose, Path, lane_pose_among
 from dmxshm.world.maperror import MapError, MapNotFoundError
-from dmxshm.world.objects import MapObject, footprint_m
+from dmxshm.world.movers import Mover
+from dmxshm.world.objects import MapObject, ObjectError, footprint_m
 from dmxshm.world.starts import (
     MIN_START_SPACING_M,
     lane_candidates,
@@ -364,6 +365,12 @@ class RoadMap:
                           for p in self._paths.get((r + dr, c + dc), ()))
             for (r, c) in self._paths
         }
+        for i, obj in enumerate(objects):
+            if not obj.static:  # refused here, before any world is built
+                try:
+                    Mover(self, obj, i, 0)
+                except ObjectError as exc:
+                    raise MapError(f"{source}: objects: {exc}") from None
 
     def digest(self) -> str:
         """A key of what the map looks like (tiles and tile size), not of its name.
@@ -377,6 +384,15 @@ class RoadMap:
         if not self.objects:  # a map without objects keeps the key it always had
             return repr(tiles)
         return repr((*tiles, tuple(sorted(repr(o) for o in self.objects))))
+
+    def still(self) -> RoadMap:
+        """This map without its moving objects (itself when it has none): a picture
+        of the map draws them where they are, not where they started."""
+        if all(o.static for o in self.objects):
+            return self
+        return RoadMap(self.tiles, self.tile_size_m, name=self.name, source=self.source,
+                       description=self.description,
+                       objects=tuple(o for o in self.objects if o.static), extras=self.extras)
 
     @property
     def size_m(self) -> tuple[float, float]:

@@ -97,7 +97,8 @@ class MapObject:
         optional: may be dropped under randomisation (kept otherwise).
         tag_id: the AprilTag id a sign or a floor tag carries, if given.
         color: a colour name the format gives (duckies, vehicles), if any.
-        speed_m_s: for a moving object, its speed along its lane.
+        speed_m_s: for a moving object, its speed along its lane (0: the kind's
+            default, :data:`dmxshm.world.movers.DEFAULT_SPEED_M_S`).
     """
 
     name: str
@@ -124,6 +125,14 @@ class MapObject:
         if not (self.height_m > 0 and math.isfinite(self.height_m)):
             raise ObjectError(f"object {self.name!r}: height {self.height_m!r} must be a "
                               "positive number of metres")
+        if not (self.speed_m_s >= 0 and math.isfinite(self.speed_m_s)):
+            raise ObjectError(f"object {self.name!r}: speed {self.speed_m_s!r} must be a "
+                              "number of metres per second >= 0")
+        if self.static and self.speed_m_s:
+            raise ObjectError(f"object {self.name!r}: a static object has no speed (give "
+                              "static false to move it along its lane)")
+        if not self.static and not self.collides:
+            raise ObjectError(f"object {self.name!r}: a {self.kind} cannot move")
 
     @property
     def collides(self) -> bool:
@@ -134,7 +143,8 @@ class MapObject:
         """The object as JSON (the summary's and the log's ``objects``)."""
         return {"name": self.name, "kind": self.kind, "x_m": self.x_m, "y_m": self.y_m,
                 "yaw_rad": self.yaw_rad, "height_m": self.height_m, "static": self.static,
-                "optional": self.optional, "tag_id": self.tag_id, "color": self.color}
+                "optional": self.optional, "tag_id": self.tag_id, "color": self.color,
+                **({} if self.static else {"speed_m_s": self.speed_m_s})}
 
 
 
@@ -318,15 +328,20 @@ def _part_triangles(p: Part) -> tuple[list[list[float]], list[list[float]]]:
     return _sphere(p.size[0])
 
 
-def object_meshes(objects: list[MapObject]) -> dict[tuple[float, ...], tuple[list[list[float]],
-                                                                              list[list[float]]]]:
+Meshes = dict[tuple[float, ...], tuple[list[list[float]], list[list[float]]]]
+"""Triangles by colour: ``{rgba: (vertices, normals)}``."""
+
+
+def object_meshes(objects: list[MapObject], local: bool = False) -> Meshes:
     """Every object's visible shape as flat triangles in world coordinates, merged by
     colour: ``{rgba: (vertices, normals)}``, three vertices a triangle (dmxshm's own
     low-polygon spheres and cylinders: one mesh per colour costs the renderer far
-    less than a primitive shape per part)."""
-    out: dict[tuple[float, ...], tuple[list[list[float]], list[list[float]]]] = {}
+    less than a primitive shape per part). ``local``: in each object's own frame (for
+    one that moves) instead."""
+    out: Meshes = {}
     for obj in objects:
-        c, s = math.cos(obj.yaw_rad), math.sin(obj.yaw_rad)
+        yaw, ox, oy = (0.0, 0.0, 0.0) if local else (obj.yaw_rad, obj.x_m, obj.y_m)
+        c, s = math.cos(yaw), math.sin(yaw)
         for p in parts(obj):
             tris, norms = _part_triangles(p)
             pc, ps = math.cos(p.yaw_rad), math.sin(p.yaw_rad)
@@ -335,42 +350,57 @@ def object_meshes(objects: list[MapObject]) -> dict[tuple[float, ...], tuple[lis
                 x, y = pc * x - ps * y, ps * x + pc * y  # the part's own turn
                 nx, ny = pc * nx - ps * ny, ps * nx + pc * ny
                 x, y, z = x + p.pos[0], y + p.pos[1], z + p.pos[2]
-                verts.append([obj.x_m + c * x - s * y, obj.y_m + s * x + c * y, z])
+                verts.append([ox + c * x - s * y, oy + s * x + c * y, z])
                 vns.append([c * nx - s * ny, s * nx + c * ny, nz])
     return out
 
 
 def build_objects(objects: list[MapObject], client: int, visuals: bool = True,
-                  mesh_files: bool = False) -> list[int]:
-    """Create ``objects`` in ``client``: one static collision body each (its id, in
-    order, is returned) and their visible shapes merged into one mesh body per colour.
+                  mesh_files: bool = False) -> tuple[list[int], dict[int, list[int]]]:
+    """Create ``objects`` in ``client``: one collision body each, with no mass, and the
+    visible shapes of the static ones merged into one mesh body per colour.
 
     A body without a visual shape would be drawn from its collision shape, so each
     collision body wears a speck of a box half a metre under the floor.
+
+    Returns:
+        The collision bodies, in order; and for each moving object (by its index) its
+        own visual bodies, one per colour in its own frame, to move with its collision
+        body (:mod:`dmxshm.world.movers`).
     """
     from dmxshm._pybullet import pb
 
     if not objects:
-        return []
+        return [], {}
     hidden = pb.createVisualShape(pb.GEOM_BOX, halfExtents=[1e-4] * 3,
                                   visualFramePosition=[0.0, 0.0, -0.5],
                                   rgbaColor=[0.0, 0.0, 0.0, 1.0], physicsClientId=client)
     ids = [_collision_body(o, client, hidden) for o in objects]
+    moving: dict[int, list[int]] = {}
     if visuals:
-        from dmxshm.world.meshfiles import obj_file
+        _mesh_bodies(object_meshes([o for o in objects if o.static]), client, mesh_files)
+        for i, o in enumerate(objects):
+            if not o.static:
+                moving[i] = _mesh_bodies(object_meshes([o], local=True), client, mesh_files)
+    return ids, moving
 
-        for rgba, (verts, norms) in object_meshes(objects).items():
-            indices = list(range(len(verts)))
-            if mesh_files:
-                shape = pb.createVisualShape(pb.GEOM_MESH,
-                                             fileName=obj_file(verts, indices, norms),
-                                             rgbaColor=list(rgba), physicsClientId=client)
-            else:
-                shape = pb.createVisualShape(pb.GEOM_MESH, vertices=verts, indices=indices,
-                                             normals=norms, rgbaColor=list(rgba),
-                                             physicsClientId=client)
-            pb.createMultiBody(0.0, -1, shape, physicsClientId=client)
-    return ids
+
+def _mesh_bodies(meshes: Meshes, client: int, mesh_files: bool) -> list[int]:
+    from dmxshm._pybullet import pb
+    from dmxshm.world.meshfiles import obj_file
+
+    out = []
+    for rgba, (verts, norms) in meshes.items():
+        indices = list(range(len(verts)))
+        if mesh_files:
+            shape = pb.createVisualShape(pb.GEOM_MESH, fileName=obj_file(verts, indices, norms),
+                                         rgbaColor=list(rgba), physicsClientId=client)
+        else:
+            shape = pb.createVisualShape(pb.GEOM_MESH, vertices=verts, indices=indices,
+                                         normals=norms, rgbaColor=list(rgba),
+                                         physicsClientId=client)
+        out.append(pb.createMultiBody(0.0, -1, shape, physicsClientId=client))
+    return out
 
 
 def _collision_body(obj: MapObject, client: int, visual: int) -> int:

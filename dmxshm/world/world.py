@@ -32,6 +32,7 @@ from numpy.typing import ArrayLike
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
 from dmxshm.world.maps import RoadMap, load_map
+from dmxshm.world.movers import Mover, movers_of
 from dmxshm.world.objects import MapObject, build_objects
 from dmxshm.world.renderers import load_egl, quiet_stdio, unload_egl
 from dmxshm.world.robot import (
@@ -181,8 +182,11 @@ class World:
                                      numSolverIterations=SOLVER_ITERATIONS,
                                      deterministicOverlappingPairs=1, physicsClientId=c)
         self.scene: Scene = build_scene(self.road_map, c, self.visuals, self.mesh_files)
-        self.object_ids = build_objects(self.objects, c, self.visuals, self.mesh_files)
+        self.object_ids, self._mover_visuals = build_objects(self.objects, c, self.visuals,
+                                                             self.mesh_files)
         self._object_of = {body: i for i, body in enumerate(self.object_ids)}
+        self.seed = int(seed)
+        self.movers = movers_of(self.road_map, self.objects, self.seed)
         self.robot_ids = []
         poses = self.road_map.start_poses(self.num_robots, np.random.default_rng(seed))
         return self.replace_robots(poses)
@@ -209,8 +213,31 @@ class World:
             self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
             self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
         self.step_count = 0
+        self.move_objects(0.0)
         self._state = self._read_state(previous=None)
         return self._state.copy()
+
+    def move_objects(self, sim_time_s: float) -> None:
+        """Put each moving object (:mod:`dmxshm.world.movers`) where it is at simulated
+        time ``sim_time_s``: the engine does so before each step, a world that mirrors
+        another (a renderer's, the time of flight's) with the state's time."""
+        if not self.movers:
+            return
+        c = self.client
+        for i, mover in self.movers.items():
+            x, y, yaw = mover.pose(sim_time_s)
+            quat = (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+            pb.resetBasePositionAndOrientation(self.object_ids[i], (x, y, 0.0), quat,
+                                               physicsClientId=c)
+            for body in self._mover_visuals.get(i, ()):
+                pb.resetBasePositionAndOrientation(body, (x, y, 0.0), quat,
+                                                   physicsClientId=c)
+
+    def object_poses(self, sim_time_s: float) -> list[tuple[float, float, float]]:
+        """Every object's ``(x, y, yaw)`` at simulated time ``sim_time_s`` (a static
+        object's is its map pose)."""
+        return [self.movers[i].pose(sim_time_s) if i in self.movers
+                else (o.x_m, o.y_m, o.yaw_rad) for i, o in enumerate(self.objects)]
 
     def return_to_start(self, robots: Iterable[int]) -> None:
         """Put ``robots`` back at their start poses at rest, wheel angles zeroed; the
@@ -282,7 +309,10 @@ class World:
                                          physicsClientId=self.client)
 
     def step(self) -> None:
-        """Advance the simulation by ``dt_s`` in ``substeps`` Bullet steps."""
+        """Advance the simulation by ``dt_s`` in ``substeps`` Bullet steps (moving
+        objects first put where they are at the step's end)."""
+        if self.movers:
+            self.move_objects((self.step_count + 1) * self.dt_s)
         for _ in range(self.substeps):
             pb.stepSimulation(physicsClientId=self.client)
         self.step_count += 1
@@ -297,11 +327,12 @@ class World:
         """
         return self._state.copy() if copy else self._state
 
-    def set_state(self, states: np.ndarray) -> None:
+    def set_state(self, states: np.ndarray, sim_time_s: float | None = None) -> None:
         """Put the robots in ``states`` (e.g. to mirror another process's world).
 
         Poses, velocities and wheel joints are reset instantly; the next
-        :meth:`state` returns ``states`` as given.
+        :meth:`state` returns ``states`` as given. With ``sim_time_s`` (the states'
+        time), the moving objects go where they are then (:meth:`move_objects`).
 
         Raises:
             WorldError: wrong dtype or shape.
@@ -320,6 +351,8 @@ class World:
                                  physicsClientId=c)
             for joint, angle, rate in zip(WHEEL_JOINTS, row[16:18], row[18:20], strict=True):
                 pb.resetJointState(body, joint, angle, rate, physicsClientId=c)
+        if sim_time_s is not None:
+            self.move_objects(sim_time_s)
         self._state = states.copy()
 
     def _check_states(self, states: np.ndarray, caller: str) -> None:
@@ -327,11 +360,11 @@ class World:
             raise WorldError(f"{caller} needs shape ({self.num_robots},) of ROBOT_STATE_DTYPE, "
                              f"got shape {states.shape} of {states.dtype}")
 
-    def set_poses(self, states: np.ndarray) -> None:
+    def set_poses(self, states: np.ndarray, sim_time_s: float | None = None) -> None:
         """Put the robots' bodies at the poses of ``states``, nothing else: for a world
         that only looks (ray tests of the time-of-flight sensor), never steps and never
         draws (a camera sees the wheels turn: use :meth:`set_state`). A third of
-        :meth:`set_state`'s cost.
+        :meth:`set_state`'s cost. ``sim_time_s``: as for :meth:`set_state`.
 
         Raises:
             WorldError: wrong dtype or shape.
@@ -344,13 +377,17 @@ class World:
             ox, oy, oz = _com_offset(x, y, z, w)
             pb.resetBasePositionAndOrientation(body, (px + ox, py + oy, pz + oz), (x, y, z, w),
                                                physicsClientId=c)
+        if sim_time_s is not None:
+            self.move_objects(sim_time_s)
         self._state = states.copy()
 
     def add_object(self, kind: str, x_m: float, y_m: float, yaw_rad: float = 0.0,
                    height_m: float = 0.0, *, name: str | None = None,
-                   tag_id: int | None = None, color: str | None = None) -> MapObject:
+                   tag_id: int | None = None, color: str | None = None,
+                   static: bool = True, speed_m_s: float = 0.0) -> MapObject:
         """Put an object (:mod:`dmxshm.world.objects`) on the map, as a map file would:
-        a static body robots hit, the time of flight ranges and the cameras see.
+        a body robots hit, the time of flight ranges and the cameras see; static, or
+        moving along its lane (:mod:`dmxshm.world.movers`) from where the clock is now.
 
         It stays through :meth:`reset`. Objects of a network come from its map file;
         this adds to this world only.
@@ -363,10 +400,12 @@ class World:
             name: a name (default ``KIND-N``).
             tag_id: an AprilTag id (signs, floor tags).
             color: a colour name (duckies, vehicles).
+            static: False: it moves along the lane it stands on.
+            speed_m_s: a moving object's speed (0: its kind's default).
 
         Raises:
-            ObjectError: an unknown kind (the message lists the known ones), or a
-                pose or height that is not a finite number.
+            ObjectError: an unknown kind (the message lists the known ones), a pose or
+                height that is not a finite number, or a moving object off the road.
 
         Example:
             >>> with World("loop", 1) as w:
@@ -375,11 +414,19 @@ class World:
             ('cone', 0.08, 1)
         """
         obj = MapObject(name or f"{kind}-{len(self.objects)}", kind, float(x_m), float(y_m),
-                        float(yaw_rad), float(height_m), tag_id=tag_id, color=color)
-        (body,) = build_objects([obj], self.client, self.visuals, self.mesh_files)
-        self._object_of[body] = len(self.objects)
+                        float(yaw_rad), float(height_m), tag_id=tag_id, color=color,
+                        static=static, speed_m_s=float(speed_m_s))
+        index = len(self.objects)
+        mover = None if static else Mover(self.road_map, obj, index, self.seed)
+        (body,), visuals = build_objects([obj], self.client, self.visuals, self.mesh_files)
+        self._object_of[body] = index
         self.objects.append(obj)
         self.object_ids.append(body)
+        if mover is not None:
+            self.movers[index] = mover
+            if visuals:
+                self._mover_visuals[index] = visuals[0]
+            self.move_objects(self.sim_time_s)
         return obj
 
     def touching(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:

@@ -168,6 +168,41 @@ def test_the_view_binds_no_ring_and_a_run_without_a_page_is_the_same() -> None:
 
 
 @pytest.mark.timeout(TIMEOUT_S)
+def test_the_view_shows_moving_objects_where_they_are(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from dmxshm.world.maps import load_map
+    from dmxshm.world.movers import Mover
+    from tests.world.test_movers import STRIP
+
+    path = tmp_path / "strip.yaml"
+    path.write_text(STRIP)
+    m = load_map(path)
+    net = Network(NetworkConfig(mode="realtime", map=str(path), robots=1, agent="idle",
+                                duration_s=30.0, camera=(0, 0), seed=4))
+    view = None
+    try:
+        net.start()
+        view, url = start_view(os.getpid(), free_port())
+
+        def snapshot() -> dict | None:
+            with urllib.request.urlopen(url + "snapshot", timeout=10) as r:
+                got = json.loads(r.read())
+            return got if got.get("movers") and got["sim_time_s"] > 0.5 else None
+
+        snap = until(snapshot)
+        expected = Mover(m, m.objects[0], 0, 4).pose(snap["sim_time_s"])
+        assert snap["movers"] == [[round(v, 4) for v in expected]]
+        # The background is the map without it: the page draws it where it is.
+        with urllib.request.urlopen(url + "map.png", timeout=10) as r:
+            assert r.status == 200
+    finally:
+        if view is not None:
+            stop(view)
+        net.close()
+
+
+@pytest.mark.timeout(TIMEOUT_S)
 def test_beyond_loopback_a_token_is_required() -> None:
     with pytest.raises(ViewError, match="--allow-remote"):
         check_host("0.0.0.0", allow_remote=False, token=None)
