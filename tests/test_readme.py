@@ -64,6 +64,7 @@ def test_exactly_two_setup_commands() -> None:
     assert any("pytest" not in c and "dmxshm" in c for c in setup)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_batch_docs_example_is_the_example_file_and_it_learns(tmp_path: Path) -> None:
     doc = (README.parent / "docs" / "batch.md").read_text()
@@ -161,6 +162,7 @@ def test_registered_episode_length_is_the_envs_own() -> None:
             envs.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_async_example_learns(tmp_path: Path) -> None:
     returns, stdout = _mean_returns(README.parent / "examples" / "async_cem.py", tmp_path)

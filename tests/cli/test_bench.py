@@ -16,6 +16,7 @@ from tests.cli.common import CLI_TIMEOUT_S, refused
 pytestmark = pytest.mark.timeout(CLI_TIMEOUT_S)
 
 
+@pytest.mark.slow
 def test_bench_ipc_writes_rows(tmp_path) -> None:  # noqa: ANN001
     path = tmp_path / "ipc.json"
     result = CliRunner().invoke(
@@ -55,6 +56,7 @@ def test_bench_ipc_quick_and_full_take_their_rounds_from_the_library(monkeypatch
     assert asked[2] == {**IPC_QUICK, "rounds": 77}
 
 
+@pytest.mark.slow
 def test_bench_check_prints_the_targets_and_exits_3_on_a_miss(monkeypatch) -> None:  # noqa: ANN001
     from dmxshm.bench import ipc
 
@@ -83,6 +85,7 @@ def test_bench_network_rows_add_up_to_the_step() -> None:
     assert row["busy_us"]["engine"] == pytest.approx(row["physics_us"], rel=0.5)
 
 
+@pytest.mark.slow
 def test_bench_vector_measures_every_peer_and_draws_them(tmp_path) -> None:  # noqa: ANN001
     from dmxshm.bench import vector
     from dmxshm.bench.plot import plot_vector

@@ -22,7 +22,7 @@ import pytest
 from dmxshm.bench.faults import DETECT_S, TARGETS, inject
 from dmxshm.shm.names import list_entries
 
-CASES = [
+_ALL = [
     *[("gym", role, sig) for role in ("engine", "renderer-0", "agent-0")
       for sig in ("SIGKILL", "SIGTERM")],
     *[("realtime", role, sig) for role in ("engine", "renderer-1", "agent-1")
@@ -33,6 +33,17 @@ CASES = [
     ("gym-slot", "slot-0", "SIGKILL"), ("gym-slot", "slot-0", "SIGTERM"),
     ("gym", "renderer-0", "SIGSTOP"), ("batch", "batch-0", "SIGSTOP"),
 ]
+# Every kind of process once by default, with one signal or the other; the rest of the
+# matrix is marked slow (``pytest -m slow``, a step of CI of its own).
+_FAST = {("gym", "engine", "SIGKILL"), ("gym", "renderer-0", "SIGTERM"),
+         ("gym", "agent-0", "SIGKILL"), ("realtime", "engine", "SIGTERM"),
+         ("realtime", "renderer-1", "SIGKILL"), ("realtime", "agent-1", "SIGTERM"),
+         ("realtime-spine", "spine", "SIGKILL"), ("realtime-spine", "agent-0", "SIGTERM"),
+         ("spine", "spine", "SIGKILL"), ("spine", "can-bus", "SIGTERM"),
+         ("batch", "batch-0", "SIGKILL"), ("batch", "batch-1", "SIGTERM"),
+         ("gym-slot", "slot-0", "SIGKILL"), ("gym", "renderer-0", "SIGSTOP"),
+         ("batch", "batch-0", "SIGSTOP")}
+CASES = [c if c in _FAST else pytest.param(*c, marks=pytest.mark.slow) for c in _ALL]
 FAULT_TIMEOUT_S = 120
 
 
