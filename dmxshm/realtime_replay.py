@@ -104,6 +104,7 @@ def realtime_config(rec: Recording) -> NetworkConfig:
 
     names = {f.name for f in dataclasses.fields(NetworkConfig) if not f.name.startswith("_")}
     given = {k: v for k, v in rec.config.items() if k in names}
+    given.setdefault("noise", False)  # a log from before noise was made without it
     given.update(log=None, record_dir=None, pin={}, profile=False, agent="idle",
                  camera=tuple(given.get("camera", (0, 0))), name=None,
                  # the renderer the run used ("auto" resolved there, not here)
@@ -116,6 +117,7 @@ class _Sensors:
 
     def __init__(self, cfg: NetworkConfig, camera: bool) -> None:
         from dmxshm.matrix.camera import Camera
+        from dmxshm.matrix.noise import Noise
         from dmxshm.matrix.sensors import TimeOfFlight
         from dmxshm.world.world import World
 
@@ -134,6 +136,7 @@ class _Sensors:
             raise
         self._posed = self._viewed = -1
         self._dt_s = cfg.dt_s  # a realtime state's time is its step times dt
+        self.noise = Noise(cfg.seed) if cfg.noise else None
 
     def values(self, sensor: str, step: int, states: np.ndarray,
                robots: list[int]) -> list[np.ndarray]:
@@ -142,17 +145,25 @@ class _Sensors:
         from dmxshm.matrix.sensors import encoders_many, imu_many
 
         rows = states[np.asarray(robots, np.intp)]
+        noise = self.noise
         if sensor == "imu":
             acc, gyro = imu_many(rows)
+            if noise is not None:
+                acc, gyro = noise.imu_rows(robots, step, step * self._dt_s, acc, gyro)
             both = np.concatenate([acc, gyro], axis=1).astype("<f4")
             return list(both)
         if sensor == "encoders":
-            return list(np.asarray(encoders_many(rows), "<i8"))
+            ticks = encoders_many(rows)
+            if noise is not None:
+                ticks = noise.encoder_rows(robots, ticks)
+            return list(np.asarray(ticks, "<i8"))
         if sensor == "tof":
             if self._posed != step:
                 self.scene.set_poses(states, step * self._dt_s)
                 self._posed = step
             ranges = self.tof.measure_many(self.scene.client, rows)
+            if noise is not None:
+                ranges = noise.tof_rows(robots, step, ranges, self.tof.max_range_m)
             return list(np.array(ranges, dtype=np.float32))
         assert self.camera is not None and self.view is not None
         if self._viewed != step:
@@ -163,6 +174,8 @@ class _Sensors:
         for robot in robots:
             image = np.zeros((h, w, 3), np.uint8)
             self.camera.render(self.view.client, states[robot], out=image)
+            if noise is not None:
+                noise.camera(robot, step, image)
             out.append(image)
         return out
 

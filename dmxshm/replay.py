@@ -224,7 +224,9 @@ def replay_config(rec: Recording, agent: str, log: str | None = None,
         spine=bool(c.get("spine", default["spine"])),
         spine_hz=float(c.get("spine_hz", default["spine_hz"])),
         camera_model=str(c.get("camera_model", default["camera_model"])),
-        route=c.get("route", default["route"]), **overrides)
+        route=c.get("route", default["route"]),
+        noise=bool(c.get("noise", False)),  # a log from before noise was made without it
+        **overrides)
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,11 @@ OPTIONS = [
                       "their turn's lane and yield at stop lines, first come first served; "
                       "observations gain 'route' (turn, may_go). Without it robots go "
                       "straight through where they can, as before [default: off]."),
+    click.option("--noise/--no-noise", default=_default("noise"), show_default=True,
+                 help="Sensor noise as the Duckiebot's parts have it (IMU white noise and "
+                      "bias walk, missed encoder ticks, time-of-flight spread and its 8.0 m "
+                      "out-of-range reading, camera pixel noise and exposure), seeded by "
+                      "--seed; --no-noise: exact readings (docs/sensors.md)."),
     click.option("--name", default=None,
                  help="Name the run ('dmxshm ps' lists it); refused if a running network "
                       "of yours has it [default: unnamed]."),

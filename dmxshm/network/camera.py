@@ -21,6 +21,7 @@ import numpy as np
 
 from dmxshm.errors import RingClosedError
 from dmxshm.matrix.camera import Camera
+from dmxshm.matrix.noise import Noise
 from dmxshm.network.plan import Plan
 from dmxshm.network.renderer import next_tick
 from dmxshm.network.results import CameraResult
@@ -61,6 +62,7 @@ class CameraProcess(Role[CameraResult]):
         self.out = self.port(f"camera.{index}", "writer", spin_us=None)
         self.camera = Camera.of_model(cfg.camera_model, *cfg.camera_wh,
                                       renderer=cfg.renderer_used)
+        self.noise = Noise(cfg.seed) if cfg.noise else None
         self.done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
         self.recorder = Recorder(cfg.record_dir, cfg.record_every, cfg.camera[0],
                                  self.robots, "frame")
@@ -116,6 +118,8 @@ class CameraProcess(Role[CameraResult]):
             world.set_state(states, float(st["sim_time_s"]))
             for j, robot in enumerate(robots):
                 camera.render(world.client, states[robot], out=slot["camera"][j])
+                if self.noise is not None:  # keyed by the state's step, as the renderer's
+                    self.noise.camera(robot, int(st["step"]), slot["camera"][j])
             done.render_s += time.perf_counter() - t_render
             due_at, behind = next_tick(due_at, now, period)
             done.missed += behind

@@ -74,6 +74,9 @@ class NetworkConfig:
             drawn by the seed) or turns like ``"left,straight,right"`` (cycled per
             robot); with a route the observations gain ``route`` (the turn ahead and
             ``may_go``) and robots yield at stop lines (:mod:`dmxshm.world.routes`).
+        noise: True (the default): every sensor reads with the noise of the
+            Duckiebot's part (:mod:`dmxshm.matrix.noise`, seeded by ``seed``, the same
+            whatever the process split); False: exact readings (``--no-noise``).
         camera_model: ``"pinhole"`` (dmxshm's 60-degree camera) or ``"duckiebot"``
             (the Duckiebot's wide-angle lens, its calibration scaled to ``camera``;
             :mod:`dmxshm.matrix.lens`; ``--camera duckiebot``).
@@ -141,6 +144,7 @@ class NetworkConfig:
     camera: tuple[int, int] = (160, 120)
     camera_model: str = "pinhole"
     route: str | None = None
+    noise: bool = True
     seed: int = 0
     map: str = "loop"
     dt_s: float = 1.0 / 30.0

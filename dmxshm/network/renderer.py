@@ -23,6 +23,7 @@ import numpy as np
 
 from dmxshm.errors import RingClosedError, RingTimeoutError
 from dmxshm.matrix.camera import Camera
+from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.sensors import TimeOfFlight, encoders_many, imu_many
 from dmxshm.network.config import NetworkConfig
 from dmxshm.network.plan import ObsLink, Plan
@@ -53,6 +54,7 @@ class _Sensing:
         turns = cfg.route_turns
         self.routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
                        if turns is not None else None)
+        self.noise = Noise(cfg.seed) if cfg.noise else None
         self.render_s = 0.0
         self.produced = dict.fromkeys(SENSORS, 0)
         self._index: dict[tuple[int, ...], np.ndarray] = {}
@@ -67,20 +69,28 @@ class _Sensing:
         obs["step"] = step
         obs["sim_time_s"] = sim_time_s
         rows = states[self._rows(robots)]
+        noise = self.noise  # keyed by robot and step: the same in every process
         if "camera" in due and self.camera is not None:
             for j, robot in enumerate(robots):
                 self.camera.render(client, states[robot], out=obs["camera"][j])
+                if noise is not None:
+                    noise.camera(robot, step, obs["camera"][j])
             obs["camera_time_s"] = sim_time_s
         if "imu" in due:
             acc, gyro = imu_many(rows)
+            if noise is not None:
+                acc, gyro = noise.imu_rows(robots, step, sim_time_s, acc, gyro)
             obs["imu"][:, :3] = acc
             obs["imu"][:, 3:] = gyro
             obs["imu_time_s"] = sim_time_s
         if "encoders" in due:
-            obs["encoders"] = encoders_many(rows)
+            ticks = encoders_many(rows)
+            obs["encoders"] = ticks if noise is None else noise.encoder_rows(robots, ticks)
             obs["encoders_time_s"] = sim_time_s
         if "tof" in due:
-            obs["tof_m"] = self.tof.measure_many(client, rows)
+            ranges = self.tof.measure_many(client, rows)
+            obs["tof_m"] = ranges if noise is None else noise.tof_rows(
+                robots, step, ranges, self.tof.max_range_m)
             obs["tof_time_s"] = sim_time_s
         if self.routes is not None:  # every robot's routes, once a step
             self.routes.see(step, poses_2d(states).tolist())

@@ -321,8 +321,17 @@ class Slot(Role[SlotResult]):
         """Note a client that came or left (``final``: only one that came; a client
         leaves at the end, when told the run ended); whether one did."""
         held = self.slot.held()
+        if held and self.holding is not None and not final:
+            # Another client may have taken the slot between two looks (its holder dead,
+            # the next one quick): its pid, written once its claim holds, says so.
+            pid = self.slot.holder()[0]
+            if pid and pid != self.holding["pid"]:
+                self.holding.update(left_at=time.time(), left_step=max(step, 0))
+                self.holding = None
         if held and self.holding is None:
             pid, at, who = self.slot.holder()
+            if not pid:
+                return False  # still claiming: its record is not written yet
             self.holding = {"pid": pid, "name": who, "claimed_at": at or time.time(),
                             "claimed_step": max(step, 0), "left_at": None, "left_step": None}
             self.result.holders.append(self.holding)

@@ -363,6 +363,7 @@ class SlotSegment:
                 f"slot {self.index} (robots {', '.join(map(str, self.robots))}) is held by "
                 f"pid {holder or '(still claiming)'}" + (f" ({who})" if who else "") + since,
                 pid=holder)
+        self.set_word(O_HOLDER_PID, 0)  # first: the last holder's record is void
         raw = name.encode()[:HOLDER_NAME_BYTES - 1]
         self.buf[O_HOLDER_NAME:O_HOLDER_NAME + HOLDER_NAME_BYTES] = raw.ljust(
             HOLDER_NAME_BYTES, b"\0")

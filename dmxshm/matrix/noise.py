@@ -1,0 +1,350 @@
+"""Sensor noise as the Duckiebot's parts have it, drawn so that every process agrees.
+
+Every random value is drawn from a counter-based generator keyed by ``(seed,
+robot, sensor)`` with the sample's index as its counter: SplitMix64's finaliser
+over the counter for the few values of one sample (:func:`normals`, a few
+microseconds: numpy's Philox costs 20-60 us to set up per sample), numpy's Philox
+for bulk draws (:func:`bulk_normals`). No state is carried from one sample to the
+next, so the same run draws the same noise whatever the number of processes, in
+whatever order they ask, and a replay draws it again. The sample
+index is the step of the state a sample is made from (the engine's step in a
+network, the env's step count in a Gymnasium env).
+
+The models and their parameters (:data:`DUCKIEBOT`; docs/sensors.md cites the
+sources, and says which figures are datasheet values and which are ours):
+
+- **IMU** (the Duckiebot's MPU-6050): each axis reads the true value plus white
+  noise plus a bias; the bias is a turn-on value drawn once per robot and run
+  plus a random walk, its increments drawn once per simulated second
+  (:data:`BIAS_KNOT_S`) and interpolated between, so the bias at any time is a
+  function of the seed, the robot and the time alone.
+- **Wheel encoders** (135 ticks a revolution): the count is the wheel angle's
+  tick, less the ticks the encoder missed: each tick boundary is missed with a
+  probability, drawn per boundary (so the count is a function of the wheel angle,
+  the same in every process and both ways round).
+- **Time of flight** (the VL53L0X): Gaussian noise growing with the range; beyond
+  the maximum range, or with no target, it reads :attr:`TofNoise.no_target_m`
+  (8.0 m: what Duckietown's ToF driver publishes out of range).
+- **Camera**: per frame an exposure gain (around 1) and per pixel sensor noise.
+  The pixel noise comes from a bank of noise frames drawn once per robot and image
+  size, each frame taking one of them at a keyed offset (drawing a fresh 640x480x3
+  frame of normals would cost more than rendering it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+SENSOR_STREAMS = {"imu": 1, "imu_bias": 2, "encoders": 3, "tof": 4, "camera": 5,
+                  "camera_bank": 6, "camera_pick": 7}
+"""Each stream's number in the generator's key: a sensor's draws never meet another's."""
+
+BIAS_KNOT_S = 1.0
+"""The spacing of the bias random walk's knots, s."""
+
+CAMERA_BANK_FRAMES = 8
+"""How many noise frames a camera's bank holds."""
+
+_MASK = (1 << 64) - 1
+
+
+def _mix(z: int) -> int:
+    """SplitMix64's finaliser: a bijection of 64-bit words that scatters every bit."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+_GOLDEN = 0x9E3779B97F4A7C15
+MAX_PER_SAMPLE = 64
+"""The most values one sample may draw from :func:`normals` or :func:`uniforms`."""
+
+
+def _words(seed: int, robot: int, stream: str, index: int, n: int) -> list[int]:
+    """``n`` 64-bit words of sample ``index``: SplitMix64 of the counter
+    ``index * MAX_PER_SAMPLE + k`` in a sequence keyed by (seed, robot, stream)."""
+    if not 0 < n <= MAX_PER_SAMPLE:
+        raise ValueError(f"a sample draws 1 to {MAX_PER_SAMPLE} values, not {n}")
+    key = _mix(_mix(_mix(int(seed) & _MASK) ^ (int(robot) & _MASK)) ^ SENSOR_STREAMS[stream])
+    first = (int(index) * MAX_PER_SAMPLE) & _MASK
+    return [_mix((key + (first + k) * _GOLDEN) & _MASK) for k in range(n)]
+
+
+def uniforms(seed: int, robot: int, stream: str, index: int, n: int) -> np.ndarray:
+    """``n`` uniforms in [0, 1) of sample ``index`` of ``stream`` of ``robot`` in the run
+    of ``seed``: the same numbers wherever and whenever they are asked for (a
+    counter-based generator: no state, nothing carried from one sample to the next).
+
+    Example:
+        >>> a = uniforms(1, 0, "tof", 41, 2)
+        >>> bool((a == uniforms(1, 0, "tof", 41, 2)).all()), bool((a < 1).all())
+        (True, True)
+    """
+    return np.array([(w >> 11) * 2.0**-53 for w in _words(seed, robot, stream, index, n)])
+
+
+def normals(seed: int, robot: int, stream: str, index: int, n: int) -> np.ndarray:
+    """``n`` standard normals, keyed as :func:`uniforms` (Box-Muller over its words).
+
+    Example:
+        >>> a = normals(1, 0, "imu", 41, 3)
+        >>> bool((a == normals(1, 0, "imu", 41, 3)).all())
+        True
+        >>> bool((a != normals(1, 0, "imu", 42, 3)).all())
+        True
+    """
+    words = _words(seed, robot, stream, index, 2 * ((n + 1) // 2))
+    out = []
+    for a, b in zip(words[::2], words[1::2], strict=True):
+        r = math.sqrt(-2.0 * math.log(1.0 - (a >> 11) * 2.0**-53))  # 1 - u: in (0, 1]
+        t = 2.0 * math.pi * (b >> 11) * 2.0**-53
+        out += (r * math.cos(t), r * math.sin(t))
+    return np.array(out[:n])
+
+
+def bulk_normals(seed: int, robot: int, stream: str, index: int, n: int) -> np.ndarray:
+    """Many standard normals at once (a camera's noise bank): numpy's counter-based
+    Philox keyed by (seed, robot, stream) with ``index`` as its counter."""
+    return _philox(seed, robot, stream, index).standard_normal(n)
+
+
+def bulk_uniforms(seed: int, robot: int, stream: str, index: int, n: int) -> np.ndarray:
+    """Many uniforms at once, keyed as :func:`bulk_normals`."""
+    return _philox(seed, robot, stream, index).random(n)
+
+
+def _philox(seed: int, robot: int, stream: str, index: int) -> np.random.Generator:
+    key = np.array([int(seed) & _MASK, ((int(robot) & 0xFFFFFFFF) << 8)
+                    | SENSOR_STREAMS[stream]], np.uint64)
+    counter = np.array([int(index) & _MASK, 0, 0, 0], np.uint64)
+    return np.random.Generator(np.random.Philox(key=key, counter=counter))
+
+
+@dataclass(frozen=True)
+class ImuNoise:
+    """Per-axis noise of the accelerometer (m/s^2) and the gyroscope (rad/s).
+
+    Attributes:
+        acc_white: white noise of one sample.
+        acc_bias: standard deviation of the turn-on bias.
+        acc_walk: the bias random walk, per square root of a second.
+        gyro_white, gyro_bias, gyro_walk: the same for the gyroscope.
+        bias_bound_sigmas: the turn-on bias is clipped to this many standard
+            deviations (a bound a test can hold it to).
+    """
+
+    acc_white: float = 0.039
+    acc_bias: float = 0.05
+    acc_walk: float = 1e-3
+    gyro_white: float = 8.7e-4
+    gyro_bias: float = 8.7e-3
+    gyro_walk: float = 1e-4
+    bias_bound_sigmas: float = 3.0
+
+
+@dataclass(frozen=True)
+class EncoderNoise:
+    """Attributes: miss_rate: the chance that a tick boundary is never counted."""
+
+    miss_rate: float = 1e-3
+
+
+@dataclass(frozen=True)
+class TofNoise:
+    """Attributes:
+        sigma_m: noise at zero range; sigma_per_m: growth per metre of range.
+        max_range_m: beyond it (or with nothing ahead) the reading is ``no_target_m``.
+        no_target_m: Duckietown's ToF driver's out-of-range reading.
+    """
+
+    sigma_m: float = 0.003
+    sigma_per_m: float = 0.015
+    max_range_m: float = 1.2
+    no_target_m: float = 8.0
+
+
+@dataclass(frozen=True)
+class CameraNoise:
+    """Attributes: sigma_dn: pixel noise in 8-bit levels; exposure_sigma: the
+    frame's gain's standard deviation around 1."""
+
+    sigma_dn: float = 2.0
+    exposure_sigma: float = 0.02
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """Every sensor's noise (see the module docstring)."""
+
+    imu: ImuNoise = field(default_factory=ImuNoise)
+    encoders: EncoderNoise = field(default_factory=EncoderNoise)
+    tof: TofNoise = field(default_factory=TofNoise)
+    camera: CameraNoise = field(default_factory=CameraNoise)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parameters as JSON (the summary's and the log's ``noise``)."""
+        return asdict(self)
+
+
+DUCKIEBOT = NoiseModel()
+"""The Duckiebot's parts (docs/sensors.md)."""
+
+
+class Noise:
+    """The noise of one run (or one env episode): adds it to clean readings.
+
+    Args:
+        seed: keys every draw.
+        model: the parameters.
+
+    Every method takes the robot (its index in the run), the sample index (the
+    state's step) and the clean readings, and returns the noisy ones.
+    """
+
+    def __init__(self, seed: int, model: NoiseModel = DUCKIEBOT) -> None:
+        self.seed = int(seed)
+        self.model = model
+        self._walks: dict[int, np.ndarray] = {}  # robot -> cumulative walk at the knots
+        self._turn_on: dict[int, np.ndarray] = {}
+        self._missed: dict[tuple[int, int, int], np.ndarray] = {}  # prefix sums of misses
+        self._banks: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+
+    # -- IMU ------------------------------------------------------------------------
+    def imu_bias(self, robot: int, sim_time_s: float) -> np.ndarray:
+        """The six biases (acc x y z, gyro x y z) of ``robot`` at ``sim_time_s``."""
+        m = self.model.imu
+        turn_on = self._turn_on.get(robot)
+        if turn_on is None:
+            bound = m.bias_bound_sigmas
+            z = np.clip(normals(self.seed, robot, "imu_bias", 0, 6), -bound, bound)
+            turn_on = self._turn_on[robot] = z * np.repeat([m.acc_bias, m.gyro_bias], 3)
+        t = max(float(sim_time_s), 0.0) / BIAS_KNOT_S
+        j = int(t)
+        walk = self._walk(robot, j + 1)
+        frac = t - j
+        return turn_on + walk[j] * (1.0 - frac) + walk[j + 1] * frac
+
+    def _walk(self, robot: int, knots: int) -> np.ndarray:
+        """The random walk at knots 0..``knots`` (row 0 is zero), extended as needed."""
+        walk = self._walks.get(robot)
+        have = 0 if walk is None else len(walk) - 1
+        if walk is None or have < knots:
+            m = self.model.imu
+            step = np.repeat([m.acc_walk, m.gyro_walk], 3) * math.sqrt(BIAS_KNOT_S)
+            more = max(knots, 2 * have, 64)
+            rows = [normals(self.seed, robot, "imu_bias", 1 + k, 6) * step
+                    for k in range(have, more)]
+            start = np.zeros((1, 6)) if walk is None else walk
+            walk = np.vstack([start, start[-1] + np.cumsum(rows, axis=0)])
+            self._walks[robot] = walk
+        return walk
+
+    def imu(self, robot: int, index: int, sim_time_s: float, acc: np.ndarray,
+            gyro: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Noisy ``(acc[3], gyro[3])`` (float32, as the clean ones)."""
+        m = self.model.imu
+        white = normals(self.seed, robot, "imu", index, 6) * np.repeat(
+            [m.acc_white, m.gyro_white], 3)
+        both = white + self.imu_bias(robot, sim_time_s)
+        return ((acc + both[:3]).astype(np.float32), (gyro + both[3:]).astype(np.float32))
+
+    # -- encoders -------------------------------------------------------------------
+    def encoders(self, robot: int, ticks: np.ndarray) -> np.ndarray:
+        """Counted ticks (left, right) for the true ``ticks``: each less the tick
+        boundaries between 0 and it that the encoder missed."""
+        out = np.asarray(ticks, np.int64).copy()
+        for wheel in range(2):
+            n = int(out[wheel])
+            if n:
+                out[wheel] = n - (1 if n > 0 else -1) * self._misses(robot, wheel, n)
+        return out
+
+    _BLOCK = 4096
+
+    def _misses(self, robot: int, wheel: int, n: int) -> int:
+        """How many of the tick boundaries 1..n (or -1..n for n < 0) are missed."""
+        way = 1 if n > 0 else 0
+        count = abs(n)
+        block, within = divmod(count - 1, self._BLOCK)
+        key = (robot, wheel, way)
+        prefix = self._missed.get(key)
+        have = 0 if prefix is None else len(prefix)
+        if have <= block:
+            p = self.model.encoders.miss_rate
+            blocks = []
+            for b in range(have, block + 1):
+                u = bulk_uniforms(self.seed, robot, "encoders",
+                                  (b << 2) | (wheel << 1) | way, self._BLOCK)
+                blocks.append(np.cumsum(u < p))
+            base = 0 if prefix is None else int(prefix[-1][-1])
+            rows = []
+            for c in blocks:
+                rows.append(c + base)
+                base = int(rows[-1][-1])
+            prefix = np.vstack(([] if prefix is None else [*prefix]) + rows)
+            self._missed[key] = prefix
+        return int(prefix[block][within])
+
+    # -- time of flight --------------------------------------------------------------
+    def tof(self, robot: int, index: int, range_m: float, hit: bool) -> float:
+        """The noisy range of a clean ``range_m``; ``hit`` False: nothing within range."""
+        m = self.model.tof
+        if not hit or range_m > m.max_range_m:
+            return m.no_target_m
+        z = float(normals(self.seed, robot, "tof", index, 1)[0])
+        return max(0.0, range_m + z * (m.sigma_m + m.sigma_per_m * range_m))
+
+    # -- camera ----------------------------------------------------------------------
+    def camera(self, robot: int, index: int, image: np.ndarray) -> np.ndarray:
+        """``image`` (uint8 HxWx3) with the frame's exposure and pixel noise, in place."""
+        m = self.model.camera
+        z, pick, shift_u = normals(self.seed, robot, "camera", index, 1)[0], *uniforms(
+            self.seed, robot, "camera_pick", index, 2)
+        gain = 1.0 + m.exposure_sigma * float(z)
+        bank = self._bank(robot, image.shape)
+        frame = bank[int(pick * CAMERA_BANK_FRAMES) % CAMERA_BANK_FRAMES]
+        shift = int(shift_u * image.shape[0])
+        lut = np.clip(np.arange(256) * gain, 0, 255).astype(np.int16)
+        noisy = lut[image] + np.roll(frame, shift, axis=0)
+        np.clip(noisy, 0, 255, out=noisy)
+        image[...] = noisy
+        return image
+
+    def _bank(self, robot: int, shape: tuple[int, ...]) -> np.ndarray:
+        key = (robot, tuple(shape))
+        bank = self._banks.get(key)
+        if bank is None:
+            size = int(np.prod(shape))
+            h, w, c = shape
+            z = bulk_normals(self.seed, robot, "camera_bank", (h << 20) | (w << 4) | c,
+                             CAMERA_BANK_FRAMES * size)
+            bank = np.rint(z * self.model.camera.sigma_dn).astype(np.int16).reshape(
+                (CAMERA_BANK_FRAMES, *shape))
+            self._banks[key] = bank
+        return bank
+
+    # -- many robots at once (a renderer's block) -----------------------------------
+    def imu_rows(self, robots: tuple[int, ...] | list[int], index: int, sim_time_s: float,
+                 acc: np.ndarray, gyro: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`imu` of each of ``robots`` (rows of ``(n, 3)`` arrays), as new arrays."""
+        out_acc, out_gyro = np.array(acc, np.float32), np.array(gyro, np.float32)
+        for j, robot in enumerate(robots):
+            out_acc[j], out_gyro[j] = self.imu(robot, index, sim_time_s, acc[j], gyro[j])
+        return out_acc, out_gyro
+
+    def encoder_rows(self, robots: tuple[int, ...] | list[int],
+                     ticks: np.ndarray) -> np.ndarray:
+        """:meth:`encoders` of each of ``robots`` (rows of an ``(n, 2)`` array)."""
+        return np.array([self.encoders(r, ticks[j]) for j, r in enumerate(robots)],
+                        np.int64).reshape(-1, 2)
+
+    def tof_rows(self, robots: tuple[int, ...] | list[int], index: int,
+                 ranges: list[float], max_range_m: float) -> list[float]:
+        """:meth:`tof` of each of ``robots``; a clean reading of ``max_range_m`` (the
+        clean sensor's no-target reading) is no target."""
+        return [self.tof(r, index, d, d < max_range_m) for r, d in zip(robots, ranges,
+                                                                       strict=True)]
