@@ -15,6 +15,7 @@ from dmxshm.network.results import AgentResult, EngineResult, RendererResult
 
 if TYPE_CHECKING:
     from dmxshm.network.config import NetworkConfig
+from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.network.taps.digest import combine
 from dmxshm.pngio import contact_sheet, write_png
 from dmxshm.profiling import ProcessRow, ProfileReport
@@ -118,7 +119,9 @@ class Summary:
     with a realtime spine. ``camera`` is the camera's ``model`` (``pinhole`` or
     ``duckiebot``), ``width``, ``height`` and, for a lens, ``calibration``
     (``{model, K, D, width, height, source}``; :mod:`dmxshm.matrix.lens`); empty
-    without a camera.
+    without a camera. ``noise`` is the sensor noise model's parameters
+    (:mod:`dmxshm.matrix.noise`: ``imu``, ``encoders``, ``tof``, ``camera``); empty
+    with ``--no-noise``.
     """
 
     mode: str
@@ -162,6 +165,7 @@ class Summary:
     slots: list[dict[str, Any]] = field(default_factory=list)
     command_latency: dict[str, dict[str, float]] | None = None
     camera: dict[str, Any] = field(default_factory=dict)
+    noise: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -310,6 +314,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
                if name.startswith("slot-") and name in results],
         command_latency=eng.command_latency,
         camera=_camera(cfg),
+        noise=DUCKIEBOT_NOISE.to_dict() if cfg.noise else {},
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from dmxshm import logs
 from dmxshm.errors import DmxError
+from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.network.agent import run_agent
 from dmxshm.network.camera import camera_slot_dtype, run_camera
 from dmxshm.network.config import NetworkConfig, role_name
@@ -261,6 +262,8 @@ class Network:
             # The map's objects, as the run had them (a map file may change later).
             config["map_objects"] = [o.to_dict() for o in load_map(cfg.map).objects]
             config["camera_calibration"] = cfg.calibration
+            # The noise's parameters (its draws are keyed by the seed: a replay redraws them).
+            config["noise_model"] = DUCKIEBOT_NOISE.to_dict() if cfg.noise else None
             self._log_claim = logs.start(cfg.log, config)
         self._catch_sigterm()
         self.swept = len(sweep())

@@ -41,8 +41,7 @@ _FAST = {("gym", "engine", "SIGKILL"), ("gym", "renderer-0", "SIGTERM"),
          ("realtime-spine", "spine", "SIGKILL"), ("realtime-spine", "agent-0", "SIGTERM"),
          ("spine", "spine", "SIGKILL"), ("spine", "can-bus", "SIGTERM"),
          ("batch", "batch-0", "SIGKILL"), ("batch", "batch-1", "SIGTERM"),
-         ("gym-slot", "slot-0", "SIGKILL"), ("gym", "renderer-0", "SIGSTOP"),
-         ("batch", "batch-0", "SIGSTOP")}
+         ("gym-slot", "slot-0", "SIGKILL"), ("gym", "renderer-0", "SIGSTOP")}
 CASES = [c if c in _FAST else pytest.param(*c, marks=pytest.mark.slow) for c in _ALL]
 FAULT_TIMEOUT_S = 120
 

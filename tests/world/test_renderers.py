@@ -73,7 +73,7 @@ def test_egl_draws_the_road_the_markings_and_a_robot_as_tiny_does() -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
-@pytest.mark.parametrize("renderer", ["tiny", "egl"])
+@pytest.mark.parametrize("renderer", ["tiny", pytest.param("egl", marks=pytest.mark.slow)])
 def test_gym_mode_gives_the_same_images_for_the_same_seed(renderer: str, tmp_path) -> None:
     if renderer == "egl":
         egl_or_skip()
