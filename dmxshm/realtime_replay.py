@@ -135,11 +135,10 @@ class _Sensors:
             self.close()
             raise
         self._posed = self._viewed = -1
-        self._dt_s = cfg.dt_s  # a realtime state's time is its step times dt
         self.noise = Noise(cfg.seed) if cfg.noise else None
 
     def values(self, sensor: str, step: int, states: np.ndarray,
-               robots: list[int]) -> list[np.ndarray]:
+               robots: list[int], sim_time_s: float) -> list[np.ndarray]:
         """Sensor ``sensor``'s samples of ``robots`` from state ``step``, as the digest
         hashes them (the observation record's dtype)."""
         from dmxshm.matrix.sensors import encoders_many, imu_many
@@ -149,7 +148,7 @@ class _Sensors:
         if sensor == "imu":
             acc, gyro = imu_many(rows)
             if noise is not None:
-                acc, gyro = noise.imu_rows(robots, step, step * self._dt_s, acc, gyro)
+                acc, gyro = noise.imu_rows(robots, step, sim_time_s, acc, gyro)
             both = np.concatenate([acc, gyro], axis=1).astype("<f4")
             return list(both)
         if sensor == "encoders":
@@ -159,7 +158,7 @@ class _Sensors:
             return list(np.asarray(ticks, "<i8"))
         if sensor == "tof":
             if self._posed != step:
-                self.scene.set_poses(states, step * self._dt_s)
+                self.scene.set_poses(states, sim_time_s)
                 self._posed = step
             ranges = self.tof.measure_many(self.scene.client, rows)
             if noise is not None:
@@ -167,7 +166,7 @@ class _Sensors:
             return list(np.array(ranges, dtype=np.float32))
         assert self.camera is not None and self.view is not None
         if self._viewed != step:
-            self.view.set_state(states, step * self._dt_s)
+            self.view.set_state(states, sim_time_s)
             self._viewed = step
         h, w = self.camera.height, self.camera.width
         out = []
@@ -353,7 +352,8 @@ def _check(result: RealtimeReplay, sensors: _Sensors,
         if not got:
             continue
         robots = sorted({r for r, _ in got})
-        values = dict(zip(robots, sensors.values(sensor, step, states, robots), strict=True))
+        made = sensors.values(sensor, step, states, robots, sim_time_s)
+        values = dict(zip(robots, made, strict=True))
         for robot, sample in got:
             value = values[robot]
             streams.add(robot, sensor, step, value.tobytes())

@@ -56,8 +56,14 @@ def network_digest(robots: int, renderers: int, agents: int, policy: str,
         from dmxshm.network import NetworkConfig
     except ImportError:  # the layout before the process layer
         from dmxshm.plan import NetworkConfig  # type: ignore[no-redef]
+    import dataclasses
+
+    # The table pins noise-free runs (sensor noise, on by default since issue 29, is
+    # keyed by the seed and tested on its own): a commit before noise had none.
+    quiet = ({"noise": False} if "noise" in {f.name for f in dataclasses.fields(NetworkConfig)}
+             else {})
     cfg = NetworkConfig(robots=robots, renderers=renderers, agents=agents, agent=policy,
-                        camera=camera, steps=STEPS, seed=7)
+                        camera=camera, steps=STEPS, seed=7, **quiet)
     with Network(cfg) as net:
         s = net.run()
     # Before the full digest, trajectory_digest was the pose digest.

@@ -98,7 +98,7 @@ def normals(seed: int, robot: int, stream: str, index: int, n: int) -> np.ndarra
         True
     """
     words = _words(seed, robot, stream, index, 2 * ((n + 1) // 2))
-    out = []
+    out: list[float] = []
     for a, b in zip(words[::2], words[1::2], strict=True):
         r = math.sqrt(-2.0 * math.log(1.0 - (a >> 11) * 2.0**-53))  # 1 - u: in (0, 1]
         t = 2.0 * math.pi * (b >> 11) * 2.0**-53
@@ -287,6 +287,7 @@ class Noise:
                 base = int(rows[-1][-1])
             prefix = np.vstack(([] if prefix is None else [*prefix]) + rows)
             self._missed[key] = prefix
+        assert prefix is not None
         return int(prefix[block][within])
 
     # -- time of flight --------------------------------------------------------------

@@ -3,7 +3,8 @@
 Every sensor is a pure function of the scene and one
 :data:`~dmxshm.world.state.ROBOT_STATE_DTYPE` record, so a renderer process
 that mirrors the engine's state produces exactly the engine's readings.
-There is no noise model (yet): readings are deterministic.
+These are the exact readings; a network adds each part's noise to them
+(:mod:`dmxshm.matrix.noise`, on by default, keyed so that every process agrees).
 
 ================  ==========================================  =========
 sensor            reading                                     rate

@@ -98,7 +98,7 @@ def test_the_pose_digest_is_the_digest_of_earlier_versions() -> None:
     old = json.loads((DOCS / "digests-7636419.json").read_text())[key]
     today = json.loads((DOCS / "digests.json").read_text())[key]
     with Network(NetworkConfig(robots=2, renderers=2, agents=2, agent="random", camera=(0, 0),
-                               steps=120, seed=7)) as net:
-        s = net.run()
+                               steps=120, seed=7, noise=False)) as net:
+        s = net.run()  # the tables pin noise-free runs (scripts/digests.py)
     assert s.pose_digest == old == today["pose_digest"]
     assert s.trajectory_digest == today["trajectory_digest"]
