@@ -210,7 +210,7 @@ class Noise:
         self.model = model
         self._walks: dict[int, np.ndarray] = {}  # robot -> cumulative walk at the knots
         self._turn_on: dict[int, np.ndarray] = {}
-        self._missed: dict[tuple[int, int, int], np.ndarray] = {}  # prefix sums of misses
+        self._missed: dict[tuple[int, int, int], list[np.ndarray]] = {}  # running counts
         self._banks: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
 
     # -- IMU ------------------------------------------------------------------------
@@ -268,27 +268,14 @@ class Noise:
     def _misses(self, robot: int, wheel: int, n: int) -> int:
         """How many of the tick boundaries 1..n (or -1..n for n < 0) are missed."""
         way = 1 if n > 0 else 0
-        count = abs(n)
-        block, within = divmod(count - 1, self._BLOCK)
-        key = (robot, wheel, way)
-        prefix = self._missed.get(key)
-        have = 0 if prefix is None else len(prefix)
-        if have <= block:
-            p = self.model.encoders.miss_rate
-            blocks = []
-            for b in range(have, block + 1):
-                u = bulk_uniforms(self.seed, robot, "encoders",
-                                  (b << 2) | (wheel << 1) | way, self._BLOCK)
-                blocks.append(np.cumsum(u < p))
-            base = 0 if prefix is None else int(prefix[-1][-1])
-            rows = []
-            for c in blocks:
-                rows.append(c + base)
-                base = int(rows[-1][-1])
-            prefix = np.vstack(([] if prefix is None else [*prefix]) + rows)
-            self._missed[key] = prefix
-        assert prefix is not None
-        return int(prefix[block][within])
+        block, within = divmod(abs(n) - 1, self._BLOCK)
+        blocks = self._missed.setdefault((robot, wheel, way), [])
+        while len(blocks) <= block:  # running counts, a block of boundaries at a time
+            u = bulk_uniforms(self.seed, robot, "encoders",
+                              (len(blocks) << 2) | (wheel << 1) | way, self._BLOCK)
+            base = int(blocks[-1][-1]) if blocks else 0
+            blocks.append(np.cumsum(u < self.model.encoders.miss_rate) + base)
+        return int(blocks[block][within])
 
     # -- time of flight --------------------------------------------------------------
     def tof(self, robot: int, index: int, range_m: float, hit: bool) -> float:

@@ -86,6 +86,12 @@ class Segment:
         dist = math.hypot(rx - along * tx, ry - along * ty)
         return Projection(dist, tx * ry - ty * rx, math.atan2(ty, tx))
 
+    def fraction_of(self, x: float, y: float) -> float:
+        """Where along the segment (0 to 1) the point ``(x, y)`` projects."""
+        length = self.length_m
+        tx, ty = (self.x1 - self.x0) / length, (self.y1 - self.y0) / length
+        return min(max((x - self.x0) * tx + (y - self.y0) * ty, 0.0), length) / length
+
     def point_at(self, fraction: float) -> tuple[float, float, float]:
         """``(x, y, yaw)`` of the centreline at ``fraction`` of its length."""
         return (
@@ -122,18 +128,26 @@ class Arc:
         """Distance, signed offset and path direction for the point ``(x, y)``."""
         rx, ry = x - self.cx, y - self.cy
         r = math.hypot(rx, ry)
-        sweep = abs(self.sweep_rad)
         sign = 1.0 if self.sweep_rad > 0 else -1.0
-        # Angle travelled from the start, in [0, 2 pi); past the end, clamp to
-        # whichever end is nearer in angle.
-        travelled = ((math.atan2(ry, rx) - self.start_rad) * sign) % TWO_PI
-        if travelled > sweep:
-            travelled = sweep if travelled - sweep < TWO_PI - travelled else 0.0
-        angle = self.start_rad + sign * travelled
+        angle = self.start_rad + sign * self._travelled(rx, ry)
         px = self.cx + self.radius_m * math.cos(angle)
         py = self.cy + self.radius_m * math.sin(angle)
         left = (self.radius_m - r) * sign
         return Projection(math.hypot(x - px, y - py), left, self._yaw_at(angle))
+
+    def _travelled(self, rx: float, ry: float) -> float:
+        """Angle travelled from the start to the point at ``(rx, ry)`` from the centre,
+        in [0, 2 pi); past the end, clamped to whichever end is nearer in angle."""
+        sweep = abs(self.sweep_rad)
+        sign = 1.0 if self.sweep_rad > 0 else -1.0
+        travelled = ((math.atan2(ry, rx) - self.start_rad) * sign) % TWO_PI
+        if travelled > sweep:
+            travelled = sweep if travelled - sweep < TWO_PI - travelled else 0.0
+        return travelled
+
+    def fraction_of(self, x: float, y: float) -> float:
+        """Where along the arc (0 to 1) the point ``(x, y)`` projects."""
+        return self._travelled(x - self.cx, y - self.cy) / abs(self.sweep_rad)
 
     def point_at(self, fraction: float) -> tuple[float, float, float]:
         """``(x, y, yaw)`` of the centreline at ``fraction`` of its length."""

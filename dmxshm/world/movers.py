@@ -72,20 +72,6 @@ def _lane_length(path: Path, right_m: float) -> float:
     return abs(path.sweep_rad) * (path.radius_m + math.copysign(right_m, path.sweep_rad))
 
 
-def _fraction(path: Path, x: float, y: float) -> float:
-    """Where along ``path`` (0 to 1) the point ``(x, y)`` projects."""
-    if isinstance(path, Segment):
-        length = path.length_m
-        along = ((x - path.x0) * (path.x1 - path.x0) + (y - path.y0) * (path.y1 - path.y0))
-        return min(max(along / (length * length), 0.0), 1.0)
-    sign = 1.0 if path.sweep_rad > 0 else -1.0
-    travelled = ((math.atan2(y - path.cy, x - path.cx) - path.start_rad) * sign) % (2 * math.pi)
-    sweep = abs(path.sweep_rad)
-    if travelled > sweep:
-        travelled = sweep if travelled - sweep < 2 * math.pi - travelled else 0.0
-    return travelled / sweep
-
-
 class Mover:
     """One moving object's path along the lanes (see the module docstring).
 
@@ -117,7 +103,7 @@ class Mover:
         entry, exit_ = self._nearest_lane(cell, tile.edges)
         first = self._tile_leg(cell, entry, exit_, 0.0)
         # Arc length 0 is where the object stands: the first leg starts before it.
-        f = _fraction(first.path, obj.x_m, obj.y_m)
+        f = first.path.fraction_of(obj.x_m, obj.y_m)
         first = Leg(first.path, first.right_m, -f * first.length_m, first.length_m)
         self.legs: list[Leg] = [first]
         self._starts = [first.start_m]
@@ -134,7 +120,7 @@ class Mover:
         for entry in sorted(edges):
             for exit_ in sorted(edges - {entry}):
                 path = turn_path(cx, cy, size, entry, exit_)
-                f = _fraction(path, o.x_m, o.y_m)
+                f = path.fraction_of(o.x_m, o.y_m)
                 leg = Leg(path, self._right, 0.0, 1.0)
                 x, y, yaw = leg.point(f)
                 score = abs(wrap_angle(o.yaw_rad - yaw)) + math.hypot(x - o.x_m, y - o.y_m)
