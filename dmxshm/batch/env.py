@@ -194,7 +194,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         super().reset(seed=seed)
         rng = self.np_random
         x, y, yaw = self.world.road_map.start_poses(1, rng)[0]
-        direction = np.array([np.cos(yaw), np.sin(yaw)])
+        direction = np.array([math.cos(yaw), math.sin(yaw)])  # libm: the same on every CPU
         lateral = np.array([-direction[1], direction[0]])
         offset = rng.normal(0.0, self.pose_noise_m)
         x, y = np.array([x, y]) + offset * lateral

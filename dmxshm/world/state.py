@@ -65,10 +65,20 @@ def rotation_matrices(quat_xyzw: np.ndarray) -> np.ndarray:
 
 
 def yaw_of(quat_xyzw: np.ndarray) -> np.ndarray:
-    """Heading (rotation about z, rad, in ``(-pi, pi]``) of quaternions ``(..., 4)``."""
+    """Heading (rotation about z, rad, in ``(-pi, pi]``) of quaternions ``(..., 4)``.
+
+    The arctangent is the C library's, one value at a time (``math.atan2``), not
+    numpy's vectorised ``arctan2``: on a CPU with AVX-512 numpy takes another code
+    path whose last bits differ, and a run must be bit-identical on every machine
+    (a heading feeds the observations, the policies and so the physics).
+    """
     q = np.asarray(quat_xyzw, dtype=np.float64)
     x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    num, den = 2 * (w * z + x * y), 1 - 2 * (y * y + z * z)
+    if num.ndim == 0:
+        return np.float64(math.atan2(float(num), float(den)))
+    flat = list(map(math.atan2, num.ravel().tolist(), den.ravel().tolist()))
+    return np.array(flat, np.float64).reshape(num.shape)
 
 
 def poses_2d(states: np.ndarray) -> np.ndarray:
