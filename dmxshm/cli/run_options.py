@@ -104,6 +104,11 @@ OPTIONS = [
                       "bias walk, missed encoder ticks, time-of-flight spread and its 8.0 m "
                       "out-of-range reading, camera pixel noise and exposure), seeded by "
                       "--seed; --no-noise: exact readings (docs/sensors.md)."),
+    click.option("--motor-dynamics/--no-motor-dynamics", default=_default("motor_dynamics"),
+                 show_default=True,
+                 help="With --action pwm: each wheel follows its duty through the motor's "
+                      "first-order lag (0.1 s) and dead band (0.05); --no-motor-dynamics: "
+                      "at once (docs/motors.md)."),
     click.option("--name", default=None,
                  help="Name the run ('dmxshm ps' lists it); refused if a running network "
                       "of yours has it [default: unnamed]."),

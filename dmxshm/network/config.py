@@ -77,6 +77,10 @@ class NetworkConfig:
         noise: True (the default): every sensor reads with the noise of the
             Duckiebot's part (:mod:`dmxshm.matrix.noise`, seeded by ``seed``, the same
             whatever the process split); False: exact readings (``--no-noise``).
+        motor_dynamics: in a PWM run (``action="pwm"``), True (the default): each
+            wheel follows its duty through the motor model's first-order lag and dead
+            band (:class:`dmxshm.world.motor.Motors`); False: at once
+            (``--no-motor-dynamics``). Wheel-speed commands are always applied at once.
         camera_model: ``"pinhole"`` (dmxshm's 60-degree camera) or ``"duckiebot"``
             (the Duckiebot's wide-angle lens, its calibration scaled to ``camera``;
             :mod:`dmxshm.matrix.lens`; ``--camera duckiebot``).
@@ -145,6 +149,7 @@ class NetworkConfig:
     camera_model: str = "pinhole"
     route: str | None = None
     noise: bool = True
+    motor_dynamics: bool = True
     seed: int = 0
     map: str = "loop"
     dt_s: float = 1.0 / 30.0
@@ -286,8 +291,9 @@ class NetworkConfig:
 
     @property
     def motor(self) -> MotorModel:
-        """The motor model of every robot (PWM to wheel speed)."""
-        return DUCKIEBOT
+        """The motor model of every robot (PWM to wheel speed; without its dynamics
+        when ``motor_dynamics`` is False)."""
+        return DUCKIEBOT if self.motor_dynamics else DUCKIEBOT.ideal()
 
     @property
     def command_limit(self) -> float:

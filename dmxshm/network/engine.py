@@ -46,6 +46,7 @@ from dmxshm.network.taps.view import StatePoses
 from dmxshm.shm.ring import Ring
 from dmxshm.shm.slot import LIGHTS
 from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
+from dmxshm.world.motor import Motors
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.routes import Routes
 from dmxshm.world.state import poses_2d
@@ -89,9 +90,11 @@ class Rejections:
     summary, where a robot whose every command was rejected fails the run.
 
     In a PWM run (``--action pwm``) the checks are on the duty cycle (at most the
-    motor model's limit) and :meth:`check` returns the wheel speeds the motor
-    model makes of the duties it lets through: what physics, the taps and the
-    log see are always wheel speeds, so a replay applies them as they are.
+    motor model's limit) and :meth:`check` returns the duties it lets through;
+    the engine's :class:`~dmxshm.world.motor.Motors` turn them into the wheel
+    speeds of each physics step (lag and dead band included): what physics, the
+    taps and the log see are always wheel speeds, so a replay applies them as
+    they are.
     """
 
     def __init__(self, plan: Plan) -> None:
@@ -114,8 +117,8 @@ class Rejections:
         return self._received + self._everyone_checks
 
     def check(self, wheels: np.ndarray, rows: np.ndarray, step: int) -> np.ndarray:
-        """The wheel speeds (rad/s) physics may use for the commands of ``rows``
-        (see :func:`check_commands`; a PWM run's duties through the motor model)."""
+        """The commands of ``rows`` physics may use, in the run's units (see
+        :func:`check_commands`; a PWM run's duties go through :class:`Motors` next)."""
         if len(rows) == len(self.counts):  # every robot: one counter, no index (gym's path)
             self._everyone_checks += 1
         else:
@@ -129,7 +132,7 @@ class Rejections:
                 if robot not in self.first:
                     self._report(robot, wheels[j], step)
             bad[:] = 0
-        return self.motor.wheel_speed(safe) if self.pwm else safe
+        return safe
 
     def _report(self, robot: int, pair: np.ndarray, step: int) -> None:
         left, right = (float(v) for v in pair)
@@ -170,6 +173,9 @@ class Engine(Role[EngineResult]):
         self.spine_reply = (self.port("spine.replies", "writer", spin_us=None)
                             if spine_process else None)
         self.rejections = Rejections(plan)
+        # A PWM run's wheels: duties to wheel speeds, a physics step at a time.
+        self.motors = (Motors(cfg.motor, cfg.robots, world.dt_s) if cfg.action == "pwm"
+                       else None)
         self.pose_digest = PoseDigest(with_end=not spine_process)
         turns = cfg.route_turns
         routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
@@ -294,6 +300,8 @@ class Engine(Role[EngineResult]):
                         lights_seen[i] = int(got["lights_seq"])
                         self._set_lights(k, seen_at, rows, got["lights"])
                 safe = self.rejections.check(wheels, everyone, k)  # framework, not physics
+                if self.motors is not None:  # (no spine: refused with PWM)
+                    safe = self.motors.step(safe)
                 taps.commands(k, seen_at, safe, None)
                 t0 = clock()
                 if spine is None:
@@ -387,6 +395,8 @@ class Engine(Role[EngineResult]):
                         if cmd["resets"] != resets_seen[i]:
                             resets_seen[i] = int(cmd["resets"])
                             world.return_to_start(rows.tolist())
+                            if self.motors is not None:
+                                self.motors.stop(rows)
                         if cmd["lights_seq"] != lights_seen[i]:
                             lights_seen[i] = int(cmd["lights_seq"])
                             self._set_lights(k, world.sim_time_s, rows, cmd["lights"])
@@ -402,6 +412,8 @@ class Engine(Role[EngineResult]):
                 expired += was_live & ~live  # a command that just ran out
                 was_live = live
                 applied = np.where(live[:, None], wheels, 0.0)
+                if self.motors is not None:  # duties: the wheels' speeds at the step's end
+                    applied = self.motors.step(applied)
                 # The command each robot had in step k: what replay applies there.
                 taps.commands(k, world.sim_time_s, applied, ~live)
                 t0 = time.perf_counter()

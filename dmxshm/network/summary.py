@@ -121,7 +121,9 @@ class Summary:
     (``{model, K, D, width, height, source}``; :mod:`dmxshm.matrix.lens`); empty
     without a camera. ``noise`` is the sensor noise model's parameters
     (:mod:`dmxshm.matrix.noise`: ``imu``, ``encoders``, ``tof``, ``camera``); empty
-    with ``--no-noise``.
+    with ``--no-noise``. ``motor`` is a PWM run's motor model (``gain``, ``trim``,
+    ``k``, ``limit``, ``lag_s``, ``dead_band``; :mod:`dmxshm.world.motor`); empty in
+    a wheel-speed run.
     """
 
     mode: str
@@ -166,6 +168,7 @@ class Summary:
     command_latency: dict[str, dict[str, float]] | None = None
     camera: dict[str, Any] = field(default_factory=dict)
     noise: dict[str, Any] = field(default_factory=dict)
+    motor: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -315,6 +318,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         command_latency=eng.command_latency,
         camera=_camera(cfg),
         noise=DUCKIEBOT_NOISE.to_dict() if cfg.noise else {},
+        motor=cfg.motor.to_dict() if cfg.action == "pwm" else {},
     )
 
 

@@ -24,11 +24,26 @@ the motor model wins over the 25 rad/s the engine had before it, because a
 Duckiebot driven at full duty turns its wheels at the speed its own
 kinematics assume, and a PWM agent must be able to reach every wheel speed a
 wheel-speed agent can (the reverse would leave duty 0.93 to 1 unreachable).
+
+**Dynamics** (:class:`Motors`): the wheel does not jump to that speed. A duty
+whose magnitude is below ``dead_band`` does not overcome the gearbox's static
+friction, and the wheel's speed then tends to 0; otherwise it tends to the
+kinematics' speed above, through a first-order lag of time constant ``lag_s``::
+
+    omega(t + dt) = target + (omega(t) - target) * exp(-dt / lag_s)
+
+(the exact solution over a step in which the duty holds). Above the dead band
+the steady state is the kinematics' inverse exactly, so an agent calibrated as
+its robot still gets, once settled, the speed it asked for. Duckietown publishes
+neither figure for the Duckiebot's DG01D-E gear motors: ``lag_s`` 0.1 s and
+``dead_band`` 0.05 are dmxshm's estimates (docs/motors.md says so), parameters
+to randomise rather than constants to trust.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -48,12 +63,24 @@ class MotorModel:
             the robot veers right.
         k: the motor constant, rad/s at duty 1 with gain 1 and trim 0 (27.0).
         limit: the largest duty magnitude (1.0).
+        lag_s: the first-order time constant of the wheel's speed, s (0: none).
+        dead_band: the duty magnitude below which the wheel does not turn.
     """
 
     gain: float = 1.0
     trim: float = 0.0
     k: float = 27.0
     limit: float = 1.0
+    lag_s: float = 0.1
+    dead_band: float = 0.05
+
+    def ideal(self) -> MotorModel:
+        """This model without its dynamics: no lag, no dead band."""
+        return replace(self, lag_s=0.0, dead_band=0.0)
+
+    def to_dict(self) -> dict[str, float]:
+        """The parameters as JSON (a summary's, an env's ``info``)."""
+        return asdict(self)
 
     @property
     def full_speed_rad_s(self) -> float:
@@ -70,14 +97,18 @@ class MotorModel:
         return np.array([self.k / (self.gain - self.trim), self.k / (self.gain + self.trim)])
 
     def wheel_speed(self, duty: np.ndarray) -> np.ndarray:
-        """Wheel speeds (rad/s) of ``(..., 2)`` duties (left, right), each clipped
-        to +-``limit`` first, as the motor driver does.
+        """Steady-state wheel speeds (rad/s) of ``(..., 2)`` duties (left, right),
+        each clipped to +-``limit`` first, as the motor driver does; a duty within
+        the dead band turns nothing.
 
         Example:
-            >>> MotorModel().wheel_speed(np.array([[0.5, -1.0]]))
-            array([[ 13.5, -27. ]])
+            >>> MotorModel().wheel_speed(np.array([[0.5, -1.0], [0.04, 0.06]]))
+            array([[ 13.5 , -27.  ],
+                   [  0.  ,   1.62]])
         """
         u = np.clip(np.asarray(duty, np.float64), -self.limit, self.limit)
+        if self.dead_band > 0.0:
+            u = np.where(np.abs(u) < self.dead_band, 0.0, u)
         return u * self._per_volt()
 
     def duty(self, wheel_speed_rad_s: np.ndarray) -> np.ndarray:
@@ -93,4 +124,40 @@ class MotorModel:
 
 
 DUCKIEBOT = MotorModel()
-"""The default Duckiebot: Duckietown's defaults (gain 1, trim 0, k 27, limit 1)."""
+"""The default Duckiebot: Duckietown's defaults (gain 1, trim 0, k 27, limit 1)
+and dmxshm's estimated dynamics (lag 0.1 s, dead band 0.05)."""
+
+
+class Motors:
+    """The wheels of ``robots`` robots driven by duties through ``model``: each
+    :meth:`step` advances their speeds by ``dt_s`` (see the module docstring).
+
+    Args:
+        model: the motor model (its dynamics; ``model.ideal()`` for none).
+        robots: how many robots.
+        dt_s: the time a duty holds, per :meth:`step`.
+
+    Example:
+        >>> m = Motors(DUCKIEBOT, 1, 0.1)
+        >>> [round(float(m.step(np.array([[0.5, 0.5]]))[0, 0]), 3) for _ in range(3)]
+        [8.534, 11.673, 12.828]
+    """
+
+    def __init__(self, model: MotorModel, robots: int, dt_s: float) -> None:
+        self.model = model
+        self.speed = np.zeros((robots, 2))
+        self.keep = math.exp(-dt_s / model.lag_s) if model.lag_s > 0.0 else 0.0
+
+    def step(self, duty: np.ndarray) -> np.ndarray:
+        """The wheel speeds (rad/s) at the end of a step in which ``(robots, 2)``
+        duties hold (a new array, kept as the next step's start)."""
+        target = self.model.wheel_speed(duty)
+        self.speed = target + (self.speed - target) * self.keep
+        return self.speed.copy()
+
+    def stop(self, robots: list[int] | np.ndarray | None = None) -> None:
+        """Wheels at rest (a robot put back at its start): ``robots``, or all."""
+        if robots is None:
+            self.speed[:] = 0.0
+        else:
+            self.speed[np.asarray(robots, np.int64)] = 0.0

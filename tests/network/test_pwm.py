@@ -29,12 +29,20 @@ def run(**kw: object) -> object:
 
 def test_built_in_agents_drive_in_pwm_as_in_wheel_speed() -> None:
     rad = run()
-    pwm = run(action="pwm")
-    assert pwm.rejected_commands == [0, 0]
+    ideal = run(action="pwm", motor_dynamics=False)
+    assert ideal.rejected_commands == [0, 0]
     # The same policy, converted by its agent and back by the engine: the same drive
     # to within rounding (not bit-identical: omega / 27 * 27 is not always omega).
-    assert pwm.lane["distance_m"] == pytest.approx(rad.lane["distance_m"], rel=1e-3)
+    assert ideal.lane["distance_m"] == pytest.approx(rad.lane["distance_m"], rel=1e-3)
+    assert ideal.lane["off_road_steps"] == [0, 0]
+    assert ideal.motor["lag_s"] == 0.0 and rad.motor == {}
+    # With the motors' lag the wheels come up to speed later: a little less distance,
+    # still on the road.
+    pwm = run(action="pwm")
+    assert pwm.motor["lag_s"] == 0.1 and pwm.motor["dead_band"] == 0.05
     assert pwm.lane["off_road_steps"] == [0, 0]
+    for lagged, at_once in zip(pwm.lane["distance_m"], rad.lane["distance_m"], strict=True):
+        assert 0.9 * at_once < lagged < at_once
 
 
 def test_an_outside_agents_duties_move_the_robot_as_the_motor_model_says() -> None:
