@@ -57,6 +57,7 @@ def _register() -> None:
     if "dmxshm/DuckieLane-v1" not in gymnasium.registry:
         gymnasium.register(id="dmxshm/DuckieLane-v1",
                            entry_point="dmxshm.batch.env_v1:DuckieLaneV1Env",
+                           vector_entry_point="dmxshm.batch.vector:make_vec_v1",
                            max_episode_steps=EPISODE_STEPS)
 
 

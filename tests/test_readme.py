@@ -79,7 +79,7 @@ def test_batch_docs_example_is_the_example_file_and_it_learns(tmp_path: Path) ->
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_batch_example_runs_and_counts_the_episodes_of_every_step(tmp_path: Path) -> None:
-    last = _run_block(tmp_path, "make_vec(").strip().splitlines()[-1]
+    last = _run_block(tmp_path, 'make_vec(16, obs="state"').strip().splitlines()[-1]
     match = re.fullmatch(r"\(16, 11\) float64 (\d+) episodes ended in 300 steps of 16 envs", last)
     assert match, last
     # Random wheels drive some robots off the road within 300 steps; a count of
@@ -204,3 +204,9 @@ def test_the_readme_objects_example_runs_from_the_repository(tmp_path: Path) -> 
     out = _run_block(tmp_path, "w.add_object(", cwd=README.parent).strip()
     town = load_map(README.parent / "examples" / "maps" / "town.yaml")
     assert out == f"{len(town.objects) + 2} objects; []"
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 30)
+def test_the_v1_batch_example_runs(tmp_path: Path) -> None:
+    out = _run_block(tmp_path, 'make_vec("dmxshm/DuckieLane-v1", 16)').strip()
+    assert out == "(16, 14) Box(-1.0, 1.0, (2,), float32)"

@@ -188,6 +188,10 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
     def _more_state(self) -> list[float]:
         return []
 
+    def _wheels(self, left: float, right: float) -> list[float]:
+        """The wheel speeds (rad/s) of an action in [-1, 1] (v0: scaled by 25 rad/s)."""
+        return [left * ACTION_SCALE_RAD_S, right * ACTION_SCALE_RAD_S]
+
     # -- gymnasium API ---------------------------------------------------------
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -216,9 +220,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         """:meth:`step` with the action as two floats (the batch workers' path)."""
         if not (math.isfinite(left) and math.isfinite(right)):
             raise ValueError(f"action must be finite, got {[left, right]}")
-        self.world.apply_wheel_speeds(
-            [[max(-1.0, min(1.0, left)) * ACTION_SCALE_RAD_S,
-              max(-1.0, min(1.0, right)) * ACTION_SCALE_RAD_S]])
+        self.world.apply_wheel_speeds([self._wheels(max(-1.0, min(1.0, left)),
+                                                    max(-1.0, min(1.0, right)))])
         self.world.step()
         self._steps += 1
         obs, (offset, heading, on_road), speed = self._measure(self.world.state(copy=False))

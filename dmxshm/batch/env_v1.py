@@ -11,18 +11,29 @@ Everything of :mod:`dmxshm.batch.env` (``DuckieLane-v0``), and:
   curvature (1/m, + left; a turn's through an intersection), the turn at the
   intersection ahead or under the robot (-1 left, 0 straight, 1 right) and whether
   one is decided (1) or no intersection is ahead (0);
-* ``info["turn"]`` names the turn (``None`` when none is ahead).
+* ``info["turn"]`` names the turn (``None`` when none is ahead);
+* **actions are PWM duties** in [-1, 1], left and right, through the Duckiebot's
+  motor model (:mod:`dmxshm.world.motor`: 27 rad/s at duty 1, its 0.1 s lag and
+  0.05 dead band; ``motor_dynamics=False`` for none), the convention of a network
+  robot in ``--action pwm`` and of a duckietown-sdk robot, so one policy drives all
+  three;
+* **sensors read with the Duckiebot's noise** (``noise=True``, the default;
+  :mod:`dmxshm.matrix.noise`): IMU white noise and bias, time-of-flight spread, the
+  camera's pixel noise and exposure, drawn from a stream keyed by a seed the env's
+  generator draws at each ``reset`` (so ``reset(seed=s)`` gives the same noise);
+  with nothing within 1.2 m the range reads 8.0, the Duckiebot driver's
+  out-of-range value, with or without noise;
+* the camera is the Duckiebot's wide-angle lens by default (``camera_model=
+  "duckiebot"``; ``reset``'s ``info["calibration"]`` has its calibration).
 
-Sensor noise, the PWM action convention of the Duckiebot's motor model and the
-lens camera come to v1 with the next release's sensors and motors; v1 may change
-until that release, v0 does not.
+v1 may change until the release that fixes it; v0 does not change.
 
 Example:
     >>> import gymnasium, dmxshm
     >>> env = gymnasium.make("dmxshm/DuckieLane-v1")
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, sorted(info)
-    ((14,), ['lane_offset_m', 'on_road', 'turn'])
+    ((14,), ['lane_offset_m', 'motor', 'noise', 'on_road', 'turn'])
     >>> env.close()
 """
 
@@ -35,27 +46,41 @@ import numpy as np
 from gymnasium import spaces
 
 from dmxshm.batch.env import STATE_FIELDS, STATE_HIGH, STATE_LOW, DuckieLaneEnv
+from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
+from dmxshm.matrix.noise import Noise
+from dmxshm.world.motor import DUCKIEBOT, Motors
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
 
 MORE_FIELDS = ("curvature_1_m", "turn", "turn_known")
 """The state vector's fields after v0's :data:`~dmxshm.batch.env.STATE_FIELDS`."""
 
 STATE_FIELDS_V1 = STATE_FIELDS + MORE_FIELDS
+NO_TARGET_M = DUCKIEBOT_NOISE.tof.no_target_m
+"""v1's time-of-flight reading with nothing within range (8.0 m, the driver's)."""
 STATE_HIGH_V1 = np.concatenate([STATE_HIGH, np.array([10.0, 1.0, 1.0], np.float32)])
+STATE_HIGH_V1[STATE_FIELDS.index("tof_m")] = NO_TARGET_M
 STATE_LOW_V1 = np.concatenate([STATE_LOW, np.array([-10.0, -1.0, 0.0], np.float32)])
+_TOF = STATE_FIELDS.index("tof_m")
+_ACC = STATE_FIELDS.index("acc_x")
 
 
 class DuckieLaneV1Env(DuckieLaneEnv):
-    """See the module docstring; keyword arguments are v0's, and ``route``."""
+    """See the module docstring; keyword arguments are v0's, and ``route``,
+    ``noise`` and ``motor_dynamics`` (``camera_model`` defaults to ``"duckiebot"``)."""
 
     _state_low, _state_high = STATE_LOW_V1, STATE_HIGH_V1
 
     def __init__(self, *, map: str = "grid", route: str | None = "seed",  # noqa: A002
-                 **kwargs: Any) -> None:
+                 noise: bool = True, motor_dynamics: bool = True,
+                 camera_model: str = "duckiebot", **kwargs: Any) -> None:
         self.route_turns = parse_route(route)
         self._router: Router | None = None
         self._curvature = 0.0
-        super().__init__(map=map, **kwargs)
+        self.noise = bool(noise)
+        self._noise: Noise | None = None
+        self.motor = DUCKIEBOT if motor_dynamics else DUCKIEBOT.ideal()
+        super().__init__(map=map, camera_model=camera_model, **kwargs)
+        self._motors = Motors(self.motor, 1, self.world.dt_s)
         state_space = spaces.Box(STATE_LOW_V1, STATE_HIGH_V1, dtype=np.float32)
         if self.obs_kind == "state":
             self.observation_space = state_space
@@ -78,21 +103,51 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         turn = TURN_CODE[state.turn] if state is not None else 0.0
         return [0.0 if c != c or math.isinf(c) else c, turn, float(state is not None)]
 
+    def _wheels(self, left: float, right: float) -> list[float]:
+        return self._motors.step_one(left, right)
+
+    def _measure(self, state: np.ndarray) -> tuple[Any, tuple[float, float, bool], float]:
+        obs, lane, speed = super()._measure(state)
+        vector = obs if self.obs_kind == "state" else (
+            obs["state"] if self.obs_kind == "both" else None)
+        noise, k = self._noise, self._steps
+        if vector is not None:
+            hit = bool(vector[_TOF] < self.tof.max_range_m)
+            if noise is None:
+                if not hit:
+                    vector[_TOF] = NO_TARGET_M
+            else:
+                acc, gyro = noise.imu(0, k, k * self.world.dt_s, vector[_ACC:_ACC + 3],
+                                      vector[_ACC + 3:_ACC + 6])
+                vector[_ACC:_ACC + 3], vector[_ACC + 3:_ACC + 6] = acc, gyro
+                vector[_TOF] = noise.tof(0, k, float(vector[_TOF]), hit)
+                np.minimum(np.maximum(vector, self._state_low, out=vector), self._state_high,
+                           out=vector)
+        if noise is not None and self.obs_kind != "state":
+            noise.camera(0, k, obs["camera"] if self.obs_kind == "both" else obs)
+        return obs, lane, speed
+
     def _turn(self) -> str | None:
         state = self._router.states[0] if self._router is not None else None
         return state.turn if state is not None else None
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        # The router's seed comes from the env's generator, which reset seeds first.
-        self._router = None
+        # The router's and the noise's seeds come from the env's generator, which
+        # reset seeds first (the router's first: routes as before noise).
+        self._router, self._noise = None, None
         obs, info = super().reset(seed=seed, options=options)
         if self.route_turns is not None:
             self._router = Router(self.world.road_map, 1,
                                   int(self.np_random.integers(2**31)), self.route_turns)
-            obs, lane, _ = self._measure(self.world.state(copy=False))
-            info.update(lane_offset_m=lane[0], on_road=lane[2])
-        info["turn"] = self._turn()
+        noise_seed = int(self.np_random.integers(2**31))
+        if self.noise:
+            self._noise = Noise(noise_seed)
+        self._motors.stop()
+        obs, lane, _ = self._measure(self.world.state(copy=False))
+        info.update(lane_offset_m=lane[0], on_road=lane[2], turn=self._turn(),
+                    noise={"seed": noise_seed, **DUCKIEBOT_NOISE.to_dict()} if self.noise
+                    else {}, motor=self.motor.to_dict())
         return obs, info
 
     def step_wheels(self, left: float, right: float
@@ -100,3 +155,20 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         obs, reward, terminated, truncated, info = super().step_wheels(left, right)
         info["turn"] = self._turn()
         return obs, reward, terminated, truncated, info
+
+
+VERSIONS = ("v0", "v1")
+"""The DuckieLane versions a batch can hold (``make_vec(..., version=)``)."""
+
+
+def env_class(version: str) -> type[DuckieLaneEnv]:
+    """The env class of a DuckieLane ``version`` (``"v0"``, ``"v1"``, or its
+    gymnasium id ``"dmxshm/DuckieLane-v1"``).
+
+    Raises:
+        ValueError: another version.
+    """
+    short = version.rsplit("-", 1)[-1] if version.startswith("dmxshm/DuckieLane-") else version
+    if short not in VERSIONS:
+        raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+    return DuckieLaneEnv if short == "v0" else DuckieLaneV1Env

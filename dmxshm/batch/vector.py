@@ -171,9 +171,11 @@ class DmxVectorEnv(VectorEnv):
                  profile_interval_s: float = 0.5, breakdown: bool = False,
                  batch_size: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-                 **env_kwargs: Any) -> None:
-        from dmxshm.batch.env import DuckieLaneEnv
+                 version: str = "v0", **env_kwargs: Any) -> None:
+        from dmxshm.batch.env_v1 import env_class
         from dmxshm.world.renderers import egl_device
+
+        env_type = env_class(version)
 
         mode = parse_autoreset_mode(autoreset_mode)
         self.autoreset_mode = mode
@@ -204,7 +206,8 @@ class DmxVectorEnv(VectorEnv):
         self._final = mode == AutoresetMode.SAME_STEP
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
-        probe = DuckieLaneEnv(**kwargs)
+        probe = env_type(**kwargs)
+        self.version = "v0" if env_type.__name__ == "DuckieLaneEnv" else "v1"
         self.single_observation_space = probe.observation_space
         self.single_action_space = probe.action_space
         probe.close()
@@ -238,7 +241,8 @@ class DmxVectorEnv(VectorEnv):
             for w, block in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
                     f"batch-{w}", run_worker, w, ports, int(block[0]), int(block[-1]) + 1,
-                    num_envs, workers, kwargs, os.getpid(), self._spin_s, mode.value,
+                    num_envs, workers, {**kwargs, "version": self.version}, os.getpid(),
+                    self._spin_s, mode.value,
                     egl_device()))
             self._profiler: Profiler | None = None
             if profile:
@@ -769,8 +773,12 @@ class DmxVectorEnv(VectorEnv):
 
 def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
              camera: tuple[int, int] = (160, 120), seed: int | None = None, copy: bool = True,
-             batch_size: int | None = None, **env_kwargs: Any) -> DmxVectorEnv:
+             batch_size: int | None = None, version: str = "v0",
+             **env_kwargs: Any) -> DmxVectorEnv:
     """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring).
+
+    ``version``: ``"v0"`` (the default) or ``"v1"`` (:mod:`dmxshm.batch.env_v1`: PWM
+    actions, sensor noise, the lens camera, routes); ``env_kwargs`` go to each env.
 
     ``num_workers``: worker processes, an integer >= 1 (at most ``num_envs`` are
     used), or None for one per usable CPU. ``batch_size`` (default ``num_envs``) is
@@ -780,4 +788,9 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
         ValueError: ``num_workers`` is 0 or negative, or not an integer.
     """
     return DmxVectorEnv(num_envs, num_workers, obs=obs, camera=camera, seed=seed, copy=copy,
-                        batch_size=batch_size, **env_kwargs)
+                        batch_size=batch_size, version=version, **env_kwargs)
+
+
+def make_vec_v1(num_envs: int, **kwargs: Any) -> DmxVectorEnv:
+    """``gymnasium.make_vec("dmxshm/DuckieLane-v1", n)``: :func:`make_vec` of v1."""
+    return DmxVectorEnv(num_envs, version="v1", **kwargs)

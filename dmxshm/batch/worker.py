@@ -288,12 +288,15 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
     (:func:`dmxshm.world.renderers.egl_device`), so the worker does not probe again.
     """
     from dmxshm.batch.env import DuckieLaneEnv
+    from dmxshm.batch.env_v1 import env_class
     from dmxshm.world.renderers import adopt_probe
 
     adopt_probe(egl_device)
     envs: list[DuckieLaneEnv] = []
+    env_kwargs = dict(env_kwargs)
+    env_type = env_class(env_kwargs.pop("version", "v0"))
     try:
-        envs = [DuckieLaneEnv(**env_kwargs) for _ in range(lo, hi)]
+        envs = [env_type(**env_kwargs) for _ in range(lo, hi)]
         seg = Segment.attach(ports.arrays)
         render = render_shape(n, env_kwargs)
         arrays = Arrays(seg, n, fields(envs[0].observation_space), workers, render,

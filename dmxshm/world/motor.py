@@ -155,6 +155,20 @@ class Motors:
         self.speed = target + (self.speed - target) * self.keep
         return self.speed.copy()
 
+    def step_one(self, left: float, right: float) -> list[float]:
+        """:meth:`step` of a one-robot ``Motors`` with the duties as plain floats
+        (an env's path: the same arithmetic without numpy's per-call cost)."""
+        m, lim, band = self.model, self.model.limit, self.model.dead_band
+        speed, keep = self.speed[0], self.keep
+        out = []
+        for i, (u, per) in enumerate(((left, m.k / (m.gain - m.trim)),
+                                      (right, m.k / (m.gain + m.trim)))):
+            u = max(-lim, min(lim, u))
+            target = 0.0 if abs(u) < band else u * per
+            speed[i] = target + (float(speed[i]) - target) * keep
+            out.append(float(speed[i]))
+        return out
+
     def stop(self, robots: list[int] | np.ndarray | None = None) -> None:
         """Wheels at rest (a robot put back at its start): ``robots``, or all."""
         if robots is None:

@@ -123,3 +123,13 @@ def test_motors_stop_puts_wheels_at_rest_and_ideal_follows_at_once() -> None:
     assert m.speed[1].tolist() == [0.0, 0.0] and m.speed[0, 0] > 0
     ideal = Motors(DUCKIEBOT.ideal(), 1, 1 / 30)
     assert ideal.step(np.array([[0.5, -0.02]])).tolist() == [[13.5, -0.54]]
+
+
+@given(st.lists(st.tuples(st.floats(-1.5, 1.5), st.floats(-1.5, 1.5)), min_size=1, max_size=40),
+       st.floats(0.0, 0.3), st.floats(-0.2, 0.2), st.floats(0.0, 0.2))
+def test_one_robots_float_path_is_the_array_path_bit_for_bit(
+        duties: list[tuple[float, float]], lag_s: float, trim: float, band: float) -> None:
+    model = MotorModel(trim=trim, lag_s=lag_s, dead_band=band)
+    arrays, floats = Motors(model, 1, 1 / 30), Motors(model, 1, 1 / 30)
+    for left, right in duties:
+        assert arrays.step(np.array([[left, right]]))[0].tolist() == floats.step_one(left, right)
