@@ -142,7 +142,9 @@ class DuckieLaneV1Env(DuckieLaneEnv):
                                   int(self.np_random.integers(2**31)), self.route_turns)
         noise_seed = int(self.np_random.integers(2**31))
         if self.noise:
-            self._noise = Noise(noise_seed)
+            # One bank of camera noise frames for every episode (its seed 0): an
+            # episode's own draws pick the frame, its shift and the exposure.
+            self._noise = Noise(noise_seed, bank_seed=0)
         self._motors.stop()
         obs, lane, _ = self._measure(self.world.state(copy=False))
         info.update(lane_offset_m=lane[0], on_road=lane[2], turn=self._turn(),

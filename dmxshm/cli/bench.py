@@ -274,3 +274,4 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
 # The world's benchmarks (objects, routes) live in a module of their own.
 bench.add_command(bench_world.bench_objects)
 bench.add_command(bench_world.bench_routes)
+bench.add_command(bench_world.bench_noise)

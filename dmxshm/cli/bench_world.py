@@ -1,5 +1,6 @@
-"""``dmxshm bench objects`` and ``dmxshm bench routes``: the world's costs and its
-lane follower through intersections (added to the group of :mod:`dmxshm.cli.bench`)."""
+"""``dmxshm bench objects``, ``dmxshm bench routes`` and ``dmxshm bench noise``: the
+world's costs, its lane follower through intersections and what sensor noise costs
+(added to the group of :mod:`dmxshm.cli.bench`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import click
 
 from dmxshm import console
+from dmxshm.bench.noise import CASES
 from dmxshm.cli.checks import check_outputs, check_targets
 from dmxshm.cli.group import Command
 from dmxshm.cli.options import check_option, json_file_option, parse_wh
@@ -99,6 +101,60 @@ def bench_routes(seeds: str, robots: int, steps: int, map_name: str, route: str,
                    f"{max(r.max_still_s):>11.1f} {sum(r.stop_line_waits):>6} "
                    f"{sum(r.robot_collisions):>3}/{sum(r.object_collisions):<4} "
                    f"{r.steps_per_s:>8.1f}")
+    if json:
+        console.write_json(res.to_dict(), json)
+    check_targets(res.targets(), check)
+
+
+@click.command("noise", cls=Command)
+@click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Robots of the network runs.")
+@click.option("--steps", type=click.IntRange(min=1), default=600, show_default=True,
+              help="Gym steps a network run.")
+@click.option("--camera", default="160x120", show_default=True,
+              help="The network's camera WxH in the camera case.")
+@click.option("--num-envs", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Envs of the make_vec cases (DuckieLane-v1).")
+@click.option("--vec-camera", default="64x64", show_default=True,
+              help="The make_vec camera case's image WxH.")
+@click.option("--seconds", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+              help="Least time a make_vec figure is measured over.")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Measurements of each case each way, alternating on and off.")
+@click.option("--cases", default=",".join(CASES), show_default=True,
+              help="Which cases, comma-separated.")
+@json_file_option("Write the figures as JSON to this file.")
+@check_option
+def bench_noise(robots: int, steps: int, camera: str, num_envs: int, vec_camera: str,
+                seconds: float, repeats: int, cases: str, json: str | None,
+                check: bool) -> None:
+    """What sensor noise costs: gym steps/s of a network and env-steps/s of make_vec
+    (DuckieLane-v1) with the noise on against off, alternating in one run (targets:
+    >= 0.9 with a camera, >= 0.85 state-only).
+    """
+    from dmxshm.bench import noise
+
+    check_outputs(json)
+    wh, vec_wh = parse_wh(None, None, camera), parse_wh(None, None, vec_camera)
+    picked = tuple(c.strip() for c in cases.split(",") if c.strip())
+    unknown = [c for c in picked if c not in CASES]
+    if unknown or not picked:
+        raise click.UsageError(f"--cases: {', '.join(unknown) or 'none given'}; the cases "
+                               f"are {', '.join(CASES)}")
+    with click.progressbar(length=2 * repeats * len(picked), label="bench noise",
+                           file=sys.stderr, item_show_func=lambda s: s) as bar:
+        res = noise.run(robots, steps, wh, num_envs, vec_wh, seconds, repeats, picked,
+                        progress=lambda label: bar.update(1, label))
+    w, h = res.camera
+    vw, vh = res.vec_camera
+    click.echo(f"network: {res.robots} robots, lane-follow, {res.steps} gym steps a run, "
+               f"camera {w}x{h} or none; make_vec: {res.num_envs} DuckieLane-v1 envs, "
+               f"camera {vw}x{vh} or state, random duties, >= {res.seconds:g} s a figure; "
+               f"{res.repeats} of each, alternating")
+    click.echo(f"{'case':<16} {'unit':<12} {'noise on':>26} {'noise off':>26} {'on/off':>7}")
+    for c in res.cases:
+        click.echo(f"{c.name:<16} {c.unit:<12} {', '.join(f'{v:.0f}' for v in c.on):>26} "
+                   f"{', '.join(f'{v:.0f}' for v in c.off):>26} {c.ratio:>7.3f}")
     if json:
         console.write_json(res.to_dict(), json)
     check_targets(res.targets(), check)

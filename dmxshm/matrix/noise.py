@@ -33,6 +33,7 @@ sources, and says which figures are datasheet values and which are ours):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -64,12 +65,17 @@ MAX_PER_SAMPLE = 64
 """The most values one sample may draw from :func:`normals` or :func:`uniforms`."""
 
 
+@functools.lru_cache(maxsize=4096)
+def _key(seed: int, robot: int, stream: str) -> int:
+    return _mix(_mix(_mix(int(seed) & _MASK) ^ (int(robot) & _MASK)) ^ SENSOR_STREAMS[stream])
+
+
 def _words(seed: int, robot: int, stream: str, index: int, n: int) -> list[int]:
     """``n`` 64-bit words of sample ``index``: SplitMix64 of the counter
     ``index * MAX_PER_SAMPLE + k`` in a sequence keyed by (seed, robot, stream)."""
     if not 0 < n <= MAX_PER_SAMPLE:
         raise ValueError(f"a sample draws 1 to {MAX_PER_SAMPLE} values, not {n}")
-    key = _mix(_mix(_mix(int(seed) & _MASK) ^ (int(robot) & _MASK)) ^ SENSOR_STREAMS[stream])
+    key = _key(seed, robot, stream)
     first = (int(index) * MAX_PER_SAMPLE) & _MASK
     return [_mix((key + (first + k) * _GOLDEN) & _MASK) for k in range(n)]
 
@@ -97,13 +103,19 @@ def normals(seed: int, robot: int, stream: str, index: int, n: int) -> np.ndarra
         >>> bool((a != normals(1, 0, "imu", 42, 3)).all())
         True
     """
+    return np.array(_normal_list(seed, robot, stream, index, n))
+
+
+def _normal_list(seed: int, robot: int, stream: str, index: int, n: int) -> list[float]:
+    """:func:`normals` as a list of floats (the C library's log, cos and sin: the same
+    on every CPU, where numpy's vector paths are not)."""
     words = _words(seed, robot, stream, index, 2 * ((n + 1) // 2))
     out: list[float] = []
     for a, b in zip(words[::2], words[1::2], strict=True):
         r = math.sqrt(-2.0 * math.log(1.0 - (a >> 11) * 2.0**-53))  # 1 - u: in (0, 1]
         t = 2.0 * math.pi * (b >> 11) * 2.0**-53
         out += (r * math.cos(t), r * math.sin(t))
-    return np.array(out[:n])
+    return out[:n]
 
 
 def bulk_normals(seed: int, robot: int, stream: str, index: int, n: int) -> np.ndarray:
@@ -118,10 +130,17 @@ def bulk_uniforms(seed: int, robot: int, stream: str, index: int, n: int) -> np.
 
 
 def _philox(seed: int, robot: int, stream: str, index: int) -> np.random.Generator:
+    # The index is the counter's third word: a block's draws advance the first two
+    # (2^128 draws before they could reach it), so blocks never overlap.
     key = np.array([int(seed) & _MASK, ((int(robot) & 0xFFFFFFFF) << 8)
                     | SENSOR_STREAMS[stream]], np.uint64)
-    counter = np.array([int(index) & _MASK, 0, 0, 0], np.uint64)
+    counter = np.array([0, 0, int(index) & _MASK, 0], np.uint64)
     return np.random.Generator(np.random.Philox(key=key, counter=counter))
+
+
+SAMPLE_BLOCK = 256
+"""Samples of a per-sample stream (IMU, time of flight) drawn at once: sample ``i``'s
+values are row ``i % 256`` of block ``i // 256`` of :func:`bulk_normals`."""
 
 
 @dataclass(frozen=True)
@@ -205,52 +224,76 @@ class Noise:
     state's step) and the clean readings, and returns the noisy ones.
     """
 
-    def __init__(self, seed: int, model: NoiseModel = DUCKIEBOT) -> None:
+    def __init__(self, seed: int, model: NoiseModel = DUCKIEBOT,
+                 bank_seed: int | None = None) -> None:
         self.seed = int(seed)
         self.model = model
-        self._walks: dict[int, np.ndarray] = {}  # robot -> cumulative walk at the knots
-        self._turn_on: dict[int, np.ndarray] = {}
+        # The camera's bank of noise frames is keyed by its own seed (the run's, by
+        # default): an env that draws a seed per episode keeps one bank, and only
+        # which frame, where and how bright is the episode's.
+        self.bank_seed = self.seed if bank_seed is None else int(bank_seed)
+        self._walks: dict[int, list[list[float]]] = {}  # robot -> the walk at the knots
+        self._turn_on: dict[int, list[float]] = {}
         self._missed: dict[tuple[int, int, int], list[np.ndarray]] = {}  # running counts
-        self._banks: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+        m = model.imu
+        self._white = np.repeat([m.acc_white, m.gyro_white], 3)
+        self._blocks: dict[tuple[int, str, int], list[list[float]]] = {}
+
+    def _sample(self, robot: int, stream: str, index: int, width: int,
+                scale: np.ndarray | float) -> list[float]:
+        """Sample ``index``'s ``width`` normals of ``stream``, times ``scale``."""
+        block, within = divmod(int(index), SAMPLE_BLOCK)
+        rows = self._blocks.get((robot, stream, block))
+        if rows is None:
+            z = bulk_normals(self.seed, robot, stream, block, SAMPLE_BLOCK * width)
+            rows = (z.reshape(SAMPLE_BLOCK, width) * scale).tolist()
+            self._blocks.pop((robot, stream, block - 2), None)  # samples come in order
+            self._blocks[(robot, stream, block)] = rows
+        return rows[within]
 
     # -- IMU ------------------------------------------------------------------------
     def imu_bias(self, robot: int, sim_time_s: float) -> np.ndarray:
         """The six biases (acc x y z, gyro x y z) of ``robot`` at ``sim_time_s``."""
-        m = self.model.imu
+        return np.array(self._bias(robot, sim_time_s))
+
+    def _bias(self, robot: int, sim_time_s: float) -> list[float]:
         turn_on = self._turn_on.get(robot)
         if turn_on is None:
+            m = self.model.imu
             bound = m.bias_bound_sigmas
-            z = np.clip(normals(self.seed, robot, "imu_bias", 0, 6), -bound, bound)
-            turn_on = self._turn_on[robot] = z * np.repeat([m.acc_bias, m.gyro_bias], 3)
+            scale = [m.acc_bias] * 3 + [m.gyro_bias] * 3
+            turn_on = self._turn_on[robot] = [
+                min(max(z, -bound), bound) * s
+                for z, s in zip(_normal_list(self.seed, robot, "imu_bias", 0, 6), scale,
+                                strict=True)]
         t = max(float(sim_time_s), 0.0) / BIAS_KNOT_S
         j = int(t)
         walk = self._walk(robot, j + 1)
         frac = t - j
-        return turn_on + walk[j] * (1.0 - frac) + walk[j + 1] * frac
+        return [o + a * (1.0 - frac) + b * frac
+                for o, a, b in zip(turn_on, walk[j], walk[j + 1], strict=True)]
 
-    def _walk(self, robot: int, knots: int) -> np.ndarray:
-        """The random walk at knots 0..``knots`` (row 0 is zero), extended as needed."""
-        walk = self._walks.get(robot)
-        have = 0 if walk is None else len(walk) - 1
-        if walk is None or have < knots:
+    def _walk(self, robot: int, knots: int) -> list[list[float]]:
+        """The random walk at knots 0..``knots`` (knot 0 is zero), extended as needed,
+        one knot after the other (the same values however far each call reaches)."""
+        walk = self._walks.setdefault(robot, [[0.0] * 6])
+        if len(walk) <= knots:
             m = self.model.imu
-            step = np.repeat([m.acc_walk, m.gyro_walk], 3) * math.sqrt(BIAS_KNOT_S)
-            more = max(knots, 2 * have, 64)
-            rows = [normals(self.seed, robot, "imu_bias", 1 + k, 6) * step
-                    for k in range(have, more)]
-            start = np.zeros((1, 6)) if walk is None else walk
-            walk = np.vstack([start, start[-1] + np.cumsum(rows, axis=0)])
-            self._walks[robot] = walk
+            step = [m.acc_walk * math.sqrt(BIAS_KNOT_S)] * 3 + \
+                [m.gyro_walk * math.sqrt(BIAS_KNOT_S)] * 3
+            for k in range(len(walk) - 1, max(knots, 2 * (len(walk) - 1), 8)):
+                z = _normal_list(self.seed, robot, "imu_bias", 1 + k, 6)
+                walk.append([p + v * s for p, v, s in zip(walk[-1], z, step, strict=True)])
         return walk
 
     def imu(self, robot: int, index: int, sim_time_s: float, acc: np.ndarray,
             gyro: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Noisy ``(acc[3], gyro[3])`` (float32, as the clean ones)."""
-        m = self.model.imu
-        white = normals(self.seed, robot, "imu", index, 6) * np.repeat(
-            [m.acc_white, m.gyro_white], 3)
-        both = white + self.imu_bias(robot, sim_time_s)
-        return ((acc + both[:3]).astype(np.float32), (gyro + both[3:]).astype(np.float32))
+        white = self._sample(robot, "imu", index, 6, self._white)
+        clean = [float(v) for v in acc] + [float(v) for v in gyro]
+        out = np.array([c + (w + b) for c, w, b in zip(
+            clean, white, self._bias(robot, sim_time_s), strict=True)], np.float32)
+        return out[:3], out[3:]
 
     # -- encoders -------------------------------------------------------------------
     def encoders(self, robot: int, ticks: np.ndarray) -> np.ndarray:
@@ -283,7 +326,7 @@ class Noise:
         m = self.model.tof
         if not hit or range_m > m.max_range_m:
             return m.no_target_m
-        z = float(normals(self.seed, robot, "tof", index, 1)[0])
+        z = self._sample(robot, "tof", index, 1, 1.0)[0]
         return max(0.0, range_m + z * (m.sigma_m + m.sigma_per_m * range_m))
 
     # -- camera ----------------------------------------------------------------------
@@ -303,17 +346,7 @@ class Noise:
         return image
 
     def _bank(self, robot: int, shape: tuple[int, ...]) -> np.ndarray:
-        key = (robot, tuple(shape))
-        bank = self._banks.get(key)
-        if bank is None:
-            size = int(np.prod(shape))
-            h, w, c = shape
-            z = bulk_normals(self.seed, robot, "camera_bank", (h << 20) | (w << 4) | c,
-                             CAMERA_BANK_FRAMES * size)
-            bank = np.rint(z * self.model.camera.sigma_dn).astype(np.int16).reshape(
-                (CAMERA_BANK_FRAMES, *shape))
-            self._banks[key] = bank
-        return bank
+        return _bank(self.bank_seed, robot, tuple(shape), self.model.camera.sigma_dn)
 
     # -- many robots at once (a renderer's block) -----------------------------------
     def imu_rows(self, robots: tuple[int, ...] | list[int], index: int, sim_time_s: float,
@@ -336,3 +369,16 @@ class Noise:
         clean sensor's no-target reading) is no target."""
         return [self.tof(r, index, d, d < max_range_m) for r, d in zip(robots, ranges,
                                                                        strict=True)]
+
+
+@functools.lru_cache(maxsize=64)
+def _bank(seed: int, robot: int, shape: tuple[int, ...], sigma_dn: float) -> np.ndarray:
+    """A camera's bank of noise frames (int16, read-only), shared by every
+    :class:`Noise` of the same bank seed in the process."""
+    size = int(np.prod(shape))
+    h, w, c = shape
+    z = bulk_normals(seed, robot, "camera_bank", (h << 20) | (w << 4) | c,
+                     CAMERA_BANK_FRAMES * size)
+    bank = np.rint(z * sigma_dn).astype(np.int16).reshape((CAMERA_BANK_FRAMES, *shape))
+    bank.flags.writeable = False
+    return bank
