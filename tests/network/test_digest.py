@@ -78,6 +78,22 @@ def test_the_split_between_processes_does_not_change_it() -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_the_same_noise_whatever_the_process_split() -> None:
+    # Sensor noise is on by default: the runs above are noisy. Here what it changes:
+    # with it off the robots drive the same (random agents do not look), and every
+    # noisy sensor's samples differ; the noisy ones are the same for 1 and 2 renderers.
+    noisy = {r: run(renderers=r, agents=2) for r in (1, 2)}
+    assert noisy[1].digests == noisy[2].digests
+    exact = run(renderers=2, agents=2, noise=False)
+    assert exact.digests["states"] == noisy[1].digests["states"]
+    assert exact.digests["commands"] == noisy[1].digests["commands"]
+    for r in range(3):
+        for sensor in ("camera", "imu", "tof"):
+            key = f"robot{r:02d}/{sensor}"
+            assert exact.digests[key] != noisy[1].digests[key], key
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_tiny_and_egl_images_give_different_digests() -> None:
     try:
         World("loop", 0, renderer="egl").close()
