@@ -43,12 +43,15 @@ import math
 from typing import Any
 
 import numpy as np
+import pybullet as pb
 from gymnasium import spaces
 
+from dmxshm.batch import randomize as rand
 from dmxshm.batch.env import STATE_FIELDS, STATE_HIGH, STATE_LOW, DuckieLaneEnv
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import Noise
-from dmxshm.world.motor import DUCKIEBOT, Motors
+from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
+from dmxshm.world.robot import WHEEL_JOINTS
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
 
 MORE_FIELDS = ("curvature_1_m", "turn", "turn_known")
@@ -66,21 +69,33 @@ _ACC = STATE_FIELDS.index("acc_x")
 
 class DuckieLaneV1Env(DuckieLaneEnv):
     """See the module docstring; keyword arguments are v0's, and ``route``,
-    ``noise`` and ``motor_dynamics`` (``camera_model`` defaults to ``"duckiebot"``)."""
+    ``noise``, ``motor_dynamics`` and ``randomize`` (``camera_model`` defaults to
+    ``"duckiebot"``).
+
+    ``randomize``: None (the default: nothing drawn), True (every parameter of
+    :data:`dmxshm.batch.randomize.DEFAULTS`), a dict or the path of a YAML/JSON file
+    naming the parameters to draw and their ranges (:mod:`dmxshm.batch.randomize`).
+    """
 
     _state_low, _state_high = STATE_LOW_V1, STATE_HIGH_V1
 
     def __init__(self, *, map: str = "grid", route: str | None = "seed",  # noqa: A002
                  noise: bool = True, motor_dynamics: bool = True,
-                 camera_model: str = "duckiebot", **kwargs: Any) -> None:
+                 camera_model: str = "duckiebot", randomize: Any = None,
+                 **kwargs: Any) -> None:
         self.route_turns = parse_route(route)
         self._router: Router | None = None
         self._curvature = 0.0
         self.noise = bool(noise)
         self._noise: Noise | None = None
         self.motor = DUCKIEBOT if motor_dynamics else DUCKIEBOT.ideal()
+        self.randomization = rand.parse(randomize)
+        self._params: dict[str, float] = {}
+        self._lut: np.ndarray | None = None
+        self._wheel_scale = 1.0
         super().__init__(map=map, camera_model=camera_model, **kwargs)
         self._motors = Motors(self.motor, 1, self.world.dt_s)
+        self._base_camera = self.camera
         state_space = spaces.Box(STATE_LOW_V1, STATE_HIGH_V1, dtype=np.float32)
         if self.obs_kind == "state":
             self.observation_space = state_space
@@ -104,7 +119,10 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         return [0.0 if c != c or math.isinf(c) else c, turn, float(state is not None)]
 
     def _wheels(self, left: float, right: float) -> list[float]:
-        return self._motors.step_one(left, right)
+        speeds = self._motors.step_one(left, right)
+        if self._wheel_scale != 1.0:
+            return [speeds[0] * self._wheel_scale, speeds[1] * self._wheel_scale]
+        return speeds
 
     def _measure(self, state: np.ndarray) -> tuple[Any, tuple[float, float, bool], float]:
         obs, lane, speed = super()._measure(state)
@@ -123,8 +141,12 @@ class DuckieLaneV1Env(DuckieLaneEnv):
                 vector[_TOF] = noise.tof(0, k, float(vector[_TOF]), hit)
                 np.minimum(np.maximum(vector, self._state_low, out=vector), self._state_high,
                            out=vector)
-        if noise is not None and self.obs_kind != "state":
-            noise.camera(0, k, obs["camera"] if self.obs_kind == "both" else obs)
+        if self.obs_kind != "state":
+            image = obs["camera"] if self.obs_kind == "both" else obs
+            if self._lut is not None:  # the light's colour, brightness, contrast
+                rand.apply_lut(image, self._lut)
+            if noise is not None:  # then the sensor's own noise
+                noise.camera(0, k, image)
         return obs, lane, speed
 
     def _turn(self) -> str | None:
@@ -141,16 +163,45 @@ class DuckieLaneV1Env(DuckieLaneEnv):
             self._router = Router(self.world.road_map, 1,
                                   int(self.np_random.integers(2**31)), self.route_turns)
         noise_seed = int(self.np_random.integers(2**31))
+        params = (rand.draw(self.randomization, self.np_random)
+                  if self.randomization is not None else None)
+        motor, noise_model = self._randomize(params)
         if self.noise:
             # One bank of camera noise frames for every episode (its seed 0): an
             # episode's own draws pick the frame, its shift and the exposure.
-            self._noise = Noise(noise_seed, bank_seed=0)
-        self._motors.stop()
+            self._noise = Noise(noise_seed, noise_model, bank_seed=0)
         obs, lane, _ = self._measure(self.world.state(copy=False))
         info.update(lane_offset_m=lane[0], on_road=lane[2], turn=self._turn(),
-                    noise={"seed": noise_seed, **DUCKIEBOT_NOISE.to_dict()} if self.noise
-                    else {}, motor=self.motor.to_dict())
+                    noise={"seed": noise_seed, **noise_model.to_dict()} if self.noise
+                    else {}, motor=motor.to_dict(), randomization=dict(self._params))
         return obs, info
+
+    def _randomize(self, params: dict[str, float] | None) -> tuple[MotorModel, Any]:
+        """Apply one draw of :mod:`~dmxshm.batch.randomize` (None: the nominal robot) to
+        the robot just placed; its motor model and noise model."""
+        self._params = params or {}
+        motor, noise_model = self.motor, DUCKIEBOT_NOISE
+        self._wheel_scale, self._lut = 1.0, None
+        if params is not None:
+            body, c = self.world.robot_ids[0], self.world.client
+            for link in (-1, *WHEEL_JOINTS):  # a fresh body each reset: nominal values
+                mass, friction = pb.getDynamicsInfo(body, link, physicsClientId=c)[:2]
+                pb.changeDynamics(body, link, lateralFriction=friction * params["friction"],
+                                  physicsClientId=c)
+                if link == -1:
+                    pb.changeDynamics(body, -1, mass=mass * params["mass"], physicsClientId=c)
+            self._wheel_scale = params["wheel_radius"]
+            motor = MotorModel(gain=params["motor_gain"], trim=params["motor_trim"],
+                               lag_s=params["motor_lag_s"] if self.motor.lag_s else 0.0,
+                               dead_band=self.motor.dead_band)
+            noise_model = DUCKIEBOT_NOISE.scaled(params["noise_scale"])
+            if self._base_camera is not None:
+                self.camera = self._base_camera.jittered(
+                    params["camera_height_m"], params["camera_tilt_deg"],
+                    params["camera_focal_scale"], params["light_azimuth_deg"])
+            self._lut = rand.appearance_lut(params)
+        self._motors = Motors(motor, 1, self.world.dt_s)
+        return motor, noise_model
 
     def step_wheels(self, left: float, right: float
                     ) -> tuple[Any, float, bool, bool, dict[str, Any]]:

@@ -96,6 +96,7 @@ from dmxshm.batch.worker import (
     Arrays,
     BatchPorts,
     fields,
+    rand_names,
     render_shape,
     run_worker,
 )
@@ -207,6 +208,7 @@ class DmxVectorEnv(VectorEnv):
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
         probe = env_type(**kwargs)
+        self._rand_names = rand_names(probe)
         self.version = "v0" if env_type.__name__ == "DuckieLaneEnv" else "v1"
         self.single_observation_space = probe.observation_space
         self.single_action_space = probe.action_space
@@ -222,8 +224,10 @@ class DmxVectorEnv(VectorEnv):
             self.render_mode = env_kwargs.get("render_mode")
             render = render_shape(num_envs, kwargs)
             seg = self._registry.create_segment(
-                "batch", Arrays.size(num_envs, self._fields, workers, render, self._final))
-            self._arrays = Arrays(seg, num_envs, self._fields, workers, render, self._final)
+                "batch", Arrays.size(num_envs, self._fields, workers, render, self._final,
+                                     len(self._rand_names)))
+            self._arrays = Arrays(seg, num_envs, self._fields, workers, render, self._final,
+                                  len(self._rand_names))
             self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
             token = self._registry.token
             ports = BatchPorts(arrays=seg.name, ready=make_name(token, "batch.ready"),
@@ -422,9 +426,23 @@ class DmxVectorEnv(VectorEnv):
                 mask = every.copy()
             info[key] = pick(f"info:{key}")
             info[f"_{key}"] = mask
+        if self._rand_names:
+            self._add_randomization(info, pick("rand:_reset"), pick("rand"))
         if self._final:
             self._add_final(info, pick("final"), ids)
         return info
+
+    def _add_randomization(self, info: dict[str, Any], reset: np.ndarray,
+                           values: np.ndarray) -> None:
+        """``info["randomization"]``: each parameter drawn at the reset of the envs that
+        reset in this call (``_randomization`` masks them), as gymnasium nests a dict."""
+        if not np.count_nonzero(reset):
+            return
+        nested: dict[str, np.ndarray] = {}
+        for j, name in enumerate(self._rand_names):
+            nested[name] = np.where(reset, values[:, j], 0.0)
+            nested[f"_{name}"] = reset.copy()
+        info["randomization"], info["_randomization"] = nested, reset.copy()
 
     def _add_final(self, info: dict[str, Any], final: np.ndarray,
                    ids: np.ndarray | None) -> None:
@@ -481,6 +499,8 @@ class DmxVectorEnv(VectorEnv):
             values = np.zeros(self.num_envs, dtype=INFO_FIELDS[key])
             values[ids] = self._arrays.views[f"info:{key}"][ids]
             info[key], info[f"_{key}"] = values, mask.copy()
+        if self._rand_names:
+            self._add_randomization(info, mask, self._arrays.views["rand"])
         return self._obs(), info
 
     def _reset_mask(self, options: dict[str, Any] | None) -> np.ndarray | None:

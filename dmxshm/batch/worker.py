@@ -42,6 +42,16 @@ INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.boo
 info has no ``progress_m``: its ``_progress_m`` mask is False there)."""
 
 
+def rand_names(env: Any) -> list[str]:
+    """The randomised parameters an env reports at reset (domain randomisation,
+    :mod:`dmxshm.batch.randomize`), in the batch's column order; none without it."""
+    if getattr(env, "randomization", None) is None:
+        return []
+    from dmxshm.batch.randomize import NOMINAL
+
+    return list(NOMINAL)
+
+
 def poll(sem: Any, spin_s: float) -> None:
     """Poll ``sem`` (without taking it) up to ``spin_s`` before the caller sleeps on it."""
     if spin_s > 0:
@@ -94,15 +104,17 @@ class Arrays:
     """The shared arrays of a batch, laid out in one segment."""
 
     def __init__(self, seg: Segment, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]],
-                 workers: int, render: tuple[int, ...] | None, final: bool = False) -> None:
+                 workers: int, render: tuple[int, ...] | None, final: bool = False,
+                 params: int = 0) -> None:
         self.segment = seg
         self.views: dict[str, np.ndarray] = {}
-        for name, shape, dtype, offset in self._layout(n, obs, workers, render, final):
+        for name, shape, dtype, offset in self._layout(n, obs, workers, render, final,
+                                                       params):
             self.views[name] = seg.ndarray(dtype, shape, offset)
 
     @staticmethod
     def _layout(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-                render: tuple[int, ...] | None, final: bool = False
+                render: tuple[int, ...] | None, final: bool = False, params: int = 0
                 ) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
         """``(name, shape, dtype, offset)`` of every array, each 64-byte aligned."""
         layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
@@ -127,6 +139,9 @@ class Arrays:
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         if render is not None:
             layout += [("render", render, np.dtype(np.uint8))]
+        if params:  # domain randomisation: each env's last draw, and who reset this time
+            layout += [("rand", (n, params), np.dtype(np.float64)),
+                       ("rand:_reset", (n,), np.dtype(np.bool_))]
         if final:  # SAME_STEP autoreset: the last observation and info of an ended episode
             layout += [("final", (n,), np.dtype(np.bool_))]
             layout += [(f"final:info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
@@ -140,9 +155,9 @@ class Arrays:
 
     @classmethod
     def size(cls, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-             render: tuple[int, ...] | None, final: bool = False) -> int:
+             render: tuple[int, ...] | None, final: bool = False, params: int = 0) -> int:
         """Bytes of the segment that holds them."""
-        name, shape, dtype, offset = cls._layout(n, obs, workers, render, final)[-1]
+        name, shape, dtype, offset = cls._layout(n, obs, workers, render, final, params)[-1]
         return offset + int(np.prod(shape)) * dtype.itemsize
 
 
@@ -173,6 +188,7 @@ class Shard:
         self.keys = [k for k in v if k.startswith("obs:")]
         self.announcer = Announcer(index, lo, hi, v, ready)
         self.hashes = [hashlib.sha256() for _ in envs]
+        self.rand_names = rand_names(envs[0]) if envs else []
 
     def put(self, i: int, obs: Any, prefix: str = "") -> None:
         for key in self.keys:
@@ -205,12 +221,14 @@ class Shard:
         wheels = v["actions"][rows].tolist()
         next_step, same_step = self.mode == NEXT_STEP, self.mode == SAME_STEP
         finals: list[bool] = [False] * k
+        resets: list[bool] = [False] * k
         for m, j in enumerate(js):
             env = envs[j]
             if commands[m] == RESET or pending_reset[j]:
                 seed = int(v["seeds"][lo + j]) if commands[m] == RESET else -1
                 obs, info = env.reset(seed=None if seed < 0 else seed)
                 pending_reset[j] = False
+                resets[m] = True
             else:
                 obs, rewards[m], ended[m], cut[m], info = env.step_wheels(*wheels[m])
                 progress[m], stepped[m] = info["progress_m"], True
@@ -223,6 +241,9 @@ class Shard:
                     finals[m] = True
                     obs, info = env.reset()
                     progress[m], stepped[m] = 0.0, False
+                    resets[m] = True
+            if resets[m] and self.rand_names:
+                v["rand"][lo + j] = [info["randomization"][p] for p in self.rand_names]
             offsets[m], on_road[m] = info["lane_offset_m"], info["on_road"]
             self.put(lo + j, obs)
             self.hash(j, wheels[m] if stepped[m] or finals[m] else None, rewards[m], ended[m],
@@ -236,6 +257,8 @@ class Shard:
         v["info:on_road"][rows] = on_road
         v["info:progress_m"][rows] = progress
         v["info:_progress_m"][rows] = stepped
+        if self.rand_names:
+            v["rand:_reset"][rows] = resets
 
     def hash(self, j: int, wheels: list[float] | None, reward: float, ended: bool, cut: bool,
              final: bool) -> None:
@@ -300,6 +323,7 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
         seg = Segment.attach(ports.arrays)
         render = render_shape(n, env_kwargs)
         arrays = Arrays(seg, n, fields(envs[0].observation_space), workers, render,
+                        params=len(rand_names(envs[0])),
                         final=mode == SAME_STEP)
         v = arrays.views
         go = posix_ipc.Semaphore(ports.go[index])

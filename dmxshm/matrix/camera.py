@@ -95,6 +95,7 @@ class Camera:
         lens: a lens calibration (scaled to ``width`` x ``height`` if it is for
             another size), or None for a pinhole camera.
         lens_oversample: pinhole pixels per lens pixel at the image centre.
+        light_direction: towards the light (None: :data:`LIGHT_DIRECTION`).
     """
 
     width: int = 160
@@ -107,6 +108,7 @@ class Camera:
     renderer: str = "tiny"
     lens: Calibration | None = None
     lens_oversample: float = 1.0
+    light_direction: tuple[float, float, float] | None = None
     _projection: tuple[float, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +135,29 @@ class Camera:
         tilt = math.radians(self.tilt_deg)
         self._forward = (math.cos(tilt), 0.0, -math.sin(tilt))
         self._up = (math.sin(tilt), 0.0, math.cos(tilt))
+
+    def jittered(self, height_m: float = 0.0, tilt_deg: float = 0.0, focal_scale: float = 1.0,
+                 light_azimuth_deg: float = 0.0) -> Camera:
+        """This camera moved up by ``height_m``, tilted down by ``tilt_deg`` more, its
+        focal length scaled by ``focal_scale`` (the lens's ``K``, or the pinhole's field
+        of view) and its light turned by ``light_azimuth_deg`` about the vertical
+        (domain randomisation, :mod:`dmxshm.batch.randomize`)."""
+        x, y, z = self.mount_m
+        lx, ly, lz = self.light_direction or LIGHT_DIRECTION
+        a = math.radians(light_azimuth_deg)
+        light = (lx * math.cos(a) - ly * math.sin(a), lx * math.sin(a) + ly * math.cos(a), lz)
+        lens, fov = self.lens, self.fov_deg
+        if lens is not None and focal_scale != 1.0:
+            k = list(lens.K)
+            k[0], k[4] = k[0] * focal_scale, k[4] * focal_scale
+            lens = Calibration(lens.model, tuple(k), lens.D, lens.width, lens.height,
+                               f"{lens.source}, focal length x{focal_scale:.4f}")
+        elif focal_scale != 1.0:
+            half = math.tan(math.radians(fov) / 2) / focal_scale
+            fov = math.degrees(2 * math.atan(half))
+        return Camera(self.width, self.height, fov, self.near_m, self.far_m,
+                      self.tilt_deg + tilt_deg, (x, y, z + height_m), self.renderer, lens,
+                      self.lens_oversample, light)
 
     @classmethod
     def duckiebot(cls, width: int = 640, height: int = 480, renderer: str = "tiny",
@@ -199,7 +224,8 @@ class Camera:
         """
         rw, rh = self._render_wh
         args = (rw, rh, self.view_matrix(state_row), self._projection)
-        kw = dict(lightDirection=LIGHT_DIRECTION, shadow=0, renderer=self._flag,
+        kw = dict(lightDirection=self.light_direction or LIGHT_DIRECTION, shadow=0,
+                  renderer=self._flag,
                   flags=pb.ER_NO_SEGMENTATION_MASK, physicsClientId=client)
         _, _, rgba, _, _ = pb.getCameraImage(*args, **kw)
         rgba = np.asarray(rgba, dtype=np.uint8).reshape(rh, rw, 4)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -207,6 +207,19 @@ class NoiseModel:
     def to_dict(self) -> dict[str, Any]:
         """The parameters as JSON (the summary's and the log's ``noise``)."""
         return asdict(self)
+
+    def scaled(self, s: float) -> NoiseModel:
+        """Every IMU and time-of-flight noise figure and the camera's exposure flicker
+        times ``s`` (domain randomisation's ``noise_scale``; the camera's pixel noise,
+        drawn once into a bank, and the encoders' miss rate are kept)."""
+        i, t = self.imu, self.tof
+        return replace(self, imu=replace(i, acc_white=i.acc_white * s, acc_bias=i.acc_bias * s,
+                                         acc_walk=i.acc_walk * s,
+                                         gyro_white=i.gyro_white * s,
+                                         gyro_bias=i.gyro_bias * s, gyro_walk=i.gyro_walk * s),
+                       tof=replace(t, sigma_m=t.sigma_m * s, sigma_per_m=t.sigma_per_m * s),
+                       camera=replace(self.camera,
+                                      exposure_sigma=self.camera.exposure_sigma * s))
 
 
 DUCKIEBOT = NoiseModel()

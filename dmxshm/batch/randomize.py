@@ -1,0 +1,164 @@
+"""Domain randomisation: per env and per reset, seeded, from a documented config.
+
+A config names the parameters to draw, each with its range ``[low, high]``, in
+three groups (:data:`DEFAULTS` holds every parameter and its default range):
+
+* ``physics``: ``friction`` (a scale of the wheels' and the chassis' friction on the
+  ground), ``mass`` (a scale of the robot's mass), ``wheel_radius`` (a scale of the
+  wheels' speed over the ground: Bullet's wheels keep their shape, their commanded
+  speed is scaled instead), ``motor_gain``, ``motor_trim`` and ``motor_lag_s`` (the
+  motor model's, :mod:`dmxshm.world.motor`);
+* ``sensing``: ``noise_scale`` (a scale of every IMU and time-of-flight noise figure
+  and of the camera's exposure flicker), ``camera_height_m`` (an offset of the
+  camera's height), ``camera_tilt_deg`` (an offset of its tilt), ``camera_focal_scale``
+  (a scale of the focal length);
+* ``appearance``: ``light_azimuth_deg`` (the light's direction about the vertical),
+  ``brightness`` (levels added), ``contrast`` (a scale about mid-grey), ``red_gain``,
+  ``green_gain``, ``blue_gain`` (per-channel scales: the colour of the light, and so of
+  the road, the markings and every object alike). Both renderers take them: the light
+  in the render call, the rest as a lookup table applied to the image.
+
+``randomize=True`` draws every parameter of :data:`DEFAULTS`; a dict or a YAML/JSON
+file draws exactly the parameters it names (others keep their nominal value), with
+the ranges it gives. Each reset draws from the env's own generator (seeded by
+``reset(seed=)``), in the config's sorted order, after the route's and the noise's
+seeds: the same seed gives the same parameters, and ``info["randomization"]`` at
+reset has them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from dmxshm.errors import DmxError
+
+DEFAULTS: dict[str, dict[str, tuple[float, float]]] = {
+    "physics": {"friction": (0.7, 1.3), "mass": (0.85, 1.15), "wheel_radius": (0.97, 1.03),
+                "motor_gain": (0.9, 1.1), "motor_trim": (-0.05, 0.05),
+                "motor_lag_s": (0.05, 0.15)},
+    "sensing": {"noise_scale": (0.5, 1.5), "camera_height_m": (-0.005, 0.005),
+                "camera_tilt_deg": (-3.0, 3.0), "camera_focal_scale": (0.95, 1.05)},
+    "appearance": {"light_azimuth_deg": (-60.0, 60.0), "brightness": (-25.0, 25.0),
+                   "contrast": (0.8, 1.2), "red_gain": (0.9, 1.1),
+                   "green_gain": (0.9, 1.1), "blue_gain": (0.9, 1.1)},
+}
+"""Every parameter and its default range (docs/randomization.md says why each)."""
+
+NOMINAL: dict[str, float] = {
+    "friction": 1.0, "mass": 1.0, "wheel_radius": 1.0, "motor_gain": 1.0, "motor_trim": 0.0,
+    "motor_lag_s": 0.1, "noise_scale": 1.0, "camera_height_m": 0.0, "camera_tilt_deg": 0.0,
+    "camera_focal_scale": 1.0, "light_azimuth_deg": 0.0, "brightness": 0.0, "contrast": 1.0,
+    "red_gain": 1.0, "green_gain": 1.0, "blue_gain": 1.0}
+"""Each parameter's value when it is not drawn."""
+
+
+class RandomizeError(DmxError, ValueError):
+    """A randomisation config names an unknown parameter or an impossible range."""
+
+
+Config = dict[str, dict[str, tuple[float, float]]]
+
+
+def parse(value: bool | dict[str, Any] | str | os.PathLike[str] | None) -> Config | None:
+    """The config of ``randomize=``: None or False (none), True (:data:`DEFAULTS`), a
+    dict, or the path of a YAML or JSON file holding one.
+
+    Raises:
+        RandomizeError: an unknown group or parameter, a range that is not two
+            finite numbers with low <= high, a file that cannot be read.
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return {g: dict(p) for g, p in DEFAULTS.items()}
+    where = "randomize"
+    if isinstance(value, (str, os.PathLike)):
+        where = os.fspath(value)
+        try:
+            with open(where, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise RandomizeError(f"{where}: cannot read the randomisation config: "
+                                 f"{exc.strerror or exc}") from None
+        value = _load(text, where)
+    if not isinstance(value, dict):
+        raise RandomizeError(f"{where}: a randomisation config is a mapping of groups "
+                             f"({', '.join(DEFAULTS)}), not {type(value).__name__}")
+    out: Config = {}
+    for group, params in value.items():
+        if group not in DEFAULTS:
+            raise RandomizeError(f"{where}: unknown group {group!r}; the groups are "
+                                 f"{', '.join(DEFAULTS)}")
+        if not isinstance(params, dict):
+            raise RandomizeError(f"{where}: {group} is a mapping of parameters to ranges")
+        for name, rng in params.items():
+            if name not in DEFAULTS[group]:
+                raise RandomizeError(f"{where}: unknown {group} parameter {name!r}; they are "
+                                     f"{', '.join(DEFAULTS[group])}")
+            out.setdefault(group, {})[name] = _range(rng, f"{where}: {group}.{name}")
+    return out
+
+
+def _load(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RandomizeError(f"{where}: not YAML or JSON: {exc}") from None
+
+
+def _range(value: Any, where: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise RandomizeError(f"{where}: a range is [low, high], not {value!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+        raise RandomizeError(f"{where}: needs finite low <= high, not [{low}, {high}]")
+    return low, high
+
+
+def draw(config: Config, rng: np.random.Generator) -> dict[str, float]:
+    """One draw of every parameter (uniform in its range; the nominal value where the
+    config does not name it), in the config's sorted order.
+
+    Example:
+        >>> p = draw(parse(True), np.random.default_rng(0))
+        >>> 0.7 <= p["friction"] <= 1.3, p == draw(parse(True), np.random.default_rng(0))
+        (True, True)
+    """
+    out = dict(NOMINAL)
+    for group in sorted(config):
+        for name in sorted(config[group]):
+            low, high = config[group][name]
+            out[name] = float(rng.uniform(low, high))
+    return out
+
+
+def appearance_lut(params: dict[str, float]) -> np.ndarray | None:
+    """The ``(256, 3)`` uint8 table of brightness, contrast and channel gains, or None
+    when they are all nominal: ``clip(((v - 128) * contrast + 128 + brightness) * gain)``.
+    """
+    if all(params[k] == NOMINAL[k] for k in ("brightness", "contrast", "red_gain",
+                                             "green_gain", "blue_gain")):
+        return None
+    v = np.arange(256, dtype=np.float64)[:, None]
+    gains = np.array([params["red_gain"], params["green_gain"], params["blue_gain"]])
+    out = ((v - 128.0) * params["contrast"] + 128.0 + params["brightness"]) * gains
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def apply_lut(image: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """``image`` (uint8 HxWx3) through ``lut``, in place."""
+    for c in range(3):
+        image[..., c] = lut[:, c][image[..., c]]
+    return image
