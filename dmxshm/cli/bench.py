@@ -275,3 +275,4 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
 bench.add_command(bench_world.bench_objects)
 bench.add_command(bench_world.bench_routes)
 bench.add_command(bench_world.bench_noise)
+bench.add_command(bench_world.bench_randomize)

@@ -1,6 +1,6 @@
-"""``dmxshm bench objects``, ``dmxshm bench routes`` and ``dmxshm bench noise``: the
-world's costs, its lane follower through intersections and what sensor noise costs
-(added to the group of :mod:`dmxshm.cli.bench`)."""
+"""``dmxshm bench objects``, ``routes``, ``noise`` and ``randomize``: the world's costs,
+its lane follower through intersections, what sensor noise and domain randomisation
+cost (added to the group of :mod:`dmxshm.cli.bench`)."""
 
 from __future__ import annotations
 
@@ -158,3 +158,45 @@ def bench_noise(robots: int, steps: int, camera: str, num_envs: int, vec_camera:
     if json:
         console.write_json(res.to_dict(), json)
     check_targets(res.targets(), check)
+
+
+@click.command("randomize", cls=Command)
+@click.option("--num-envs", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Envs of the batch (DuckieLane-v1).")
+@click.option("--camera", default="64x64", show_default=True,
+              help="The camera case's image WxH.")
+@click.option("--seconds", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+              help="Least time an env-steps/s figure is measured over.")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Batches of each kind, alternating randomised and not.")
+@click.option("--resets", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Whole-batch resets timed per batch (their median).")
+@json_file_option("Write the figures as JSON to this file.")
+def bench_randomize(num_envs: int, camera: str, seconds: float, repeats: int, resets: int,
+                    json: str | None) -> None:
+    """What domain randomisation costs: make_vec (DuckieLane-v1) env-steps/s and reset
+    time with randomize=True against none, state and camera observations, alternating
+    in one run.
+    """
+    from dmxshm.bench import randomize
+
+    check_outputs(json)
+    wh = parse_wh(None, None, camera)
+    with click.progressbar(length=2 * repeats * len(randomize.OBS), label="bench randomize",
+                           file=sys.stderr, item_show_func=lambda s: s) as bar:
+        res = randomize.run(num_envs, wh, seconds, repeats, resets,
+                            progress=lambda label: bar.update(1, label))
+    w, h = res.camera
+    click.echo(f"make_vec: {res.num_envs} DuckieLane-v1 envs, state or camera {w}x{h}, random "
+               f"duties, >= {res.seconds:g} s a figure, reset: median of {res.resets}; "
+               f"{res.repeats} batches of each, alternating")
+    click.echo(f"{'obs':<7} {'env-steps/s randomised':>24} {'not':>24} {'ratio':>6} "
+               f"{'reset ms randomised':>22} {'not':>18} {'ratio':>6}")
+    for c in res.cases:
+        click.echo(f"{c.obs:<7} {', '.join(f'{v:.0f}' for v in c.on):>24} "
+                   f"{', '.join(f'{v:.0f}' for v in c.off):>24} {c.ratio:>6.3f} "
+                   f"{', '.join(f'{v * 1e3:.1f}' for v in c.reset_on_s):>22} "
+                   f"{', '.join(f'{v * 1e3:.1f}' for v in c.reset_off_s):>18} "
+                   f"{c.reset_ratio:>6.2f}")
+    if json:
+        console.write_json(res.to_dict(), json)
