@@ -210,3 +210,9 @@ def test_the_readme_objects_example_runs_from_the_repository(tmp_path: Path) -> 
 def test_the_v1_batch_example_runs(tmp_path: Path) -> None:
     out = _run_block(tmp_path, 'make_vec("dmxshm/DuckieLane-v1", 16)').strip()
     assert out == "(16, 14) Box(-1.0, 1.0, (2,), float32)"
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 30)
+def test_the_randomisation_example_runs(tmp_path: Path) -> None:
+    out = _run_block(tmp_path, 'randomize=True)').strip()
+    assert out == "['blue_gain', 'brightness', 'camera_focal_scale'] True"
