@@ -188,6 +188,16 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
     def _more_state(self) -> list[float]:
         return []
 
+    def _start_pose(self, rng: np.random.Generator) -> tuple[float, float, float]:
+        """Where an episode starts: a lane position of the map plus pose noise."""
+        x, y, yaw = self.world.road_map.start_poses(1, rng)[0]
+        direction = np.array([math.cos(yaw), math.sin(yaw)])  # libm: the same on every CPU
+        lateral = np.array([-direction[1], direction[0]])
+        offset = rng.normal(0.0, self.pose_noise_m)
+        x, y = np.array([x, y]) + offset * lateral
+        yaw = yaw + rng.normal(0.0, self.yaw_noise_rad)
+        return float(x), float(y), float(yaw)
+
     def _wheels(self, left: float, right: float) -> list[float]:
         """The wheel speeds (rad/s) of an action in [-1, 1] (v0: scaled by 25 rad/s)."""
         return [left * ACTION_SCALE_RAD_S, right * ACTION_SCALE_RAD_S]
@@ -196,14 +206,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
-        rng = self.np_random
-        x, y, yaw = self.world.road_map.start_poses(1, rng)[0]
-        direction = np.array([math.cos(yaw), math.sin(yaw)])  # libm: the same on every CPU
-        lateral = np.array([-direction[1], direction[0]])
-        offset = rng.normal(0.0, self.pose_noise_m)
-        x, y = np.array([x, y]) + offset * lateral
-        yaw = yaw + rng.normal(0.0, self.yaw_noise_rad)
-        self.world.replace_robots([(float(x), float(y), float(yaw))])
+        self.world.replace_robots([self._start_pose(self.np_random)])
         self._steps = 0
         obs, lane, _ = self._measure(self.world.state(copy=False))
         info: dict[str, Any] = {"lane_offset_m": lane[0], "on_road": lane[2]}

@@ -209,19 +209,3 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         info["turn"] = self._turn()
         return obs, reward, terminated, truncated, info
 
-
-VERSIONS = ("v0", "v1")
-"""The DuckieLane versions a batch can hold (``make_vec(..., version=)``)."""
-
-
-def env_class(version: str) -> type[DuckieLaneEnv]:
-    """The env class of a DuckieLane ``version`` (``"v0"``, ``"v1"``, or its
-    gymnasium id ``"dmxshm/DuckieLane-v1"``).
-
-    Raises:
-        ValueError: another version.
-    """
-    short = version.rsplit("-", 1)[-1] if version.startswith("dmxshm/DuckieLane-") else version
-    if short not in VERSIONS:
-        raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
-    return DuckieLaneEnv if short == "v0" else DuckieLaneV1Env

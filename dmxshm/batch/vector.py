@@ -173,10 +173,10 @@ class DmxVectorEnv(VectorEnv):
                  batch_size: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  version: str = "v0", **env_kwargs: Any) -> None:
-        from dmxshm.batch.env_v1 import env_class
+        from dmxshm.batch import kinds
         from dmxshm.world.renderers import egl_device
 
-        env_type = env_class(version)
+        env_type = kinds.env_class(version)
 
         mode = parse_autoreset_mode(autoreset_mode)
         self.autoreset_mode = mode
@@ -206,10 +206,10 @@ class DmxVectorEnv(VectorEnv):
         self._ended = np.zeros(num_envs, dtype=np.bool_)
         self._final = mode == AutoresetMode.SAME_STEP
         self._meter = BreakdownMeter(workers) if breakdown else None
-        kwargs = dict(obs=obs, camera=tuple(camera), **env_kwargs)
+        kwargs = kinds.env_kwargs(version, obs, camera, env_kwargs)
         probe = env_type(**kwargs)
         self._rand_names = rand_names(probe)
-        self.version = "v0" if env_type.__name__ == "DuckieLaneEnv" else "v1"
+        self.version = kinds.normalize(version)
         self.single_observation_space = probe.observation_space
         self.single_action_space = probe.action_space
         probe.close()
@@ -797,8 +797,11 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
              **env_kwargs: Any) -> DmxVectorEnv:
     """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring).
 
-    ``version``: ``"v0"`` (the default) or ``"v1"`` (:mod:`dmxshm.batch.env_v1`: PWM
-    actions, sensor noise, the lens camera, routes); ``env_kwargs`` go to each env.
+    ``version``: ``"v0"`` (the default), ``"v1"`` (:mod:`dmxshm.batch.env_v1`: PWM
+    actions, sensor noise, the lens camera, routes), or a gym-duckietown drop-in,
+    ``"duckietown"`` or ``"simulator"`` (:mod:`dmxshm.duckietown`; its arguments in
+    ``env_kwargs``, its image ``camera_width`` x ``camera_height``); ``env_kwargs``
+    go to each env.
 
     ``num_workers``: worker processes, an integer >= 1 (at most ``num_envs`` are
     used), or None for one per usable CPU. ``batch_size`` (default ``num_envs``) is

@@ -311,7 +311,7 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
     (:func:`dmxshm.world.renderers.egl_device`), so the worker does not probe again.
     """
     from dmxshm.batch.env import DuckieLaneEnv
-    from dmxshm.batch.env_v1 import env_class
+    from dmxshm.batch.kinds import env_class
     from dmxshm.world.renderers import adopt_probe
 
     adopt_probe(egl_device)

@@ -176,5 +176,5 @@ def test_make_vec_v1_rows_are_the_single_envs() -> None:
     vec.close()
     for e in singles:
         e.close()
-    with pytest.raises(ValueError, match="version must be one of v0, v1"):
+    with pytest.raises(ValueError, match="version must be one of v0, v1, duckietown, simulator"):
         make_vec(1, version="v2")

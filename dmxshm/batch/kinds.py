@@ -1,0 +1,60 @@
+"""The envs a batch can hold (``make_vec(..., version=)``): ``"v0"``
+(``dmxshm/DuckieLane-v0``), ``"v1"`` (``dmxshm/DuckieLane-v1``), and the gym-duckietown
+drop-ins ``"duckietown"`` (:class:`dmxshm.duckietown.DuckietownEnv`) and
+``"simulator"`` (:class:`dmxshm.duckietown.Simulator`)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from dmxshm.batch.env import DuckieLaneEnv
+
+KINDS: dict[str, str] = {"v0": "dmxshm.batch.env:DuckieLaneEnv",
+                         "v1": "dmxshm.batch.env_v1:DuckieLaneV1Env",
+                         "duckietown": "dmxshm.duckietown:DuckietownEnv",
+                         "simulator": "dmxshm.duckietown:Simulator"}
+"""Each kind's class, as an entry point (as gymnasium registers envs): the drop-ins
+sit above the batch, which loads them only when a batch of them is made."""
+VERSIONS = tuple(KINDS)
+DROP_INS = ("duckietown", "simulator")
+
+
+def normalize(version: str) -> str:
+    """``version`` as a key of :data:`KINDS` (a gymnasium id ``"dmxshm/DuckieLane-v1"``
+    is its version).
+
+    Raises:
+        ValueError: another version.
+    """
+    short = version.rsplit("-", 1)[-1] if version.startswith("dmxshm/DuckieLane-") else version
+    if short not in KINDS:
+        raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+    return short
+
+
+def env_class(version: str) -> type[DuckieLaneEnv]:
+    """The env class of ``version`` (see :func:`normalize`)."""
+    module, name = KINDS[normalize(version)].split(":")
+    cls: type[DuckieLaneEnv] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def env_kwargs(version: str, obs: str, camera: tuple[int, int],
+               kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What each env of a batch of ``version`` is built with: ``obs`` and ``camera``
+    and ``kwargs`` for DuckieLane; ``kwargs`` alone for a drop-in (its image is
+    ``camera_width`` x ``camera_height``).
+
+    Raises:
+        ValueError: a drop-in batch given ``obs`` or ``camera``, or ``render_mode``.
+    """
+    if normalize(version) not in DROP_INS:
+        return dict(obs=obs, camera=tuple(camera), **kwargs)
+    if obs != "state" or tuple(camera) != (160, 120):
+        raise ValueError("a batch of gym-duckietown drop-ins observes the camera at "
+                         "camera_width x camera_height: leave make_vec's obs and camera out")
+    if kwargs.get("render_mode") is not None:
+        raise ValueError("a batch of gym-duckietown drop-ins has no render(): its "
+                         "observations are the images")
+    return dict(kwargs)

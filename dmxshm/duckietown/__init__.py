@@ -1,0 +1,361 @@
+"""A drop-in for gym-duckietown: ``Simulator`` and ``DuckietownEnv`` with its
+constructor arguments, its observation, its action conventions and its reward, on
+dmxshm's world, under Gymnasium's API (``dmxshm.duckietown.legacy`` has the same
+classes under the old gym API gym-duckietown's scripts were written for).
+
+What is the same as gym-duckietown (its ``daffy`` branch, 6.1.34), and what is not,
+is in docs/gym-duckietown.md. In short:
+
+* **observation**: the camera image, uint8 ``(camera_height, camera_width, 3)``; its
+  camera sits where gym-duckietown's does (0.108 m up, 0.066 m forward, 19.15 degrees
+  down, a 75-degree vertical field of view), or with ``distortion=True`` it is the
+  Duckiebot's lens (dmxshm's, :mod:`dmxshm.matrix.lens`);
+* **actions**: ``Simulator``'s are the two motors' duties in [-1, 1] (left, right),
+  which the Duckiebot's motor model turns into wheel speed (:mod:`dmxshm.world.motor`;
+  gym-duckietown's DB18 model takes the same commands); ``DuckietownEnv``'s are
+  ``(velocity, steering)``, turned into duties by gym-duckietown's own formula with its
+  ``gain``, ``trim``, ``radius``, ``k`` and ``limit``;
+* **reward**: gym-duckietown's ``compute_reward``: ``robot_speed * cos(heading error)
+  - 10 * |lateral offset| + 40 * proximity penalty`` on a lane, ``40 * proximity
+  penalty`` off one, -1000 and the end of the episode at an invalid pose (a corner off
+  the road, or touching an object); truncated after ``max_steps`` physics steps;
+* arguments it cannot honour are refused with the reason (:class:`DropInError`).
+
+Example:
+    >>> import numpy as np
+    >>> from dmxshm.duckietown import DuckietownEnv
+    >>> env = DuckietownEnv(map_name="loop", camera_width=64, camera_height=48,
+    ...                     domain_rand=False)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, obs.dtype
+    ((48, 64, 3), dtype('uint8'))
+    >>> obs, reward, terminated, truncated, info = env.step(np.array([0.3, 0.0]))
+    >>> reward > 0, sorted(info["Simulator"])
+    (True, ['action', 'msg'])
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from dmxshm.batch.env_v1 import DuckieLaneV1Env
+from dmxshm.errors import DmxError
+from dmxshm.matrix.camera import Camera
+from dmxshm.world.maps import bundled_maps
+from dmxshm.world.objects import footprint_m
+from dmxshm.world.robot import BASELINE_M, CHASSIS_CENTER_M, WHEEL_RADIUS_M
+
+# gym-duckietown's constants (src/gym_duckietown/simulator.py, daffy), written out.
+DEFAULT_MAX_STEPS = 1500
+DEFAULT_FRAMERATE = 30
+DEFAULT_CAMERA_WIDTH, DEFAULT_CAMERA_HEIGHT = 640, 480
+DEFAULT_ROBOT_SPEED = 1.20
+DEFAULT_ACCEPT_START_ANGLE_DEG = 60
+REWARD_INVALID_POSE = -1000
+ROBOT_WIDTH, ROBOT_LENGTH = 0.13 + 0.02, 0.18
+AGENT_SAFETY_RAD = max(ROBOT_LENGTH, ROBOT_WIDTH) / 2 * 1.8
+CAMERA_FLOOR_DIST_M, CAMERA_FORWARD_DIST_M = 0.108, 0.066
+CAMERA_ANGLE_DEG, CAMERA_FOV_Y_DEG = 19.15, 75.0
+COLOR_GROUND, BLUE_SKY = (0.15, 0.15, 0.15), (0.45, 0.82, 1.0)
+INVALID_POSE_MSG = "Stopping the simulator because we are at an invalid pose."
+
+
+class DropInError(DmxError, ValueError):
+    """An argument of gym-duckietown's that dmxshm's drop-in cannot honour."""
+
+
+def resolve_map(map_name: str, maps_dir: str | os.PathLike[str] | None = None) -> str:
+    """What ``map_name`` names: an existing file or folder (gym-duckietown's YAML, a
+    Duckiematrix layered folder, dmxshm's JSON), ``<maps_dir>/<map_name>.yaml``, or a
+    map bundled with dmxshm.
+
+    Raises:
+        DropInError: none of them (gym-duckietown's own maps are not bundled).
+    """
+    if os.path.exists(map_name):
+        return map_name
+    if maps_dir is not None:
+        for ext in (".yaml", ".yml", ".json", ""):
+            path = os.path.join(os.fspath(maps_dir), map_name + ext)
+            if os.path.exists(path):
+                return path
+    if map_name in bundled_maps():
+        return map_name
+    where = f" nor in {os.fspath(maps_dir)}" if maps_dir is not None else ""
+    raise DropInError(
+        f"map_name {map_name!r} is not a file{where}, nor one of dmxshm's maps "
+        f"({', '.join(bundled_maps())}). gym-duckietown's maps (udem1, small_loop, ...) "
+        "are not bundled: pass the path of its YAML file, or maps_dir= the folder that "
+        "holds them (duckietown-world's data/gd1/maps)")
+
+
+def _refuse(what: str, value: Any, default: Any, why: str) -> None:
+    if value != default:
+        raise DropInError(f"{what}={value!r} is not supported by dmxshm's drop-in: {why}")
+
+
+def _randomization(domain_rand: bool, dynamics_rand: bool, camera_rand: bool
+                   ) -> dict[str, dict[str, tuple[float, float]]] | None:
+    from dmxshm.batch.randomize import DEFAULTS
+
+    config: dict[str, dict[str, tuple[float, float]]] = {}
+    if domain_rand:  # gym-duckietown's: light, colours, camera pose and field of view
+        config["appearance"] = dict(DEFAULTS["appearance"])
+        config["sensing"] = {k: v for k, v in DEFAULTS["sensing"].items()
+                             if k.startswith("camera_")}
+    if camera_rand:
+        config.setdefault("sensing", {})["camera_focal_scale"] = \
+            DEFAULTS["sensing"]["camera_focal_scale"]
+    if dynamics_rand:  # gym-duckietown's: an uncalibrated robot's trim
+        config["physics"] = {"motor_trim": DEFAULTS["physics"]["motor_trim"]}
+    return config or None
+
+
+class Simulator(DuckieLaneV1Env):
+    """gym-duckietown's ``Simulator`` (see the module docstring): actions are the
+    motors' duties (left, right) in [-1, 1]. Its keyword arguments are
+    gym-duckietown's, with its defaults, and dmxshm's ``render_mode``, ``renderer``,
+    ``maps_dir`` (where ``map_name`` is looked for) and ``noise`` (the Duckiebot's
+    sensor noise on the camera; gym-duckietown has none, so off by default).
+    ``map_name`` defaults to dmxshm's ``loop``: gym-duckietown's ``udem1`` is not
+    bundled.
+
+    Raises:
+        DropInError: an argument it cannot honour, or a map it cannot find.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": DEFAULT_FRAMERATE}
+
+    def __init__(self, map_name: str = "loop", max_steps: int = DEFAULT_MAX_STEPS,
+                 draw_curve: bool = False, draw_bbox: bool = False, domain_rand: bool = True,
+                 frame_rate: float = DEFAULT_FRAMERATE, frame_skip: int = 1,
+                 camera_width: int = DEFAULT_CAMERA_WIDTH,
+                 camera_height: int = DEFAULT_CAMERA_HEIGHT,
+                 robot_speed: float = DEFAULT_ROBOT_SPEED,
+                 accept_start_angle_deg: float = DEFAULT_ACCEPT_START_ANGLE_DEG,
+                 full_transparency: bool = False,
+                 user_tile_start: tuple[int, int] | None = None, seed: int | None = None,
+                 distortion: bool = False, dynamics_rand: bool = False,
+                 camera_rand: bool = False, randomize_maps_on_reset: bool = False,
+                 num_tris_distractors: int = 12,
+                 color_ground: tuple[float, float, float] = COLOR_GROUND,
+                 color_sky: tuple[float, float, float] = BLUE_SKY, style: str = "photos",
+                 enable_leds: bool = False, *, render_mode: str | None = None,
+                 renderer: str = "tiny", maps_dir: str | None = None,
+                 noise: bool = False) -> None:
+        _refuse("draw_curve", draw_curve, False, "it draws no lane curves into the image")
+        _refuse("draw_bbox", draw_bbox, False, "it draws no bounding boxes into the image")
+        _refuse("randomize_maps_on_reset", randomize_maps_on_reset, False,
+                "an env keeps its map; batch envs of different maps instead")
+        _refuse("num_tris_distractors", num_tris_distractors, 12,
+                "it draws no distractor triangles (the default, 12, is accepted and draws "
+                "none)")
+        _refuse("color_ground", tuple(color_ground), COLOR_GROUND,
+                "its ground and sky colours are its own")
+        _refuse("color_sky", tuple(color_sky), BLUE_SKY, "its ground and sky colours are its own")
+        _refuse("style", style, "photos", "its tile textures are its own")
+        _refuse("enable_leds", enable_leds, False, "its robots' lights are not drawn in "
+                "the camera")
+        if camera_rand and not distortion:
+            raise DropInError("camera_rand=True needs distortion=True, as in gym-duckietown")
+        if not (isinstance(frame_skip, (int, np.integer)) and frame_skip >= 1):
+            raise DropInError(f"frame_skip must be an integer >= 1, not {frame_skip!r}")
+        if not (math.isfinite(frame_rate) and frame_rate > 0):
+            raise DropInError(f"frame_rate must be a positive number, not {frame_rate!r}")
+        if not (isinstance(max_steps, (int, np.integer)) and max_steps >= 1):
+            raise DropInError(f"max_steps must be an integer >= 1, not {max_steps!r}")
+        self.map_name = map_name
+        self.max_steps = int(max_steps)
+        self.frame_skip = int(frame_skip)
+        self.frame_rate = float(frame_rate)
+        self.robot_speed = float(robot_speed)
+        self.accept_start_angle_deg = float(accept_start_angle_deg)
+        self.full_transparency = bool(full_transparency)
+        self.user_tile_start = None if user_tile_start is None else tuple(user_tile_start)
+        self.domain_rand, self.distortion = bool(domain_rand), bool(distortion)
+        self.wheel_dist = BASELINE_M
+        self._first_seed = seed
+        self.last_action = np.zeros(2)
+        super().__init__(obs="camera", camera=(int(camera_width), int(camera_height)),
+                         map=resolve_map(map_name, maps_dir), max_episode_steps=0,
+                         dt_s=1.0 / self.frame_rate, route=None, noise=noise,
+                         randomize=_randomization(domain_rand, dynamics_rand, camera_rand),
+                         camera_model="duckiebot" if distortion else "pinhole",
+                         render_mode=render_mode, renderer=renderer)
+        if not distortion:  # gym-duckietown's pinhole camera, where it mounts it
+            self.camera = self._base_camera = Camera(
+                int(camera_width), int(camera_height), fov_deg=CAMERA_FOV_Y_DEG,
+                tilt_deg=CAMERA_ANGLE_DEG,
+                mount_m=(CAMERA_FORWARD_DIST_M, 0.0, CAMERA_FLOOR_DIST_M - WHEEL_RADIUS_M),
+                renderer=self.renderer)
+        if self.user_tile_start is not None:
+            col, row = self.user_tile_start
+            m = self.world.road_map
+            if not (0 <= row < m.rows and 0 <= col < m.cols and m.tiles[row][col].is_road):
+                raise DropInError(f"user_tile_start {self.user_tile_start} is not a road "
+                                  f"tile of {map_name} ({m.cols} x {m.rows} tiles, (i, j) "
+                                  "= (column, row from the top))")
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.observation_space = spaces.Box(0, 255, (int(camera_height), int(camera_width), 3),
+                                            np.uint8)
+        self.reward_range = (-1000, 1000)
+
+    # -- start ----------------------------------------------------------------------
+    def _start_pose(self, rng: np.random.Generator) -> tuple[float, float, float]:
+        """A right-lane position (on ``user_tile_start`` when given), heading along
+        the lane within +-``accept_start_angle_deg``."""
+        m = self.world.road_map
+        for _ in range(1000):
+            x, y, yaw = m.start_poses(1, rng)[0]
+            if self.user_tile_start is None or m.cell_of(x, y) == self.user_tile_start[::-1]:
+                break
+        else:
+            raise DropInError(f"no start position on tile {self.user_tile_start}")
+        a = math.radians(self.accept_start_angle_deg)
+        return float(x), float(y), float(yaw + rng.uniform(-a, a))
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if seed is None and self._first_seed is not None:
+            seed, self._first_seed = self._first_seed, None  # the constructor's seed, once
+        obs, info = super().reset(seed=seed, options=options)
+        self.last_action = np.zeros(2)
+        info["Simulator"] = {"action": [0.0, 0.0], "msg": ""}
+        return obs, info
+
+    # -- step -----------------------------------------------------------------------
+    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        left, right = np.asarray(action, dtype=np.float64).reshape(2).tolist()
+        return self.step_wheels(left, right)
+
+    def step_wheels(self, left: float, right: float
+                    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:meth:`step` with the duties as two floats (the batch workers' path):
+        ``frame_skip`` physics steps, then one image and gym-duckietown's reward."""
+        if not (math.isfinite(left) and math.isfinite(right)):
+            raise ValueError(f"action must be finite, got {[left, right]}")
+        left, right = max(-1.0, min(1.0, left)), max(-1.0, min(1.0, right))
+        for _ in range(self.frame_skip - 1):
+            self.world.apply_wheel_speeds([self._wheels(left, right)])
+            self.world.step()
+            self._steps += 1
+        obs, _, _, _, info = super().step_wheels(left, right)
+        self.last_action = np.array([left, right])
+        reward, terminated, truncated, msg = self._done_reward()
+        info["Simulator"] = {"action": [left, right], "msg": msg}
+        if self.full_transparency:
+            info["Simulator"].update(self._transparency())
+        return obs, reward, terminated, truncated, info
+
+    def _pose(self) -> tuple[float, float, float]:
+        st = self.world.state(copy=False)[0]
+        x, y = (float(v) for v in st["pos_m"][:2])
+        qx, qy, qz, qw = (float(v) for v in st["quat_xyzw"])
+        return x, y, math.atan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+
+    def _valid_pose(self, x: float, y: float, yaw: float) -> bool:
+        """gym-duckietown's: the body's centre, its two sides and its front on road
+        tiles, and no object touched."""
+        c, s = math.cos(yaw), math.sin(yaw)
+        cx, cy = x + CHASSIS_CENTER_M[0] * c, y + CHASSIS_CENTER_M[0] * s
+        rx, ry = s, -c  # the robot's right
+        m = self.world.road_map
+        for px, py in ((cx, cy), (cx + 0.5 * ROBOT_WIDTH * rx, cy + 0.5 * ROBOT_WIDTH * ry),
+                       (cx - 0.5 * ROBOT_WIDTH * rx, cy - 0.5 * ROBOT_WIDTH * ry),
+                       (cx + 0.5 * ROBOT_LENGTH * c, cy + 0.5 * ROBOT_LENGTH * s)):
+            cell = m.cell_of(px, py)
+            if cell is None or not m.tiles[cell[0]][cell[1]].is_road:
+                return False
+        return not self.world.object_contacts()
+
+    def proximity_penalty(self, x: float, y: float, yaw: float) -> float:
+        """gym-duckietown's ``proximity_penalty2``: the sum, over the objects whose
+        footprint comes within its safety radius of the robot's centre, of
+        ``distance - safety radius - footprint`` (0 or less)."""
+        world = self.world
+        if not world.objects:
+            return 0.0
+        cx = x + CHASSIS_CENTER_M[0] * math.cos(yaw)
+        cy = y + CHASSIS_CENTER_M[0] * math.sin(yaw)
+        penalty = 0.0
+        poses = world.object_poses(world.sim_time_s)
+        for obj, (ox, oy, _) in zip(world.objects, poses, strict=True):
+            gap = math.hypot(ox - cx, oy - cy) - AGENT_SAFETY_RAD - footprint_m(obj)
+            penalty += min(0.0, gap)
+        return penalty
+
+    def _done_reward(self) -> tuple[float, bool, bool, str]:
+        x, y, yaw = self._pose()
+        if not self._valid_pose(x, y, yaw):
+            return float(REWARD_INVALID_POSE), True, False, INVALID_POSE_MSG
+        if self._steps >= self.max_steps:
+            return 0.0, False, True, ("Stopping the simulator because we reached "
+                                      f"max_steps = {self.max_steps}")
+        return self.compute_reward(x, y, yaw), False, False, ""
+
+    def compute_reward(self, x: float, y: float, yaw: float) -> float:
+        """gym-duckietown's ``compute_reward`` (daffy): ``robot_speed * dot_dir - 10 *
+        |dist| + 40 * proximity penalty`` in a lane, ``40 * proximity penalty`` off one
+        (its ``NotInLane``). As there, the speed is the constant ``robot_speed``, not
+        the robot's measured speed (gym-duckietown's master branch used that)."""
+        penalty = self.proximity_penalty(x, y, yaw)
+        lane = self._lane_pose(x, y, yaw)
+        if not lane.on_road or lane.offset_m != lane.offset_m:
+            return 40.0 * penalty
+        dot_dir = math.cos(lane.heading_err_rad)
+        return self.robot_speed * dot_dir - 10.0 * abs(lane.offset_m) + 40.0 * penalty
+
+    def _transparency(self) -> dict[str, Any]:
+        x, y, yaw = self._pose()
+        lane = self._lane_pose(x, y, yaw)
+        st = self.world.state(copy=False)[0]
+        cell = self.world.road_map.cell_of(x, y)
+        return {
+            "lane_position": {"dist": lane.offset_m, "dot_dir": math.cos(lane.heading_err_rad),
+                              "angle_deg": math.degrees(lane.heading_err_rad),
+                              "angle_rad": lane.heading_err_rad},
+            "robot_speed": float(np.hypot(*st["lin_vel_m_s"][:2])),
+            "proximity_penalty": self.proximity_penalty(x, y, yaw),
+            "cur_pos": [x, y, 0.0], "cur_angle": yaw,
+            "wheel_velocities": [float(v) for v in self._motors.speed[0]],
+            "timestamp": self._steps * self.world.dt_s,
+            "tile_coords": None if cell is None else [cell[1], cell[0]],
+        }
+
+
+class DuckietownEnv(Simulator):
+    """gym-duckietown's ``DuckietownEnv``: actions are ``(velocity, steering)``, turned
+    into the motors' duties by its formula (its ``gain``, ``trim``, ``radius``, ``k``,
+    ``limit``; the baseline is this robot's wheel distance, ``wheel_dist``). Other
+    keyword arguments are :class:`Simulator`'s."""
+
+    def __init__(self, gain: float = 1.0, trim: float = 0.0, radius: float = 0.0318,
+                 k: float = 27.0, limit: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.action_space = spaces.Box(np.array([-1.0, -1.0], np.float32),
+                                       np.array([1.0, 1.0], np.float32), dtype=np.float32)
+        self.gain, self.trim, self.radius, self.k, self.limit = gain, trim, radius, k, limit
+
+    def step_wheels(self, vel: float, angle: float
+                    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:meth:`step` with ``(velocity, steering)`` as two floats."""
+        baseline = self.wheel_dist
+        k_r_inv = (self.gain + self.trim) / self.k
+        k_l_inv = (self.gain - self.trim) / self.k
+        omega_r = (vel + 0.5 * angle * baseline) / self.radius
+        omega_l = (vel - 0.5 * angle * baseline) / self.radius
+        u_r = max(min(omega_r * k_r_inv, self.limit), -self.limit)
+        u_l = max(min(omega_l * k_l_inv, self.limit), -self.limit)
+        obs, reward, terminated, truncated, info = super().step_wheels(u_l, u_r)
+        info["DuckietownEnv"] = {"k": self.k, "gain": self.gain, "train": self.trim,
+                                 "radius": self.radius, "omega_r": omega_r, "omega_l": omega_l}
+        return obs, reward, terminated, truncated, info
+
+
+__all__ = ["DropInError", "DuckietownEnv", "Simulator", "resolve_map"]
