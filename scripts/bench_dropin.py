@@ -17,7 +17,9 @@ context headless through pyglet's EGL, no X server needed)::
     gdvenv/bin/pip install duckietown-gym-daffy==6.1.34 pyglet==1.5.15 numpy==1.23.5 \\
         'scipy<1.12' 'contourpy<1.2' 'opencv-python<4.11'
 
-Run: ``python scripts/bench_dropin.py --peer-python gdvenv/bin/python [--json out.json]``.
+Run: ``python scripts/bench_dropin.py --peer-python gdvenv/bin/python [--json out.json]``
+(dmxshm's side with each of ``--renderers`` tiny and EGL: on a machine without a GPU
+both draw on the CPU, EGL through Mesa's llvmpipe, as gym-duckietown's OpenGL does).
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ import numpy as np
 logging.disable(logging.CRITICAL)
 kind, map_name = sys.argv[1], sys.argv[2]
 w, h, steps = (int(v) for v in sys.argv[3:6])
+extra = {}
 if kind == "peer":
     from gym_duckietown.envs import DuckietownEnv
 else:
     from dmxshm.duckietown.legacy import DuckietownEnv
-env = DuckietownEnv(map_name=map_name, domain_rand=False, camera_width=w, camera_height=h)
+    extra = {"renderer": kind}
+env = DuckietownEnv(map_name=map_name, domain_rand=False, camera_width=w, camera_height=h,
+                    **extra)
 env.reset()
 action = np.array([0.15, 0.0])
 for _ in range(10):
@@ -73,6 +78,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="160x120,640x480")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--renderers", default="tiny,egl", help="dmxshm's renderers to run")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     find = subprocess.run(
@@ -86,24 +92,30 @@ def main() -> None:
           f"({map_path}), DuckietownEnv, domain_rand=False, action (0.15, 0.0), "
           f"{args.steps} steps a run, {args.repeats} runs of each, alternating")
     rows = []
+    renderers = args.renderers.split(",")
     for size in args.sizes.split(","):
         w, h = (int(v) for v in size.split("x"))
-        peer, ours = [], []
+        peer: list[dict] = []
+        ours: dict[str, list[dict]] = {r: [] for r in renderers}
         for r in range(args.repeats):
-            order = ("peer", "dmxshm") if r % 2 == 0 else ("dmxshm", "peer")
-            for kind in order:
+            order = ["peer", *renderers]
+            for kind in (order if r % 2 == 0 else order[::-1]):
                 if kind == "peer":
                     peer.append(_run(args.peer_python, "peer", args.map, w, h, args.steps))
                 else:
-                    ours.append(_run(sys.executable, "dmxshm", map_path, w, h, args.steps))
-        ratio = statistics.median(o["fps"] for o in ours) / statistics.median(
-            p["fps"] for p in peer)
-        rows.append({"size": [w, h], "gym_duckietown": peer, "dmxshm": ours, "ratio": ratio})
+                    ours[kind].append(_run(sys.executable, kind, map_path, w, h, args.steps))
+        base = statistics.median(p["fps"] for p in peer)
         fps_peer = ", ".join(f"{p['fps']:.1f}" for p in peer)
-        fps_ours = ", ".join(f"{o['fps']:.1f}" for o in ours)
         print(f"{w}x{h}: gym-duckietown frames/s {fps_peer} (resets "
-              f"{sum(p['resets'] for p in peer)}); dmxshm {fps_ours} (resets "
-              f"{sum(o['resets'] for o in ours)}); dmxshm / gym-duckietown {ratio:.2f}")
+              f"{sum(p['resets'] for p in peer)})")
+        row: dict = {"size": [w, h], "gym_duckietown": peer}
+        for name, runs in ours.items():
+            ratio = statistics.median(o["fps"] for o in runs) / base
+            row[f"dmxshm_{name}"], row[f"ratio_{name}"] = runs, ratio
+            fps = ", ".join(f"{o['fps']:.1f}" for o in runs)
+            print(f"{w}x{h}: dmxshm ({name}) frames/s {fps} (resets "
+                  f"{sum(o['resets'] for o in runs)}); dmxshm / gym-duckietown {ratio:.2f}")
+        rows.append(row)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"map": args.map, "steps": args.steps, "rows": rows}, f, indent=1)

@@ -216,3 +216,9 @@ def test_the_v1_batch_example_runs(tmp_path: Path) -> None:
 def test_the_randomisation_example_runs(tmp_path: Path) -> None:
     out = _run_block(tmp_path, 'randomize=True)').strip()
     assert out == "['blue_gain', 'brightness', 'camera_focal_scale'] True"
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 30)
+def test_the_gym_duckietown_example_runs_with_the_legacy_import(tmp_path: Path) -> None:
+    out = _run_block(tmp_path, "from dmxshm.duckietown.legacy import").strip()
+    assert out == "(120, 160, 3) True False"
