@@ -93,6 +93,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         self._params: dict[str, float] = {}
         self._lut: np.ndarray | None = None
         self._wheel_scale = 1.0
+        self._nominal: tuple[int, dict[int, tuple[Any, ...]]] | None = None
+        self._applied = (1.0, 1.0)  # the friction and mass scales the body has
         super().__init__(map=map, camera_model=camera_model, **kwargs)
         self._motors = Motors(self.motor, 1, self.world.dt_s)
         self._base_camera = self.camera
@@ -172,9 +174,34 @@ class DuckieLaneV1Env(DuckieLaneEnv):
             self._noise = Noise(noise_seed, noise_model, bank_seed=0)
         obs, lane, _ = self._measure(self.world.state(copy=False))
         info.update(lane_offset_m=lane[0], on_road=lane[2], turn=self._turn(),
-                    noise={"seed": noise_seed, **noise_model.to_dict()} if self.noise
-                    else {}, motor=motor.to_dict(), randomization=dict(self._params))
+                    motor=motor.to_dict())
+        if self.noise:
+            info["noise"] = {"seed": noise_seed, **noise_model.to_dict()}
+        if self._params:
+            info["randomization"] = dict(self._params)
+        if self.camera is not None and self.camera.lens is not None:
+            info["calibration"] = self.camera.calibration  # the episode's (jittered) lens
         return obs, info
+
+    def _set_dynamics(self, params: dict[str, float]) -> None:
+        """The robot's friction and mass: nominal (as loaded, recorded at the first
+        reset: the body is kept from one episode to the next) times the draw; the
+        base's inertia scaled with its mass (Bullet would recompute it from the
+        collision shape, not the URDF's)."""
+        body, c = self.world.robot_ids[0], self.world.client
+        if self._nominal is None or self._nominal[0] != body:
+            self._nominal = (body, {link: pb.getDynamicsInfo(body, link, physicsClientId=c)
+                                    for link in (-1, *WHEEL_JOINTS)})
+        elif params["friction"] == self._applied[0] and params["mass"] == self._applied[1]:
+            return  # as it is
+        for link, info in self._nominal[1].items():
+            pb.changeDynamics(body, link, lateralFriction=info[1] * params["friction"],
+                              physicsClientId=c)
+        mass, inertia = self._nominal[1][-1][0], self._nominal[1][-1][2]
+        pb.changeDynamics(body, -1, mass=mass * params["mass"], physicsClientId=c)
+        pb.changeDynamics(body, -1, localInertiaDiagonal=[v * params["mass"] for v in inertia],
+                          physicsClientId=c)
+        self._applied = (params["friction"], params["mass"])
 
     def _randomize(self, params: dict[str, float] | None) -> tuple[MotorModel, Any]:
         """Apply one draw of :mod:`~dmxshm.batch.randomize` (None: the nominal robot) to
@@ -182,14 +209,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         self._params = params or {}
         motor, noise_model = self.motor, DUCKIEBOT_NOISE
         self._wheel_scale, self._lut = 1.0, None
+        self._set_dynamics(params or rand.NOMINAL)
         if params is not None:
-            body, c = self.world.robot_ids[0], self.world.client
-            for link in (-1, *WHEEL_JOINTS):  # a fresh body each reset: nominal values
-                mass, friction = pb.getDynamicsInfo(body, link, physicsClientId=c)[:2]
-                pb.changeDynamics(body, link, lateralFriction=friction * params["friction"],
-                                  physicsClientId=c)
-                if link == -1:
-                    pb.changeDynamics(body, -1, mass=mass * params["mass"], physicsClientId=c)
             self._wheel_scale = params["wheel_radius"]
             motor = MotorModel(gain=params["motor_gain"], trim=params["motor_trim"],
                                lag_s=params["motor_lag_s"] if self.motor.lag_s else 0.0,

@@ -222,8 +222,9 @@ class Simulator(DuckieLaneV1Env):
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        if seed is None and self._first_seed is not None:
-            seed, self._first_seed = self._first_seed, None  # the constructor's seed, once
+        if seed is None:
+            seed = self._first_seed  # the constructor's seed, for the first reset only
+        self._first_seed = None
         obs, info = super().reset(seed=seed, options=options)
         self.last_action = np.zeros(2)
         info["Simulator"] = {"action": [0.0, 0.0], "msg": ""}

@@ -260,7 +260,9 @@ class Noise:
         if rows is None:
             z = bulk_normals(self.seed, robot, stream, block, SAMPLE_BLOCK * width)
             rows = (z.reshape(SAMPLE_BLOCK, width) * scale).tolist()
-            self._blocks.pop((robot, stream, block - 2), None)  # samples come in order
+            for key in [k for k in self._blocks if k[:2] == (robot, stream)
+                        and k[2] != block - 1]:
+                del self._blocks[key]  # keep this block and the one before it
             self._blocks[(robot, stream, block)] = rows
         return rows[within]
 

@@ -32,8 +32,10 @@ kinematics' speed above, through a first-order lag of time constant ``lag_s``::
 
     omega(t + dt) = target + (omega(t) - target) * exp(-dt / lag_s)
 
-(the exact solution over a step in which the duty holds). Above the dead band
-the steady state is the kinematics' inverse exactly, so an agent calibrated as
+(the exact solution over a step in which the duty holds); physics is given the mean
+speed over the step, ``target + (omega(t) - target) * (lag_s / dt) * (1 - exp(-dt /
+lag_s))``, so that the distance a wheel turns in a step is the lag's exact integral.
+Above the dead band the steady state is the kinematics' inverse exactly, so an agent calibrated as
 its robot still gets, once settled, the speed it asked for. Duckietown publishes
 neither figure for the Duckiebot's DG01D-E gear motors: ``lag_s`` 0.1 s and
 ``dead_band`` 0.05 are dmxshm's estimates (docs/motors.md says so), parameters
@@ -140,33 +142,37 @@ class Motors:
     Example:
         >>> m = Motors(DUCKIEBOT, 1, 0.1)
         >>> [round(float(m.step(np.array([[0.5, 0.5]]))[0, 0]), 3) for _ in range(3)]
-        [8.534, 11.673, 12.828]
+        [4.966, 10.361, 12.345]
     """
 
     def __init__(self, model: MotorModel, robots: int, dt_s: float) -> None:
         self.model = model
-        self.speed = np.zeros((robots, 2))
+        self.speed = np.zeros((robots, 2))  # at the end of the last step
         self.keep = math.exp(-dt_s / model.lag_s) if model.lag_s > 0.0 else 0.0
+        # the mean over a step of the part that decays: (lag / dt) (1 - keep)
+        self.mean_keep = model.lag_s / dt_s * (1.0 - self.keep) if model.lag_s > 0.0 else 0.0
 
     def step(self, duty: np.ndarray) -> np.ndarray:
-        """The wheel speeds (rad/s) at the end of a step in which ``(robots, 2)``
-        duties hold (a new array, kept as the next step's start)."""
+        """The mean wheel speeds (rad/s) over a step in which ``(robots, 2)`` duties
+        hold (a new array); the speeds at its end are the next step's start."""
         target = self.model.wheel_speed(duty)
+        mean = target + (self.speed - target) * self.mean_keep
         self.speed = target + (self.speed - target) * self.keep
-        return self.speed.copy()
+        return mean
 
     def step_one(self, left: float, right: float) -> list[float]:
         """:meth:`step` of a one-robot ``Motors`` with the duties as plain floats
         (an env's path: the same arithmetic without numpy's per-call cost)."""
         m, lim, band = self.model, self.model.limit, self.model.dead_band
-        speed, keep = self.speed[0], self.keep
+        speed, keep, mean_keep = self.speed[0], self.keep, self.mean_keep
         out = []
         for i, (u, per) in enumerate(((left, m.k / (m.gain - m.trim)),
                                       (right, m.k / (m.gain + m.trim)))):
             u = max(-lim, min(lim, u))
             target = 0.0 if abs(u) < band else u * per
-            speed[i] = target + (float(speed[i]) - target) * keep
-            out.append(float(speed[i]))
+            start = float(speed[i])
+            out.append(target + (start - target) * mean_keep)
+            speed[i] = target + (start - target) * keep
         return out
 
     def stop(self, robots: list[int] | np.ndarray | None = None) -> None:

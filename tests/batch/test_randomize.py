@@ -59,7 +59,7 @@ def test_draws_are_within_range_the_same_for_a_seed_and_differ_between_seeds() -
             for name, (low, high) in group.items():
                 assert low <= params[name] <= high, name
     plain = gymnasium.make("dmxshm/DuckieLane-v1")
-    assert plain.reset(seed=0)[1]["randomization"] == {}
+    assert "randomization" not in plain.reset(seed=0)[1]  # as SyncVectorEnv would omit it
     plain.close()
 
 
@@ -123,3 +123,36 @@ def test_make_vec_reports_each_envs_draw_at_reset_and_autoreset() -> None:
     vec.close()
     for e in singles:
         e.close()
+
+
+def test_physics_draws_scale_the_nominal_robot_every_reset_not_the_last_one() -> None:
+    fixed = {"physics": {"mass": [1.5, 1.5], "friction": [0.6, 0.6]}}
+    env = gymnasium.make("dmxshm/DuckieLane-v1", randomize=fixed, route=None).unwrapped
+    plain = gymnasium.make("dmxshm/DuckieLane-v1", route=None).unwrapped
+    plain.reset(seed=0)
+    nominal = pb.getDynamicsInfo(plain.world.robot_ids[0], -1, physicsClientId=plain.world.client)
+    for seed in range(3):  # the body is kept from episode to episode: no compounding
+        env.reset(seed=seed)
+        got = pb.getDynamicsInfo(env.world.robot_ids[0], -1, physicsClientId=env.world.client)
+        assert got[0] == pytest.approx(1.5 * nominal[0])
+        assert got[1] == pytest.approx(0.6 * nominal[1])
+        # the URDF's inertia, scaled with the mass (not Bullet's from the collision box)
+        np.testing.assert_allclose(got[2], np.array(nominal[2]) * 1.5, rtol=1e-9)
+    look = gymnasium.make("dmxshm/DuckieLane-v1", route=None,
+                          randomize={"appearance": {"brightness": [5, 5]}}).unwrapped
+    look.reset(seed=0)
+    kept = pb.getDynamicsInfo(look.world.robot_ids[0], -1, physicsClientId=look.world.client)
+    assert kept[:3] == nominal[:3]  # nothing physical drawn: the robot as loaded
+    for e in (env, plain, look):
+        e.close()
+
+
+def test_the_calibration_in_info_is_the_episodes_lens() -> None:
+    env = gymnasium.make("dmxshm/DuckieLane-v1", obs="camera", camera=(64, 48),
+                         randomize={"sensing": {"camera_focal_scale": [1.1, 1.1]}})
+    plain = gymnasium.make("dmxshm/DuckieLane-v1", obs="camera", camera=(64, 48))
+    k = env.reset(seed=0)[1]["calibration"]["K"]
+    k0 = plain.reset(seed=0)[1]["calibration"]["K"]
+    assert k[0] == pytest.approx(1.1 * k0[0]) and k[4] == pytest.approx(1.1 * k0[4])
+    env.close()
+    plain.close()

@@ -138,3 +138,15 @@ def test_camera_noise_is_keyed_by_the_frame_and_has_the_configured_spread() -> N
     assert within == pytest.approx(math.sqrt(m.sigma_dn**2 + 1 / 12), rel=0.1)
     gains = frames.mean(axis=(1, 2, 3)) / 128
     assert gains.std() == pytest.approx(m.exposure_sigma, rel=0.3)
+
+
+def test_sample_blocks_are_the_same_in_any_order_and_few_are_kept() -> None:
+    from dmxshm.matrix.noise import Noise
+
+    acc, gyro = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    a, b = Noise(9), Noise(9)
+    indices = [0, 5000, 3, 70000, 255, 256, 4999]
+    forward = {i: a.imu(0, i, 0.0, acc, gyro)[0].tolist() for i in indices}
+    backward = {i: b.imu(0, i, 0.0, acc, gyro)[0].tolist() for i in reversed(indices)}
+    assert forward == backward
+    assert len(a._blocks) <= 2 and len(b._blocks) <= 2  # noqa: SLF001
