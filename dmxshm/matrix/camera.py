@@ -15,6 +15,7 @@ caller's buffer (an observation slot) when one is given.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +133,9 @@ class Camera:
             self._projection = pb.computeProjectionMatrixFOV(
                 self.fov_deg, self.width / self.height, self.near_m, self.far_m)
         self._flag = flag(self.renderer)
+        self._aim()
+
+    def _aim(self) -> None:
         tilt = math.radians(self.tilt_deg)
         self._forward = (math.cos(tilt), 0.0, -math.sin(tilt))
         self._up = (math.sin(tilt), 0.0, math.cos(tilt))
@@ -141,7 +145,9 @@ class Camera:
         """This camera moved up by ``height_m``, tilted down by ``tilt_deg`` more, its
         focal length scaled by ``focal_scale`` (the lens's ``K``, or the pinhole's field
         of view) and its light turned by ``light_azimuth_deg`` about the vertical
-        (domain randomisation, :mod:`dmxshm.batch.randomize`)."""
+        (domain randomisation, :mod:`dmxshm.batch.randomize`). With the focal length
+        kept, the lens map (its remap tables) and the projection are shared with
+        this camera instead of built again."""
         x, y, z = self.mount_m
         lx, ly, lz = self.light_direction or LIGHT_DIRECTION
         a = math.radians(light_azimuth_deg)
@@ -155,6 +161,12 @@ class Camera:
         elif focal_scale != 1.0:
             half = math.tan(math.radians(fov) / 2) / focal_scale
             fov = math.degrees(2 * math.atan(half))
+        else:  # the same lens and projection: only where it looks from, and the light
+            moved = copy.copy(self)
+            moved.tilt_deg, moved.mount_m = self.tilt_deg + tilt_deg, (x, y, z + height_m)
+            moved.light_direction = light
+            moved._aim()
+            return moved
         return Camera(self.width, self.height, fov, self.near_m, self.far_m,
                       self.tilt_deg + tilt_deg, (x, y, z + height_m), self.renderer, lens,
                       self.lens_oversample, light)

@@ -84,3 +84,20 @@ def test_render_into_buffer_and_small_size(world: World) -> None:
 def test_bad_camera_is_refused(kwargs: dict) -> None:
     with pytest.raises(CameraError):
         Camera(**kwargs)
+
+
+def test_a_jittered_camera_is_a_camera_built_so_and_keeps_the_lens_map() -> None:
+    base = Camera.duckiebot(64, 48)
+    moved = base.jittered(height_m=0.004, tilt_deg=2.0, light_azimuth_deg=30.0)
+    built = Camera.duckiebot(64, 48)
+    built = Camera(64, 48, tilt_deg=built.tilt_deg + 2.0,
+                   mount_m=(built.mount_m[0], built.mount_m[1], built.mount_m[2] + 0.004),
+                   lens=built.lens, light_direction=moved.light_direction)
+    assert moved._lens_map is base._lens_map  # noqa: SLF001  (not built again)
+    with World("loop", 1, seed=0) as w:
+        row = w.state()[0]
+        assert np.array_equal(moved.render(w.client, row), built.render(w.client, row))
+        assert not np.array_equal(moved.render(w.client, row), base.render(w.client, row))
+    zoomed = base.jittered(focal_scale=1.05)
+    assert zoomed._lens_map is not base._lens_map  # noqa: SLF001
+    assert zoomed.lens.K[0] == base.lens.K[0] * 1.05
