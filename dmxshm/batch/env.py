@@ -208,11 +208,17 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         super().reset(seed=seed)
         self.world.replace_robots([self._start_pose(self.np_random)])
         self._steps = 0
+        info: dict[str, Any] = self._begin_episode()
         obs, lane, _ = self._measure(self.world.state(copy=False))
-        info: dict[str, Any] = {"lane_offset_m": lane[0], "on_road": lane[2]}
+        info.update(lane_offset_m=lane[0], on_road=lane[2])
         if self.camera is not None and self.camera.lens is not None:
             info["calibration"] = self.camera.calibration
         return obs, info
+
+    def _begin_episode(self) -> dict[str, Any]:
+        """What a later version draws for an episode, once the robot is placed and
+        before the first observation; what it adds to reset's ``info``."""
+        return {}
 
     def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         left, right = np.asarray(action, dtype=np.float64).reshape(2).tolist()

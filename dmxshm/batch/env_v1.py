@@ -155,32 +155,32 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         state = self._router.states[0] if self._router is not None else None
         return state.turn if state is not None else None
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        # The router's and the noise's seeds come from the env's generator, which
-        # reset seeds first (the router's first: routes as before noise).
-        self._router, self._noise = None, None
-        obs, info = super().reset(seed=seed, options=options)
+    def _begin_episode(self) -> dict[str, Any]:
+        # The router's, the noise's and the randomisation's draws come from the env's
+        # generator, which reset seeded, after the start pose (the router's first:
+        # routes as before noise).
+        self._router = None
         if self.route_turns is not None:
             self._router = Router(self.world.road_map, 1,
                                   int(self.np_random.integers(2**31)), self.route_turns)
         noise_seed = int(self.np_random.integers(2**31))
         params = (rand.draw(self.randomization, self.np_random)
                   if self.randomization is not None else None)
-        motor, noise_model = self._randomize(params)
-        if self.noise:
-            # One bank of camera noise frames for every episode (its seed 0): an
-            # episode's own draws pick the frame, its shift and the exposure.
-            self._noise = Noise(noise_seed, noise_model, bank_seed=0)
-        obs, lane, _ = self._measure(self.world.state(copy=False))
-        info.update(lane_offset_m=lane[0], on_road=lane[2], turn=self._turn(),
-                    motor=motor.to_dict())
+        motor, noise_model = self._randomize(params)  # the episode's camera, too
+        # One bank of camera noise frames for every episode (its seed 0): an episode's
+        # own draws pick the frame, its shift and the exposure.
+        self._noise = Noise(noise_seed, noise_model, bank_seed=0) if self.noise else None
+        info: dict[str, Any] = {"motor": motor.to_dict()}
         if self.noise:
             info["noise"] = {"seed": noise_seed, **noise_model.to_dict()}
         if self._params:
             info["randomization"] = dict(self._params)
-        if self.camera is not None and self.camera.lens is not None:
-            info["calibration"] = self.camera.calibration  # the episode's (jittered) lens
+        return info
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        obs, info = super().reset(seed=seed, options=options)
+        info["turn"] = self._turn()
         return obs, info
 
     def _set_dynamics(self, params: dict[str, float]) -> None:
@@ -192,7 +192,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         if self._nominal is None or self._nominal[0] != body:
             self._nominal = (body, {link: pb.getDynamicsInfo(body, link, physicsClientId=c)
                                     for link in (-1, *WHEEL_JOINTS)})
-        elif params["friction"] == self._applied[0] and params["mass"] == self._applied[1]:
+            self._applied = (1.0, 1.0)
+        if (params["friction"], params["mass"]) == self._applied:
             return  # as it is
         for link, info in self._nominal[1].items():
             pb.changeDynamics(body, link, lateralFriction=info[1] * params["friction"],

@@ -28,7 +28,6 @@ reset has them.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -105,11 +104,7 @@ def parse(value: bool | dict[str, Any] | str | os.PathLike[str] | None) -> Confi
 
 
 def _load(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    import yaml
+    import yaml  # JSON is YAML too
 
     try:
         return yaml.safe_load(text)

@@ -50,6 +50,7 @@ from dmxshm.matrix.camera import Camera
 from dmxshm.world.maps import bundled_maps
 from dmxshm.world.objects import footprint_m
 from dmxshm.world.robot import BASELINE_M, CHASSIS_CENTER_M, WHEEL_RADIUS_M
+from dmxshm.world.state import poses_2d
 
 # gym-duckietown's constants (src/gym_duckietown/simulator.py, daffy), written out.
 DEFAULT_MAX_STEPS = 1500
@@ -230,11 +231,7 @@ class Simulator(DuckieLaneV1Env):
         info["Simulator"] = {"action": [0.0, 0.0], "msg": ""}
         return obs, info
 
-    # -- step -----------------------------------------------------------------------
-    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        left, right = np.asarray(action, dtype=np.float64).reshape(2).tolist()
-        return self.step_wheels(left, right)
-
+    # -- step (DuckieLaneEnv.step hands the action to step_wheels) --------------------
     def step_wheels(self, left: float, right: float
                     ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """:meth:`step` with the duties as two floats (the batch workers' path):
@@ -255,10 +252,8 @@ class Simulator(DuckieLaneV1Env):
         return obs, reward, terminated, truncated, info
 
     def _pose(self) -> tuple[float, float, float]:
-        st = self.world.state(copy=False)[0]
-        x, y = (float(v) for v in st["pos_m"][:2])
-        qx, qy, qz, qw = (float(v) for v in st["quat_xyzw"])
-        return x, y, math.atan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+        x, y, yaw = poses_2d(self.world.state(copy=False))[0].tolist()
+        return x, y, yaw
 
     def _valid_pose(self, x: float, y: float, yaw: float) -> bool:
         """gym-duckietown's: the body's centre, its two sides and its front on road
