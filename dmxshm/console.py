@@ -164,6 +164,10 @@ def print_summary(s: Summary) -> None:
                 click.echo(f"spine stopped by {st['stopped_by']}: "
                            f"{st['states'].get('SHUTDOWN', 0)} SHUTDOWN cycles sent stops")
     print_robots(s)
+    if s.randomization:
+        drawn = sorted(n for group in s.randomization["config"].values() for n in group)
+        click.echo(f"randomised per robot: {', '.join(drawn)} (each robot's values: "
+                   "--json's randomization)")
     click.echo(f"seed {s.seed}, map {s.map}; trajectory digest {s.trajectory_digest}")
     if s.log is not None:
         click.echo(f"log: {s.log.path}, {s.log.size_bytes / 1e6:.2f} MB, "

@@ -116,26 +116,23 @@ class _Sensors:
     """Recomputes samples from a state, as a realtime renderer and camera process do."""
 
     def __init__(self, cfg: NetworkConfig, camera: bool) -> None:
-        from dmxshm.matrix.camera import Camera
-        from dmxshm.matrix.noise import Noise
         from dmxshm.matrix.sensors import TimeOfFlight
         from dmxshm.world.world import World
 
         self.scene = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
                            substeps=cfg.substeps)  # the renderer's: poses, for rays
         self.tof = TimeOfFlight()
-        self.view = self.camera = None
+        self.view = self.cameras = None
+        self.noise = cfg.sensor_noise()
         try:
             if camera and cfg.camera_wh is not None:
                 self.view = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
                                   substeps=cfg.substeps, renderer=cfg.renderer_used)
-                self.camera = Camera.of_model(cfg.camera_model, *cfg.camera_wh,
-                                              renderer=cfg.renderer_used)
+                self.cameras = cfg.robot_cameras(self.noise)
         except BaseException:
             self.close()
             raise
         self._posed = self._viewed = -1
-        self.noise = Noise(cfg.seed) if cfg.noise else None
 
     def values(self, sensor: str, step: int, states: np.ndarray,
                robots: list[int], sim_time_s: float) -> list[np.ndarray]:
@@ -164,19 +161,12 @@ class _Sensors:
             if noise is not None:
                 ranges = noise.tof_rows(robots, step, ranges, self.tof.max_range_m)
             return list(np.array(ranges, dtype=np.float32))
-        assert self.camera is not None and self.view is not None
+        assert self.cameras is not None and self.view is not None
         if self._viewed != step:
             self.view.set_state(states, sim_time_s)
             self._viewed = step
-        h, w = self.camera.height, self.camera.width
-        out = []
-        for robot in robots:
-            image = np.zeros((h, w, 3), np.uint8)
-            self.camera.render(self.view.client, states[robot], out=image)
-            if noise is not None:
-                noise.camera(robot, step, image)
-            out.append(image)
-        return out
+        images = np.zeros((len(robots), *self.cameras.shape), np.uint8)
+        return list(self.cameras.render(self.view.client, states, robots, step, images))
 
     def close(self) -> None:
         for world in (self.scene, self.view):
@@ -294,6 +284,7 @@ def replay_realtime(rec: Recording, camera: bool = True,
     dt_s, substeps = cfg.engine_world_steps
     try:
         with World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s, substeps=substeps) as world:
+            cfg.set_robot_physics(world)  # as the run's engine
 
             def publish(step: int, states: np.ndarray) -> None:
                 state_digest.state(step, world.sim_time_s, states)

@@ -226,7 +226,17 @@ def replay_config(rec: Recording, agent: str, log: str | None = None,
         camera_model=str(c.get("camera_model", default["camera_model"])),
         route=c.get("route", default["route"]),
         noise=bool(c.get("noise", False)),  # a log from before noise was made without it
+        # The robots' physics and sensing drawn again; their motors are in the logged
+        # wheel speeds already (a replay's commands are wheel speeds).
+        randomize=_without_motors(c.get("randomize")),
         **overrides)
+
+
+def _without_motors(config: Any) -> Any:
+    from dmxshm.world import randomize as rand
+
+    parsed = rand.parse(config)
+    return (rand.without(parsed, rand.MOTOR_PARAMETERS) or None) if parsed else None
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ BUILTIN_MEANINGS = {
 """The built-in meanings of the leaves of dmxshm.errors."""
 
 def _randomize_parse(config: object) -> object:
-    from dmxshm.batch.randomize import parse
+    from dmxshm.world.randomize import parse
 
     return parse(config)  # type: ignore[arg-type]
 
@@ -77,7 +77,7 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.world.maperror.MapNotFoundError": lambda: load_map("no-such-map"),
     "dmxshm.world.objects.ObjectError": lambda: MapObject("a", "pylon", 0.0, 0.0),
     "dmxshm.world.routes.RouteError": lambda: parse_route("backwards"),
-    "dmxshm.batch.randomize.RandomizeError": lambda: _randomize_parse({"weather": {}}),
+    "dmxshm.world.randomize.RandomizeError": lambda: _randomize_parse({"weather": {}}),
     "dmxshm.duckietown.DropInError": lambda: _dropin_resolve("no-such-map"),
     "dmxshm.world.world.WorldError": lambda: World("loop", num_robots=-1),
     "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),

@@ -51,7 +51,7 @@ def test_ring_example_runs(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_network_example_runs(tmp_path: Path) -> None:
-    last = _run_block(tmp_path, "Network(").strip().splitlines()[-1]
+    last = _run_block(tmp_path, "Network(NetworkConfig(").strip().splitlines()[-1]
     steps_per_s = float(last.split()[0])
     assert steps_per_s > 0
 
@@ -216,6 +216,14 @@ def test_the_v1_batch_example_runs(tmp_path: Path) -> None:
 def test_the_randomisation_example_runs(tmp_path: Path) -> None:
     out = _run_block(tmp_path, 'randomize=True)').strip()
     assert out == "['blue_gain', 'brightness', 'camera_focal_scale'] True"
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 30)
+def test_the_network_randomisation_example_runs(tmp_path: Path) -> None:
+    out = _run_block(tmp_path, 'randomize={"physics"').strip()
+    frictions = [float(v) for v in out.strip("[]").split(",")]
+    assert len(frictions) == 2 and frictions[0] != frictions[1]
+    assert all(0.5 <= f <= 1.5 for f in frictions)
 
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 30)

@@ -43,15 +43,13 @@ import math
 from typing import Any
 
 import numpy as np
-import pybullet as pb
 from gymnasium import spaces
 
-from dmxshm.batch import randomize as rand
 from dmxshm.batch.env import STATE_FIELDS, STATE_HIGH, STATE_LOW, DuckieLaneEnv
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import Noise
+from dmxshm.world import randomize as rand
 from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
-from dmxshm.world.robot import WHEEL_JOINTS
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
 
 MORE_FIELDS = ("curvature_1_m", "turn", "turn_known")
@@ -73,8 +71,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
     ``"duckiebot"``).
 
     ``randomize``: None (the default: nothing drawn), True (every parameter of
-    :data:`dmxshm.batch.randomize.DEFAULTS`), a dict or the path of a YAML/JSON file
-    naming the parameters to draw and their ranges (:mod:`dmxshm.batch.randomize`).
+    :data:`dmxshm.world.randomize.DEFAULTS`), a dict or the path of a YAML/JSON file
+    naming the parameters to draw and their ranges (:mod:`dmxshm.world.randomize`).
     """
 
     _state_low, _state_high = STATE_LOW_V1, STATE_HIGH_V1
@@ -92,9 +90,6 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         self.randomization = rand.parse(randomize)
         self._params: dict[str, float] = {}
         self._lut: np.ndarray | None = None
-        self._wheel_scale = 1.0
-        self._nominal: tuple[int, dict[int, tuple[Any, ...]]] | None = None
-        self._applied = (1.0, 1.0)  # the friction and mass scales the body has
         super().__init__(map=map, camera_model=camera_model, **kwargs)
         self._motors = Motors(self.motor, 1, self.world.dt_s)
         self._base_camera = self.camera
@@ -121,10 +116,7 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         return [0.0 if c != c or math.isinf(c) else c, turn, float(state is not None)]
 
     def _wheels(self, left: float, right: float) -> list[float]:
-        speeds = self._motors.step_one(left, right)
-        if self._wheel_scale != 1.0:
-            return [speeds[0] * self._wheel_scale, speeds[1] * self._wheel_scale]
-        return speeds
+        return self._motors.step_one(left, right)  # (the world scales by the wheel radius)
 
     def _measure(self, state: np.ndarray) -> tuple[Any, tuple[float, float, bool], float]:
         obs, lane, speed = super()._measure(state)
@@ -183,36 +175,16 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         info["turn"] = self._turn()
         return obs, info
 
-    def _set_dynamics(self, params: dict[str, float]) -> None:
-        """The robot's friction and mass: nominal (as loaded, recorded at the first
-        reset: the body is kept from one episode to the next) times the draw; the
-        base's inertia scaled with its mass (Bullet would recompute it from the
-        collision shape, not the URDF's)."""
-        body, c = self.world.robot_ids[0], self.world.client
-        if self._nominal is None or self._nominal[0] != body:
-            self._nominal = (body, {link: pb.getDynamicsInfo(body, link, physicsClientId=c)
-                                    for link in (-1, *WHEEL_JOINTS)})
-            self._applied = (1.0, 1.0)
-        if (params["friction"], params["mass"]) == self._applied:
-            return  # as it is
-        for link, info in self._nominal[1].items():
-            pb.changeDynamics(body, link, lateralFriction=info[1] * params["friction"],
-                              physicsClientId=c)
-        mass, inertia = self._nominal[1][-1][0], self._nominal[1][-1][2]
-        pb.changeDynamics(body, -1, mass=mass * params["mass"], physicsClientId=c)
-        pb.changeDynamics(body, -1, localInertiaDiagonal=[v * params["mass"] for v in inertia],
-                          physicsClientId=c)
-        self._applied = (params["friction"], params["mass"])
-
     def _randomize(self, params: dict[str, float] | None) -> tuple[MotorModel, Any]:
-        """Apply one draw of :mod:`~dmxshm.batch.randomize` (None: the nominal robot) to
+        """Apply one draw of :mod:`~dmxshm.world.randomize` (None: the nominal robot) to
         the robot just placed; its motor model and noise model."""
         self._params = params or {}
         motor, noise_model = self.motor, DUCKIEBOT_NOISE
-        self._wheel_scale, self._lut = 1.0, None
-        self._set_dynamics(params or rand.NOMINAL)
+        self._lut = None
+        physics = params or rand.NOMINAL
+        self.world.set_robot_physics(0, physics["friction"], physics["mass"],
+                                     physics["wheel_radius"])
         if params is not None:
-            self._wheel_scale = params["wheel_radius"]
             motor = MotorModel(gain=params["motor_gain"], trim=params["motor_trim"],
                                lag_s=params["motor_lag_s"] if self.motor.lag_s else 0.0,
                                dead_band=self.motor.dead_band)

@@ -44,10 +44,10 @@ info has no ``progress_m``: its ``_progress_m`` mask is False there)."""
 
 def rand_names(env: Any) -> list[str]:
     """The randomised parameters an env reports at reset (domain randomisation,
-    :mod:`dmxshm.batch.randomize`), in the batch's column order; none without it."""
+    :mod:`dmxshm.world.randomize`), in the batch's column order; none without it."""
     if getattr(env, "randomization", None) is None:
         return []
-    from dmxshm.batch.randomize import NOMINAL
+    from dmxshm.world.randomize import NOMINAL
 
     return list(NOMINAL)
 

@@ -171,26 +171,37 @@ def bench_noise(robots: int, steps: int, camera: str, num_envs: int, vec_camera:
               help="Batches of each kind, alternating randomised and not.")
 @click.option("--resets", type=click.IntRange(min=1), default=5, show_default=True,
               help="Whole-batch resets timed per batch (their median).")
+@click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Robots of the network case (gym, PWM, the lane follower).")
+@click.option("--steps", type=click.IntRange(min=10), default=300, show_default=True,
+              help="Gym steps of each network run.")
+@click.option("--network-camera", default="160x120", show_default=True,
+              help="The network case's lens camera WxH.")
 @json_file_option("Write the figures as JSON to this file.")
 def bench_randomize(num_envs: int, camera: str, seconds: float, repeats: int, resets: int,
-                    json: str | None) -> None:
+                    robots: int, steps: int, network_camera: str, json: str | None) -> None:
     """What domain randomisation costs: make_vec (DuckieLane-v1) env-steps/s and reset
-    time with randomize=True against none, state and camera observations, alternating
-    in one run.
+    time with randomize=True against none, state and camera observations, and a
+    network's gym steps/s and start time, alternating in one run.
     """
     from dmxshm.bench import randomize
 
     check_outputs(json)
     wh = parse_wh(None, None, camera)
+    net_wh = parse_wh(None, None, network_camera)
     with click.progressbar(length=2 * repeats * len(randomize.OBS), label="bench randomize",
                            file=sys.stderr, item_show_func=lambda s: s) as bar:
         res = randomize.run(num_envs, wh, seconds, repeats, resets,
-                            progress=lambda label: bar.update(1, label))
+                            progress=lambda label: bar.update(1, label), robots=robots,
+                            steps=steps, network_camera=net_wh)
     w, h = res.camera
+    nw, nh = res.network_camera
     click.echo(f"make_vec: {res.num_envs} DuckieLane-v1 envs, state or camera {w}x{h}, random "
                f"duties, >= {res.seconds:g} s a figure, reset: median of {res.resets}; "
-               f"{res.repeats} batches of each, alternating")
-    click.echo(f"{'obs':<7} {'env-steps/s randomised':>24} {'not':>24} {'ratio':>6} "
+               f"network: {res.robots} robots, gym, PWM, lens camera {nw}x{nh}, {res.steps} "
+               f"steps (gym steps/s; in place of the reset, its start); "
+               f"{res.repeats} of each, alternating")
+    click.echo(f"{'case':<7} {'steps/s randomised':>24} {'not':>24} {'ratio':>6} "
                f"{'reset ms randomised':>22} {'not':>18} {'ratio':>6}")
     for c in res.cases:
         click.echo(f"{c.obs:<7} {', '.join(f'{v:.0f}' for v in c.on):>24} "

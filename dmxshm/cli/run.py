@@ -31,7 +31,7 @@ GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir: str,
         steps: int, overwrite: bool,
         duration_s: float, camera: tuple[int, int], seed: int, map_name: str,
-        route: str | None, noise: bool, motor_dynamics: bool,
+        route: str | None, noise: bool, motor_dynamics: bool, randomize: str | None,
         pin: dict[str, int], record_dir: str | None, json: str | None,
         timeout_s: float, use_spine: bool, spine_hz: float, command_timeout_s: float,
         spine_reply_at_s: float | None,
@@ -75,7 +75,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             steps=steps, duration_s=duration_s, camera=camera,
             camera_model=ctx.meta.get("camera_model", "pinhole"), seed=seed, map=map_name,
             route=route, noise=noise, motor_dynamics=motor_dynamics,
-            pin=pin, record_dir=record_dir, wait_timeout_s=timeout_s,
+            randomize=_randomize(randomize), pin=pin, record_dir=record_dir,
+            wait_timeout_s=timeout_s,
             command_timeout_s=command_timeout_s, spine=use_spine, spine_hz=spine_hz,
             **reply_at,
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
@@ -156,6 +157,13 @@ def _duckiematrix_run(ctx: click.Context, robots: int, robot_names: str | None, 
                            "another server): give another --duckiematrix-port")
     dm.require()
     return names
+
+
+def _randomize(value: str | None) -> str | bool | None:
+    """``--randomize``: a file's path, or ``defaults`` (True) where no file has that name."""
+    if value == "defaults" and not os.path.exists(value):
+        return True
+    return value
 
 
 def _refuse_unused(ctx: click.Context, config: network.NetworkConfig) -> None:

@@ -109,6 +109,14 @@ OPTIONS = [
                  help="With --action pwm: each wheel follows its duty through the motor's "
                       "first-order lag (0.1 s) and dead band (0.05); --no-motor-dynamics: "
                       "at once (docs/motors.md)."),
+    click.option("--randomize", metavar="FILE|defaults", default=None,
+                 help="Domain randomisation: each robot's friction, mass, wheel radius, "
+                      "motor gain/trim/lag (--action pwm), noise scale, camera pose and "
+                      "focal length, light and colours drawn once, at the start, from the "
+                      "ranges of a YAML/JSON FILE, or 'defaults' for every parameter's "
+                      "default range; keyed by --seed and the robot, in the summary's "
+                      "'randomization' and the log (docs/randomization.md) [default: "
+                      "off: every robot is the nominal Duckiebot]."),
     click.option("--name", default=None,
                  help="Name the run ('dmxshm ps' lists it); refused if a running network "
                       "of yours has it [default: unnamed]."),

@@ -103,7 +103,7 @@ def _refuse(what: str, value: Any, default: Any, why: str) -> None:
 
 def _randomization(domain_rand: bool, dynamics_rand: bool, camera_rand: bool
                    ) -> dict[str, dict[str, tuple[float, float]]] | None:
-    from dmxshm.batch.randomize import DEFAULTS
+    from dmxshm.world.randomize import DEFAULTS
 
     config: dict[str, dict[str, tuple[float, float]]] = {}
     if domain_rand:  # gym-duckietown's: light, colours, camera pose and field of view

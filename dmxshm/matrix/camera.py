@@ -145,7 +145,7 @@ class Camera:
         """This camera moved up by ``height_m``, tilted down by ``tilt_deg`` more, its
         focal length scaled by ``focal_scale`` (the lens's ``K``, or the pinhole's field
         of view) and its light turned by ``light_azimuth_deg`` about the vertical
-        (domain randomisation, :mod:`dmxshm.batch.randomize`). With the focal length
+        (domain randomisation, :mod:`dmxshm.world.randomize`). With the focal length
         kept, the lens map (its remap tables) and the projection are shared with
         this camera instead of built again."""
         x, y, z = self.mount_m

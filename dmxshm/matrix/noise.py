@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -232,15 +233,21 @@ class Noise:
     Args:
         seed: keys every draw.
         model: the parameters.
+        bank_seed: keys the camera's bank of noise frames (default: ``seed``).
+        robot_models: each robot's parameters, where they differ (a network's
+            randomised robots: :func:`~dmxshm.world.randomize.robot_draws`'s
+            ``noise_scale``); ``model`` for a robot beyond the list.
 
     Every method takes the robot (its index in the run), the sample index (the
     state's step) and the clean readings, and returns the noisy ones.
     """
 
     def __init__(self, seed: int, model: NoiseModel = DUCKIEBOT,
-                 bank_seed: int | None = None) -> None:
+                 bank_seed: int | None = None,
+                 robot_models: Sequence[NoiseModel] | None = None) -> None:
         self.seed = int(seed)
         self.model = model
+        self.robot_models = list(robot_models or ())
         # The camera's bank of noise frames is keyed by its own seed (the run's, by
         # default): an env that draws a seed per episode keeps one bank, and only
         # which frame, where and how bright is the episode's.
@@ -248,9 +255,12 @@ class Noise:
         self._walks: dict[int, list[list[float]]] = {}  # robot -> the walk at the knots
         self._turn_on: dict[int, list[float]] = {}
         self._missed: dict[tuple[int, int, int], list[np.ndarray]] = {}  # running counts
-        m = model.imu
-        self._white = np.repeat([m.acc_white, m.gyro_white], 3)
         self._blocks: dict[tuple[int, str, int], list[list[float]]] = {}
+
+    def model_of(self, robot: int) -> NoiseModel:
+        """``robot``'s noise parameters."""
+        models = self.robot_models
+        return models[robot] if robot < len(models) else self.model
 
     def _sample(self, robot: int, stream: str, index: int, width: int,
                 scale: np.ndarray | float) -> list[float]:
@@ -274,7 +284,7 @@ class Noise:
     def _bias(self, robot: int, sim_time_s: float) -> list[float]:
         turn_on = self._turn_on.get(robot)
         if turn_on is None:
-            m = self.model.imu
+            m = self.model_of(robot).imu
             bound = m.bias_bound_sigmas
             scale = [m.acc_bias] * 3 + [m.gyro_bias] * 3
             turn_on = self._turn_on[robot] = [
@@ -293,7 +303,7 @@ class Noise:
         one knot after the other (the same values however far each call reaches)."""
         walk = self._walks.setdefault(robot, [[0.0] * 6])
         if len(walk) <= knots:
-            m = self.model.imu
+            m = self.model_of(robot).imu
             step = [m.acc_walk * math.sqrt(BIAS_KNOT_S)] * 3 + \
                 [m.gyro_walk * math.sqrt(BIAS_KNOT_S)] * 3
             for k in range(len(walk) - 1, max(knots, 2 * (len(walk) - 1), 8)):
@@ -304,7 +314,8 @@ class Noise:
     def imu(self, robot: int, index: int, sim_time_s: float, acc: np.ndarray,
             gyro: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Noisy ``(acc[3], gyro[3])`` (float32, as the clean ones)."""
-        white = self._sample(robot, "imu", index, 6, self._white)
+        m = self.model_of(robot).imu
+        white = self._sample(robot, "imu", index, 6, (m.acc_white,) * 3 + (m.gyro_white,) * 3)
         clean = [float(v) for v in acc] + [float(v) for v in gyro]
         out = np.array([c + (w + b) for c, w, b in zip(
             clean, white, self._bias(robot, sim_time_s), strict=True)], np.float32)
@@ -332,13 +343,13 @@ class Noise:
             u = bulk_uniforms(self.seed, robot, "encoders",
                               (len(blocks) << 2) | (wheel << 1) | way, self._BLOCK)
             base = int(blocks[-1][-1]) if blocks else 0
-            blocks.append(np.cumsum(u < self.model.encoders.miss_rate) + base)
+            blocks.append(np.cumsum(u < self.model_of(robot).encoders.miss_rate) + base)
         return int(blocks[block][within])
 
     # -- time of flight --------------------------------------------------------------
     def tof(self, robot: int, index: int, range_m: float, hit: bool) -> float:
         """The noisy range of a clean ``range_m``; ``hit`` False: nothing within range."""
-        m = self.model.tof
+        m = self.model_of(robot).tof
         if not hit or range_m > m.max_range_m:
             return m.no_target_m
         z = self._sample(robot, "tof", index, 1, 1.0)[0]
@@ -347,7 +358,7 @@ class Noise:
     # -- camera ----------------------------------------------------------------------
     def camera(self, robot: int, index: int, image: np.ndarray) -> np.ndarray:
         """``image`` (uint8 HxWx3) with the frame's exposure and pixel noise, in place."""
-        m = self.model.camera
+        m = self.model_of(robot).camera
         z, pick, shift_u = normals(self.seed, robot, "camera", index, 1)[0], *uniforms(
             self.seed, robot, "camera_pick", index, 2)
         gain = 1.0 + m.exposure_sigma * float(z)
@@ -361,7 +372,7 @@ class Noise:
         return image
 
     def _bank(self, robot: int, shape: tuple[int, ...]) -> np.ndarray:
-        return _bank(self.bank_seed, robot, tuple(shape), self.model.camera.sigma_dn)
+        return _bank(self.bank_seed, robot, tuple(shape), self.model_of(robot).camera.sigma_dn)
 
     # -- many robots at once (a renderer's block) -----------------------------------
     def imu_rows(self, robots: tuple[int, ...] | list[int], index: int, sim_time_s: float,

@@ -20,8 +20,6 @@ import time
 import numpy as np
 
 from dmxshm.errors import RingClosedError
-from dmxshm.matrix.camera import Camera
-from dmxshm.matrix.noise import Noise
 from dmxshm.network.plan import Plan
 from dmxshm.network.renderer import next_tick
 from dmxshm.network.results import CameraResult
@@ -60,9 +58,9 @@ class CameraProcess(Role[CameraResult]):
         self.robots = plan.renderer_robots[index]
         self.state_ring = self.port(f"state.camera.{index}", "reader")
         self.out = self.port(f"camera.{index}", "writer", spin_us=None)
-        self.camera = Camera.of_model(cfg.camera_model, *cfg.camera_wh,
-                                      renderer=cfg.renderer_used)
-        self.noise = Noise(cfg.seed) if cfg.noise else None
+        cameras = cfg.robot_cameras(cfg.sensor_noise())
+        assert cameras is not None
+        self.cameras = cameras
         self.done = CameraResult(frames=0, render_s=0.0, missed=0, elapsed_s=0.0)
         self.recorder = Recorder(cfg.record_dir, cfg.record_every, cfg.camera[0],
                                  self.robots, "frame")
@@ -95,7 +93,7 @@ class CameraProcess(Role[CameraResult]):
 
     def _render(self, st: np.ndarray, t0: float) -> None:
         """Render at each tick of the camera's grid from the newest state, until the end."""
-        world, camera, done, taps = self.world, self.camera, self.done, self.taps
+        world, cameras, done, taps = self.world, self.cameras, self.done, self.taps
         robots, state_ring, out = self.robots, self.state_ring, self.out
         slot = np.zeros((), out.dtype)
         period = 1.0 / self.cfg.sensor_rates_hz["camera"]
@@ -116,10 +114,8 @@ class CameraProcess(Role[CameraResult]):
             states = st["robots"]
             t_render = time.perf_counter()
             world.set_state(states, float(st["sim_time_s"]))
-            for j, robot in enumerate(robots):
-                camera.render(world.client, states[robot], out=slot["camera"][j])
-                if self.noise is not None:  # keyed by the state's step, as the renderer's
-                    self.noise.camera(robot, int(st["step"]), slot["camera"][j])
+            # (noise keyed by the state's step, as the renderer's)
+            cameras.render(world.client, states, robots, int(st["step"]), slot["camera"])
             done.render_s += time.perf_counter() - t_render
             due_at, behind = next_tick(due_at, now, period)
             done.missed += behind

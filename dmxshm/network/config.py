@@ -7,6 +7,7 @@ any process starts.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,15 +17,21 @@ import numpy as np
 
 from dmxshm import settings
 from dmxshm.errors import DmxError
+from dmxshm.matrix.camera import Camera
+from dmxshm.matrix.cameras import RobotCameras
+from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
+from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
 from dmxshm.network.runs import NAME_RE, check_name
 from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
+from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import ACTIONS, DUCKIEBOT, MotorModel
 from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS
 from dmxshm.world.renderers import resolve as resolve_renderer
 from dmxshm.world.routes import RouteError, parse_route
+from dmxshm.world.world import World
 
 MODES = ("gym", "realtime")
 MAX_CAMERA_PIXELS = 1920 * 1080
@@ -136,6 +143,15 @@ class NetworkConfig:
             motor's duty cycle in [-1, 1], turned into wheel speed by the
             Duckiebot's motor model, :mod:`dmxshm.world.motor`). Built-in policies
             keep answering in rad/s: their agents convert with the same model.
+        randomize: domain randomisation of each robot (``--randomize``;
+            :mod:`dmxshm.world.randomize`): None (the default: every robot is the
+            nominal Duckiebot), True (every parameter's default range), a dict of
+            ranges, or the path of a YAML/JSON file of them; held as the parsed
+            config (``{group: {parameter: [low, high]}}``). Each robot's parameters
+            are drawn once, at the start, keyed by (``seed``, robot, parameter)
+            (:attr:`robot_params`), so every process and a replay compute the same.
+            The motor's parameters apply to PWM runs: with wheel speeds, True leaves
+            them out and a config that names them is refused.
     """
 
     mode: str = "gym"
@@ -173,6 +189,7 @@ class NetworkConfig:
     external_agents: int = 0
     connect_timeout_s: float = 60.0
     action: str = "wheel-speed"
+    randomize: Any = None
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
     _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
@@ -206,6 +223,7 @@ class NetworkConfig:
         _check(self.action == "wheel-speed" or not self.spine,
                "--action pwm with --spine is not supported: the spine's CAN frames and its "
                "per-cycle records carry wheel speeds; use --action wheel-speed with --spine")
+        object.__setattr__(self, "randomize", self._randomization())
         _check(self.steps >= 1, f"steps must be at least 1, not {self.steps}")
         _check(math.isfinite(self.duration_s) and self.duration_s > 0,
                f"duration must be a positive number of seconds, not {self.duration_s}")
@@ -271,6 +289,66 @@ class NetworkConfig:
                                   f"{', '.join(sorted(roles))}")
             _check(cpu in cpus, f"cannot pin {role} to CPU {cpu}: this process may use "
                                 f"CPUs {_ranges(cpus)}")
+
+    def _randomization(self) -> dict[str, dict[str, list[float]]] | None:
+        """``randomize`` parsed and checked (a config, as JSON holds it), or None."""
+        try:
+            config = rand.parse(self.randomize)
+        except rand.RandomizeError as exc:
+            raise ConfigError(str(exc)) from None
+        if config is None:
+            return None
+        motor = [n for n in rand.named(config) if n in rand.MOTOR_PARAMETERS]
+        if motor and self.action != "pwm":
+            _check(self.randomize is True,
+                   f"randomize names {', '.join(motor)}, the motor model's parameters, but "
+                   "this run's commands are wheel speeds, which no motor model turns: give "
+                   "--action pwm, or leave them out of the config")
+            config = rand.without(config, rand.MOTOR_PARAMETERS)
+        return {g: {n: [lo, hi] for n, (lo, hi) in p.items()} for g, p in config.items()}
+
+    @functools.cached_property
+    def robot_params(self) -> list[dict[str, float]] | None:
+        """Each robot's domain randomisation draw (every parameter, drawn or nominal;
+        :func:`~dmxshm.world.randomize.robot_draws`), or None without ``randomize``."""
+        if self.randomize is None:
+            return None
+        return rand.robot_draws(self.randomize, self.seed, self.robots)
+
+    @property
+    def motor_models(self) -> list[MotorModel] | MotorModel:
+        """The motor model of each robot (randomised), or the one of every robot."""
+        params, base = self.robot_params, self.motor
+        if params is None or self.action != "pwm":
+            return base
+        return [MotorModel(gain=p["motor_gain"], trim=p["motor_trim"],
+                           lag_s=p["motor_lag_s"] if base.lag_s else 0.0,
+                           dead_band=base.dead_band, k=base.k, limit=base.limit)
+                for p in params]
+
+    def set_robot_physics(self, world: World) -> None:
+        """Give ``world``'s robots their randomised friction, mass and wheel radius
+        (an engine's world, a replay's: every world that steps physics)."""
+        for robot, p in enumerate(self.robot_params or ()):
+            world.set_robot_physics(robot, p["friction"], p["mass"], p["wheel_radius"])
+
+    def sensor_noise(self) -> Noise | None:
+        """The run's sensor noise (each robot's ``noise_scale`` drawn where randomised),
+        or None with ``noise`` off."""
+        if not self.noise:
+            return None
+        params = self.robot_params
+        return Noise(self.seed, robot_models=None if params is None else
+                     [DUCKIEBOT_NOISE.scaled(p["noise_scale"]) for p in params])
+
+    def robot_cameras(self, noise: Noise | None) -> RobotCameras | None:
+        """Every robot's camera (its jitter and appearance where randomised) with
+        ``noise``, or None with the camera off."""
+        if self.camera_wh is None:
+            return None
+        base = Camera.of_model(self.camera_model, *self.camera_wh,
+                               renderer=self.renderer_used)
+        return RobotCameras(base, noise, self.robot_params)
 
     @property
     def pins(self) -> dict[str, int]:

@@ -160,6 +160,7 @@ class Engine(Role[EngineResult]):
         dt_s, substeps = cfg.engine_world_steps
         self.world = world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s,
                                             substeps=substeps))
+        cfg.set_robot_physics(world)  # each robot's randomised friction, mass, wheels
         self.state_rings = [self.ring(n, "writer") for n in
                             (*plan.indexed("state.renderer"), *plan.indexed("state.camera"))]
         # With a spine process (realtime), the engine's only command source is the
@@ -174,8 +175,8 @@ class Engine(Role[EngineResult]):
                             if spine_process else None)
         self.rejections = Rejections(plan)
         # A PWM run's wheels: duties to wheel speeds, a physics step at a time.
-        self.motors = (Motors(cfg.motor, cfg.robots, world.dt_s) if cfg.action == "pwm"
-                       else None)
+        self.motors = (Motors(cfg.motor_models, cfg.robots, world.dt_s)
+                       if cfg.action == "pwm" else None)
         self.pose_digest = PoseDigest(with_end=not spine_process)
         turns = cfg.route_turns
         routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)

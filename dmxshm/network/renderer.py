@@ -22,8 +22,6 @@ import time
 import numpy as np
 
 from dmxshm.errors import RingClosedError, RingTimeoutError
-from dmxshm.matrix.camera import Camera
-from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.sensors import TimeOfFlight, encoders_many, imu_many
 from dmxshm.network.config import NetworkConfig
 from dmxshm.network.plan import ObsLink, Plan
@@ -47,14 +45,13 @@ class _Sensing:
 
     def __init__(self, cfg: NetworkConfig, world: World) -> None:
         self.world = world
-        wh = cfg.camera_wh
-        self.camera = (Camera.of_model(cfg.camera_model, *wh, renderer=cfg.renderer_used)
-                       if wh else None)
+        # keyed by robot and step: the same in every process
+        self.noise = noise = cfg.sensor_noise()
+        self.cameras = cfg.robot_cameras(noise)
         self.tof = TimeOfFlight()
         turns = cfg.route_turns
         self.routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
                        if turns is not None else None)
-        self.noise = Noise(cfg.seed) if cfg.noise else None
         self.render_s = 0.0
         self.produced = dict.fromkeys(SENSORS, 0)
         self._index: dict[tuple[int, ...], np.ndarray] = {}
@@ -69,12 +66,9 @@ class _Sensing:
         obs["step"] = step
         obs["sim_time_s"] = sim_time_s
         rows = states[self._rows(robots)]
-        noise = self.noise  # keyed by robot and step: the same in every process
-        if "camera" in due and self.camera is not None:
-            for j, robot in enumerate(robots):
-                self.camera.render(client, states[robot], out=obs["camera"][j])
-                if noise is not None:
-                    noise.camera(robot, step, obs["camera"][j])
+        noise = self.noise
+        if "camera" in due and self.cameras is not None:
+            self.cameras.render(client, states, robots, step, obs["camera"])
             obs["camera_time_s"] = sim_time_s
         if "imu" in due:
             acc, gyro = imu_many(rows)

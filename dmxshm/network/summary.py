@@ -123,7 +123,9 @@ class Summary:
     (:mod:`dmxshm.matrix.noise`: ``imu``, ``encoders``, ``tof``, ``camera``); empty
     with ``--no-noise``. ``motor`` is a PWM run's motor model (``gain``, ``trim``,
     ``k``, ``limit``, ``lag_s``, ``dead_band``; :mod:`dmxshm.world.motor`); empty in
-    a wheel-speed run.
+    a wheel-speed run. ``randomization`` is a randomised run's ``config`` (the ranges
+    drawn from) and ``robots`` (each robot's parameters, drawn or nominal;
+    :mod:`dmxshm.world.randomize`); empty without ``--randomize``.
     """
 
     mode: str
@@ -169,6 +171,7 @@ class Summary:
     camera: dict[str, Any] = field(default_factory=dict)
     noise: dict[str, Any] = field(default_factory=dict)
     motor: dict[str, Any] = field(default_factory=dict)
+    randomization: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -319,7 +322,16 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         camera=_camera(cfg),
         noise=DUCKIEBOT_NOISE.to_dict() if cfg.noise else {},
         motor=cfg.motor.to_dict() if cfg.action == "pwm" else {},
+        randomization=randomization(cfg),
     )
+
+
+def randomization(cfg: NetworkConfig) -> dict[str, Any]:
+    """The summary's (and the log's) ``randomization``: the config and each robot's
+    draw; ``{}`` without one."""
+    if cfg.robot_params is None:
+        return {}
+    return {"config": cfg.randomize, "robots": cfg.robot_params}
 
 
 def _camera(cfg: NetworkConfig) -> dict[str, Any]:

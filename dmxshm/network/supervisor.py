@@ -44,7 +44,7 @@ from dmxshm.network.renderer import run_renderer
 from dmxshm.network.runs import check_name, names_locked
 from dmxshm.network.slot import run_slot
 from dmxshm.network.spine import run_spine
-from dmxshm.network.summary import Summary, summarize
+from dmxshm.network.summary import Summary, randomization, summarize
 from dmxshm.proc.outcome import Outcome
 from dmxshm.proc.supervisor import Supervisor
 from dmxshm.proc.watch import (
@@ -264,6 +264,8 @@ class Network:
             config["camera_calibration"] = cfg.calibration
             # The noise's parameters (its draws are keyed by the seed: a replay redraws them).
             config["noise_model"] = DUCKIEBOT_NOISE.to_dict() if cfg.noise else None
+            # Each robot's randomised parameters (redrawn by a replay from `randomize`).
+            config["randomization"] = randomization(cfg)
             self._log_claim = logs.start(cfg.log, config)
         self._catch_sigterm()
         self.swept = len(sweep())

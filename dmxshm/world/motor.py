@@ -45,6 +45,7 @@ to randomise rather than constants to trust.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -135,7 +136,8 @@ class Motors:
     :meth:`step` advances their speeds by ``dt_s`` (see the module docstring).
 
     Args:
-        model: the motor model (its dynamics; ``model.ideal()`` for none).
+        model: the motor model (its dynamics; ``model.ideal()`` for none), or one
+            model per robot (a network's randomised robots).
         robots: how many robots.
         dt_s: the time a duty holds, per :meth:`step`.
 
@@ -143,19 +145,38 @@ class Motors:
         >>> m = Motors(DUCKIEBOT, 1, 0.1)
         >>> [round(float(m.step(np.array([[0.5, 0.5]]))[0, 0]), 3) for _ in range(3)]
         [4.966, 10.361, 12.345]
+        >>> two = Motors([DUCKIEBOT, MotorModel(gain=0.9)], 2, 0.1)
+        >>> two.step(np.array([[0.5, 0.5], [0.5, 0.5]]))[:, 0].round(3).tolist()
+        [4.966, 5.518]
     """
 
-    def __init__(self, model: MotorModel, robots: int, dt_s: float) -> None:
-        self.model = model
+    def __init__(self, model: MotorModel | Sequence[MotorModel], robots: int,
+                 dt_s: float) -> None:
+        models = [model] * robots if isinstance(model, MotorModel) else list(model)
+        if len(models) != robots:
+            raise ValueError(f"{len(models)} motor models for {robots} robots")
+        self.models = models
+        self.model = models[0] if models else DUCKIEBOT
         self.speed = np.zeros((robots, 2))  # at the end of the last step
-        self.keep = math.exp(-dt_s / model.lag_s) if model.lag_s > 0.0 else 0.0
-        # the mean over a step of the part that decays: (lag / dt) (1 - keep)
-        self.mean_keep = model.lag_s / dt_s * (1.0 - self.keep) if model.lag_s > 0.0 else 0.0
+        self._one = isinstance(model, MotorModel) or len(set(models)) <= 1
+        keeps = [_keeps(m, dt_s) for m in models] or [_keeps(self.model, dt_s)]
+        if self._one:
+            self.keep, self.mean_keep = keeps[0]
+        else:  # a column per robot, as the (robots, 2) speeds take it
+            self.keep = np.array([k for k, _ in keeps])[:, None]
+            self.mean_keep = np.array([m for _, m in keeps])[:, None]
+            self._limit = np.array([m.limit for m in models])[:, None]
+            self._band = np.array([m.dead_band for m in models])[:, None]
+            self._per_volt = np.array([m._per_volt() for m in models])
 
     def step(self, duty: np.ndarray) -> np.ndarray:
         """The mean wheel speeds (rad/s) over a step in which ``(robots, 2)`` duties
         hold (a new array); the speeds at its end are the next step's start."""
-        target = self.model.wheel_speed(duty)
+        if self._one:
+            target = self.model.wheel_speed(duty)
+        else:
+            u = np.clip(np.asarray(duty, np.float64), -self._limit, self._limit)
+            target = np.where(np.abs(u) < self._band, 0.0, u) * self._per_volt
         mean = target + (self.speed - target) * self.mean_keep
         self.speed = target + (self.speed - target) * self.keep
         return mean
@@ -181,3 +202,12 @@ class Motors:
             self.speed[:] = 0.0
         else:
             self.speed[np.asarray(robots, np.int64)] = 0.0
+
+
+def _keeps(model: MotorModel, dt_s: float) -> tuple[float, float]:
+    """What of a wheel's speed a step of ``dt_s`` keeps, at its end and on its mean:
+    ``exp(-dt / lag)`` and ``(lag / dt) (1 - exp(-dt / lag))`` (0 without a lag)."""
+    if model.lag_s <= 0.0:
+        return 0.0, 0.0
+    keep = math.exp(-dt_s / model.lag_s)
+    return keep, model.lag_s / dt_s * (1.0 - keep)

@@ -158,6 +158,12 @@ class World:
         self.object_ids: list[int] = []
         self.step_count = 0
         self._state = np.zeros(self.num_robots, ROBOT_STATE_DTYPE)
+        # Each robot's physics scales (friction, mass, wheel radius), kept across
+        # replace_robots; what each body has now; each body's dynamics as loaded.
+        self._physics: list[tuple[float, float, float]] = [_NOMINAL_PHYSICS] * self.num_robots
+        self._body_physics: dict[int, tuple[float, float]] = {}
+        self._loaded: dict[int, dict[int, tuple[float, float, tuple[float, ...]]]] = {}
+        self._wheel_scale: list[float] | None = None
         try:
             self.reset(seed)
         except BaseException:
@@ -212,6 +218,10 @@ class World:
                 pb.removeBody(body, physicsClientId=c)
             self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
             self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
+            self._body_physics, self._loaded = {}, {}  # fresh bodies, as loaded
+            for i, physics in enumerate(self._physics):
+                if physics != _NOMINAL_PHYSICS:
+                    self.set_robot_physics(i, *physics)
         self.step_count = 0
         self.move_objects(0.0)
         self._state = self._read_state(previous=None)
@@ -266,11 +276,50 @@ class World:
             body, WHEEL_JOINTS, pb.VELOCITY_CONTROL, targetVelocities=(0.0, 0.0),
             forces=(MAX_WHEEL_TORQUE_NM, MAX_WHEEL_TORQUE_NM), physicsClientId=c)
 
+    def set_robot_physics(self, robot: int, friction: float = 1.0, mass: float = 1.0,
+                          wheel_radius: float = 1.0) -> None:
+        """Scale ``robot``'s physics against the robot as loaded (domain randomisation,
+        :mod:`dmxshm.world.randomize`; 1.0: as loaded). Kept until set again, also
+        through :meth:`replace_robots` and :meth:`reset`.
+
+        Args:
+            robot: the robot's index.
+            friction: a scale of the wheels' and the chassis' lateral friction.
+            mass: a scale of the chassis's mass, its inertia scaled along (Bullet
+                would recompute the inertia from the collision box, not the URDF's).
+            wheel_radius: a scale of each commanded wheel speed (Bullet's wheels keep
+                their shape): the robot goes ``wheel_radius`` times as far per turn.
+        """
+        self._physics[robot] = (float(friction), float(mass), float(wheel_radius))
+        scales = [p[2] for p in self._physics]
+        self._wheel_scale = scales if any(v != 1.0 for v in scales) else None
+        body, c = self.robot_ids[robot], self.client
+        if self._body_physics.get(body, (1.0, 1.0)) == (friction, mass):
+            return  # as it is
+        loaded = self._loaded.get(body)
+        if loaded is None:
+            loaded = self._loaded[body] = {
+                link: pb.getDynamicsInfo(body, link, physicsClientId=c)[:3]
+                for link in (-1, *WHEEL_JOINTS)}
+        for link, info in loaded.items():
+            pb.changeDynamics(body, link, lateralFriction=info[1] * friction,
+                              physicsClientId=c)
+        base_mass, inertia = loaded[-1][0], loaded[-1][2]
+        pb.changeDynamics(body, -1, mass=base_mass * mass, physicsClientId=c)
+        pb.changeDynamics(body, -1, localInertiaDiagonal=[v * mass for v in inertia],
+                          physicsClientId=c)
+        self._body_physics[body] = (float(friction), float(mass))
+
+    def robot_physics(self, robot: int) -> tuple[float, float, float]:
+        """``robot``'s physics scales: (friction, mass, wheel radius)."""
+        return self._physics[robot]
+
     def apply_wheel_speeds(self, cmd_rad_s: ArrayLike) -> None:
         """Command each robot's wheel speeds until the next command.
 
         The motors reach the speed with at most
         :data:`~dmxshm.world.robot.MAX_WHEEL_TORQUE_NM` each; commands are
+        scaled by each robot's wheel radius scale (:meth:`set_robot_physics`), then
         clipped to +-:data:`~dmxshm.world.robot.MAX_WHEEL_SPEED_RAD_S`.
 
         Args:
@@ -288,7 +337,10 @@ class World:
                     and type(pair[0]) is float and type(pair[1]) is float
                     and math.isfinite(pair[0]) and math.isfinite(pair[1])):
                 m = MAX_WHEEL_SPEED_RAD_S
-                left, right = max(-m, min(m, pair[0])), max(-m, min(m, pair[1]))
+                left, right = pair
+                if self._wheel_scale is not None:
+                    left, right = left * self._wheel_scale[0], right * self._wheel_scale[0]
+                left, right = max(-m, min(m, left)), max(-m, min(m, right))
                 pb.setJointMotorControlArray(
                     self.robot_ids[0], WHEEL_JOINTS, pb.VELOCITY_CONTROL,
                     targetVelocities=(left, right),
@@ -301,6 +353,8 @@ class World:
         if not np.all(np.isfinite(cmd)):
             bad = sorted({int(i) for i in np.argwhere(~np.isfinite(cmd))[:, 0]})
             raise WorldError(f"wheel command of robot(s) {bad} is not finite: {cmd[bad]}")
+        if self._wheel_scale is not None:
+            cmd = cmd * np.array(self._wheel_scale)[:, None]
         commands = np.clip(cmd, -MAX_WHEEL_SPEED_RAD_S, MAX_WHEEL_SPEED_RAD_S)
         forces = (MAX_WHEEL_TORQUE_NM, MAX_WHEEL_TORQUE_NM)
         for body, (left, right) in zip(self.robot_ids, commands.tolist(), strict=True):
@@ -506,6 +560,7 @@ class World:
         return flat.view(ROBOT_STATE_DTYPE).reshape(self.num_robots)
 
 
+_NOMINAL_PHYSICS = (1.0, 1.0, 1.0)  # friction, mass, wheel radius scales
 _FAR_AWAY_M = (1e4, 1e4, 1e4)  # where a reused robot goes to lose its contacts
 
 

@@ -1,4 +1,4 @@
-"""Domain randomisation (dmxshm.batch.randomize) in DuckieLane-v1 and make_vec: drawn
+"""Domain randomisation (dmxshm.world.randomize) in DuckieLane-v1 and make_vec: drawn
 per env and per reset from the env's seed, within the config's ranges, reported in
 ``info``, and applied to the robot, its motors, its camera and its images."""
 
@@ -12,8 +12,8 @@ import pybullet as pb
 import pytest
 
 import dmxshm  # noqa: F401  (registers the envs)
-from dmxshm.batch import randomize as rand
 from dmxshm.batch.vector import make_vec
+from dmxshm.world import randomize as rand
 
 pytestmark = pytest.mark.timeout(120)
 

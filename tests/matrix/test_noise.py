@@ -150,3 +150,23 @@ def test_sample_blocks_are_the_same_in_any_order_and_few_are_kept() -> None:
     backward = {i: b.imu(0, i, 0.0, acc, gyro)[0].tolist() for i in reversed(indices)}
     assert forward == backward
     assert len(a._blocks) <= 2 and len(b._blocks) <= 2  # noqa: SLF001
+
+
+def test_a_model_per_robot_gives_each_robot_its_own_models_draws() -> None:
+    # A network's randomised robots: robot 1 twice as noisy, robot 0 as the default.
+    loud = DUCKIEBOT.scaled(2.0)
+    many = Noise(3, robot_models=[DUCKIEBOT, loud])
+    acc, gyro = np.array([0.0, 0.0, 9.81]), np.zeros(3)
+    image = np.full((12, 16, 3), 100, np.uint8)
+    for robot, model in ((0, DUCKIEBOT), (1, loud)):
+        alone = Noise(3, model)
+        for k in (0, 7, 300):
+            for a, b in zip(many.imu(robot, k, k * IMU_DT, acc, gyro),
+                            alone.imu(robot, k, k * IMU_DT, acc, gyro), strict=True):
+                assert a.tobytes() == b.tobytes()
+            assert many.tof(robot, k, 0.5, True) == alone.tof(robot, k, 0.5, True)
+            assert np.array_equal(many.camera(robot, k, image.copy()),
+                                  alone.camera(robot, k, image.copy()))
+    spread = [np.std([many.tof(r, k, 0.5, True) for k in range(N)]) for r in (0, 1)]
+    assert spread[1] == pytest.approx(2 * spread[0], rel=0.1)
+    assert many.model_of(5) is DUCKIEBOT  # beyond the list: the run's model

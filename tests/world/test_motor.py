@@ -133,3 +133,24 @@ def test_one_robots_float_path_is_the_array_path_bit_for_bit(
     arrays, floats = Motors(model, 1, 1 / 30), Motors(model, 1, 1 / 30)
     for left, right in duties:
         assert arrays.step(np.array([[left, right]]))[0].tolist() == floats.step_one(left, right)
+
+
+@given(st.lists(st.tuples(st.floats(-1.5, 1.5), st.floats(-1.5, 1.5)), min_size=1, max_size=20),
+       st.lists(st.tuples(st.floats(0.0, 0.3), st.floats(-0.2, 0.2), st.floats(0.8, 1.2)),
+                min_size=2, max_size=4))
+def test_a_model_per_robot_drives_each_as_its_own_model_bit_for_bit(
+        duties: list[tuple[float, float]], models: list[tuple[float, float, float]]) -> None:
+    # A network's randomised robots: one Motors of several models, against one Motors
+    # per model, the same duties for every robot.
+    made = [MotorModel(lag_s=lag, trim=trim, gain=gain) for lag, trim, gain in models]
+    many = Motors(made, len(made), 1 / 240)
+    ones = [Motors(m, 1, 1 / 240) for m in made]
+    for left, right in duties:
+        got = many.step(np.array([[left, right]] * len(made)))
+        for r, one in enumerate(ones):
+            assert got[r].tolist() == one.step(np.array([[left, right]]))[0].tolist()
+
+
+def test_a_model_per_robot_needs_one_for_each() -> None:
+    with pytest.raises(ValueError, match="2 motor models for 3 robots"):
+        Motors([DUCKIEBOT, DUCKIEBOT], 3, 0.1)

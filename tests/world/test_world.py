@@ -281,3 +281,23 @@ def test_replaced_robots_move_like_fresh_ones(robots: int) -> None:
                 world.step()
             assert np.array_equal(used.state().view(np.float64),
                                   fresh.state().view(np.float64))
+
+
+def test_a_robots_physics_scales_hold_through_replace_and_reset() -> None:
+    with World("loop", 2, seed=0) as world:
+        body = world.robot_ids[1]
+        loaded = pb.getDynamicsInfo(body, -1, physicsClientId=world.client)
+        world.set_robot_physics(1, friction=0.5, mass=1.2, wheel_radius=1.1)
+        for again in (lambda: None, lambda: world.replace_robots(world.start_poses),
+                      lambda: world.reset(0)):
+            again()  # the bodies are loaded afresh; the scales hold
+            got = pb.getDynamicsInfo(world.robot_ids[1], -1, physicsClientId=world.client)
+            assert got[0] == pytest.approx(loaded[0] * 1.2)
+            assert got[1] == pytest.approx(loaded[1] * 0.5)
+            assert [v for v in got[2]] == pytest.approx([v * 1.2 for v in loaded[2]])
+            other = pb.getDynamicsInfo(world.robot_ids[0], -1, physicsClientId=world.client)
+            assert other[:2] == loaded[:2]
+        assert world.robot_physics(1) == (0.5, 1.2, 1.1) and world.robot_physics(0) == (1, 1, 1)
+        world.set_robot_physics(1)  # back to the robot as loaded
+        got = pb.getDynamicsInfo(world.robot_ids[1], -1, physicsClientId=world.client)
+        assert got[:2] == pytest.approx(loaded[:2])

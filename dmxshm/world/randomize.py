@@ -24,12 +24,19 @@ the ranges it gives. Each reset draws from the env's own generator (seeded by
 ``reset(seed=)``), in the config's sorted order, after the route's and the noise's
 seeds: the same seed gives the same parameters, and ``info["randomization"]`` at
 reset has them.
+
+A network (``dmxshm run --randomize FILE``) draws once per robot, at its start, each
+parameter from a generator keyed by (seed, robot, parameter) (:func:`robot_draws`):
+every process of the run computes the same values, a robot's draw does not depend
+on how many robots there are or which other parameters the config names, and a
+replay draws them again.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import zlib
 from typing import Any
 
 import numpy as np
@@ -137,6 +144,48 @@ def draw(config: Config, rng: np.random.Generator) -> dict[str, float]:
             low, high = config[group][name]
             out[name] = float(rng.uniform(low, high))
     return out
+
+
+MOTOR_PARAMETERS = ("motor_gain", "motor_trim", "motor_lag_s")
+"""The parameters of the motor model: they apply where commands are PWM duties."""
+
+_ROBOT_DRAW = 0x52414E44  # "RAND": the key of a network robot's draws
+
+
+def robot_draws(config: Config, seed: int, robots: int) -> list[dict[str, float]]:
+    """Each of ``robots`` robots' parameters in a network: every parameter the config
+    names drawn uniform in its range from a generator keyed by (``seed``, robot, the
+    parameter's name), the nominal value for the others.
+
+    Example:
+        >>> cfg = parse({"physics": {"friction": [0.5, 1.5]}})
+        >>> a = robot_draws(cfg, 7, 3)
+        >>> a == robot_draws(cfg, 7, 3), a[0]["friction"] != a[1]["friction"], a[0]["mass"]
+        (True, True, 1.0)
+        >>> a[1]["friction"] == robot_draws(cfg, 7, 2)[1]["friction"]  # whatever the count
+        True
+    """
+    out = []
+    for robot in range(robots):
+        params = dict(NOMINAL)
+        for group in config.values():
+            for name, (low, high) in group.items():
+                key = [int(seed) & 0xFFFFFFFFFFFFFFFF, robot, zlib.crc32(name.encode()),
+                       _ROBOT_DRAW]
+                params[name] = float(np.random.default_rng(key).uniform(low, high))
+        out.append(params)
+    return out
+
+
+def named(config: Config) -> list[str]:
+    """The parameters ``config`` draws, sorted."""
+    return sorted(name for group in config.values() for name in group)
+
+
+def without(config: Config, names: tuple[str, ...]) -> Config:
+    """``config`` less the parameters ``names`` (and any group left empty)."""
+    out = {g: {n: r for n, r in p.items() if n not in names} for g, p in config.items()}
+    return {g: p for g, p in out.items() if p}
 
 
 def appearance_lut(params: dict[str, float]) -> np.ndarray | None:
