@@ -48,6 +48,7 @@ from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.renderers import resolve as resolve_renderer
+from dmxshm.world.scene import tint
 from dmxshm.world.world import GRAVITY_M_S2, World
 
 STATE_FIELDS = ("lane_offset_m", "heading_err_rad", "speed_m_s", "yaw_rate_rad_s",
@@ -66,10 +67,13 @@ _SCENES: dict[tuple[int, str, str], World] = {}
 
 
 def scene_client(road_map: RoadMap, renderer: str = "tiny",
-                 sim_time_s: float | None = None) -> int:
+                 sim_time_s: float | None = None,
+                 shades: dict[str, float] | None = None) -> int:
     """A pybullet client with the scene of ``road_map`` and no robot, one per process;
     with ``sim_time_s``, its moving objects where they are at that time (an env's clock:
-    every env's world has seed 0, so its objects move as the scene's).
+    every env's world has seed 0, so its objects move as the scene's); its road, markings
+    and grass coloured with ``shades`` (an env's domain randomisation,
+    :func:`~dmxshm.world.scene.tint`; None: as built).
 
     Every camera of this process renders there: the robot never appears in
     its own camera (tested), so the images are exactly those of the robot's
@@ -86,6 +90,7 @@ def scene_client(road_map: RoadMap, renderer: str = "tiny",
     scene = _SCENES[key]
     if sim_time_s is not None and scene.movers:
         scene.move_objects(sim_time_s)
+    tint(scene.scene, scene.client, shades)
     return scene.client
 
 
@@ -173,14 +178,15 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if self.obs_kind != "state":
             assert self.camera is not None
             out["camera"] = self.camera.render(
-                scene_client(self.world.road_map, self.renderer, self.world.sim_time_s),
-                state[0])
+                scene_client(self.world.road_map, self.renderer, self.world.sim_time_s,
+                             self._shades), state[0])
         obs = out if self.obs_kind == "both" else out[self.obs_kind]
         return obs, (offset, heading, lane.on_road), speed
 
     # What a later version adds: the lane pose it measures against, its fields after
     # v0's, and their bounds.
     _state_low, _state_high = STATE_LOW, STATE_HIGH
+    _shades: dict[str, float] | None = None  # the scene's colours (v1's randomisation)
 
     def _lane_pose(self, x: float, y: float, yaw: float) -> Any:
         return self.world.road_map.lane_pose(x, y, yaw)
@@ -247,7 +253,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
             return None
         camera = self.camera or Camera(renderer=self.renderer)
         return camera.render(scene_client(self.world.road_map, self.renderer,
-                                          self.world.sim_time_s), self.world.state()[0])
+                                          self.world.sim_time_s, self._shades),
+                             self.world.state()[0])
 
     def close(self) -> None:
         self.world.close()

@@ -180,7 +180,7 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         the robot just placed; its motor model and noise model."""
         self._params = params or {}
         motor, noise_model = self.motor, DUCKIEBOT_NOISE
-        self._lut = None
+        self._lut, self._shades = None, None
         physics = params or rand.NOMINAL
         self.world.set_robot_physics(0, physics["friction"], physics["mass"],
                                      physics["wheel_radius"])
@@ -194,6 +194,7 @@ class DuckieLaneV1Env(DuckieLaneEnv):
                     params["camera_height_m"], params["camera_tilt_deg"],
                     params["camera_focal_scale"], params["light_azimuth_deg"])
             self._lut = rand.appearance_lut(params)
+            self._shades = rand.shades(params)
         self._motors = Motors(motor, 1, self.world.dt_s)
         return motor, noise_model
 

@@ -11,9 +11,11 @@ cost, not whether the draws are right (tests/batch/test_randomize.py checks that
 
 The ``network`` case is a gym run of ``robots`` PWM robots with the Duckiebot's lens
 camera at ``network_camera`` and the lane follower, ``randomize=True`` against none:
-gym steps/s from the summary, and in place of the reset the time its
-:meth:`~dmxshm.network.Network.start` takes (the processes start and each robot's
-jittered camera is built there; tests/network/test_randomize.py checks the draws).
+gym steps/s from the summary, and in place of the reset the run's time outside its
+engine's loop: from :meth:`~dmxshm.network.Network.start` to the end of
+:meth:`~dmxshm.network.Network.close`, less the summary's ``wall_time_s`` (the
+processes start and each robot's jittered camera is built there;
+tests/network/test_randomize.py checks the draws).
 """
 
 from __future__ import annotations
@@ -81,20 +83,17 @@ def _resets(vec: Any, n: int) -> list[float]:
 
 
 def _network(on: bool, robots: int, steps: int, camera: tuple[int, int]) -> tuple[float, float]:
-    """A gym run's steps/s and start time, randomised or not."""
+    """A gym run's steps/s and time outside its loop, randomised or not."""
     from dmxshm.network import Network, NetworkConfig
 
     cfg = NetworkConfig(robots=robots, steps=steps, camera=camera, camera_model="duckiebot",
                         action="pwm", randomize=True if on else None,
                         name=f"bench-randomize-{os.getpid()}")
-    net = Network(cfg)
     t0 = time.perf_counter()
-    try:
-        net.start()
-        started = time.perf_counter() - t0
-        return float(net.run().steps_per_s), started
-    finally:
-        net.close()
+    with Network(cfg) as net:
+        summary = net.run()
+    outside = time.perf_counter() - t0 - float(summary.wall_time_s)
+    return float(summary.steps_per_s), outside
 
 
 def run(num_envs: int = 16, camera: tuple[int, int] = (64, 64), seconds: float = 2.0,

@@ -199,7 +199,7 @@ def bench_randomize(num_envs: int, camera: str, seconds: float, repeats: int, re
     click.echo(f"make_vec: {res.num_envs} DuckieLane-v1 envs, state or camera {w}x{h}, random "
                f"duties, >= {res.seconds:g} s a figure, reset: median of {res.resets}; "
                f"network: {res.robots} robots, gym, PWM, lens camera {nw}x{nh}, {res.steps} "
-               f"steps (gym steps/s; in place of the reset, its start); "
+               f"steps (gym steps/s; in place of the reset, the run's start and end); "
                f"{res.repeats} of each, alternating")
     click.echo(f"{'case':<7} {'steps/s randomised':>24} {'not':>24} {'ratio':>6} "
                f"{'reset ms randomised':>22} {'not':>18} {'ratio':>6}")

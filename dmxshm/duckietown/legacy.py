@@ -57,7 +57,8 @@ class _OldGymAPI:
 
         world = self.world  # type: ignore[attr-defined]
         return camera.render(scene_client(world.road_map, self.renderer,  # type: ignore[attr-defined]
-                                          world.sim_time_s), world.state()[0])
+                                          world.sim_time_s, self._shades),  # type: ignore[attr-defined]
+                             world.state()[0])
 
 
 # The old API's reset and step differ from gymnasium's on purpose: that is the point.

@@ -2,9 +2,10 @@
 
 A network's renderer, its camera process and a realtime replay all make a robot's
 image the same way: that robot's camera (the run's model, moved, tilted and with
-the focal length and light its domain randomisation drew), then its appearance
-(brightness, contrast, the light's colour: one lookup table), then the sensor's
-noise (:class:`~dmxshm.matrix.noise.Noise`, keyed by robot and step).
+the focal length and light its domain randomisation drew) in the scene coloured
+with its shades of road, markings and grass, then its appearance (brightness,
+contrast, the light's colour: one lookup table), then the sensor's noise
+(:class:`~dmxshm.matrix.noise.Noise`, keyed by robot and step).
 :class:`RobotCameras` is that sequence, written once.
 """
 
@@ -17,6 +18,8 @@ import numpy as np
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.noise import Noise
 from dmxshm.world import randomize as rand
+from dmxshm.world.scene import tint
+from dmxshm.world.world import World
 
 
 class RobotCameras:
@@ -38,7 +41,7 @@ class RobotCameras:
         >>> with World("loop", 2, seed=0) as world:
         ...     cams = RobotCameras(Camera(16, 12), None, None)
         ...     out = np.zeros((2, 12, 16, 3), np.uint8)
-        ...     _ = cams.render(world.client, world.state(), (0, 1), 0, out)
+        ...     _ = cams.render(world, world.state(), (0, 1), 0, out)
         >>> out.shape, bool(out.any())
         ((2, 12, 16, 3), True)
     """
@@ -50,6 +53,7 @@ class RobotCameras:
         self.params = list(params) if params is not None else None
         self._cameras: dict[int, Camera] = {}
         self._luts: dict[int, np.ndarray | None] = {}
+        self._shades: dict[int, dict[str, float] | None] = {}
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -66,12 +70,16 @@ class RobotCameras:
                 p["light_azimuth_deg"])
             self._cameras[robot] = cam
             self._luts[robot] = rand.appearance_lut(p) if p is not None else None
+            self._shades[robot] = rand.shades(p)
         return cam
 
-    def render_one(self, client: int, states: np.ndarray, robot: int, step: int,
+    def render_one(self, world: World, states: np.ndarray, robot: int, step: int,
                    out: np.ndarray) -> np.ndarray:
-        """``robot``'s image of state ``step`` into ``out`` (``(h, w, 3)`` uint8)."""
-        self.camera(robot).render(client, states[robot], out=out)
+        """``robot``'s image of state ``step`` into ``out`` (``(h, w, 3)`` uint8), drawn
+        in ``world`` (its scene coloured with the robot's shades first)."""
+        cam = self.camera(robot)
+        tint(world.scene, world.client, self._shades[robot])
+        cam.render(world.client, states[robot], out=out)
         lut = self._luts[robot]
         if lut is not None:  # the light's colour, brightness, contrast
             rand.apply_lut(out, lut)
@@ -79,10 +87,10 @@ class RobotCameras:
             self.noise.camera(robot, step, out)
         return out
 
-    def render(self, client: int, states: np.ndarray, robots: Sequence[int], step: int,
+    def render(self, world: World, states: np.ndarray, robots: Sequence[int], step: int,
                out: np.ndarray) -> np.ndarray:
         """The images of ``robots`` (in ``states``, all robots of the run) of state
         ``step`` into ``out`` (``(len(robots), h, w, 3)`` uint8)."""
         for j, robot in enumerate(robots):
-            self.render_one(client, states, robot, step, out[j])
+            self.render_one(world, states, robot, step, out[j])
         return out

@@ -15,8 +15,11 @@ three groups (:data:`DEFAULTS` holds every parameter and its default range):
 * ``appearance``: ``light_azimuth_deg`` (the light's direction about the vertical),
   ``brightness`` (levels added), ``contrast`` (a scale about mid-grey), ``red_gain``,
   ``green_gain``, ``blue_gain`` (per-channel scales: the colour of the light, and so of
-  the road, the markings and every object alike). Both renderers take them: the light
-  in the render call, the rest as a lookup table applied to the image.
+  the road, the markings and every object alike), ``road_shade``, ``marking_shade``,
+  ``grass_shade`` (scales of the road's, the markings' and the grass's own colours,
+  :func:`dmxshm.world.scene.tint`). Both renderers take them: the light in the render
+  call, the shades on the scene's meshes before it, the rest as a lookup table applied
+  to the image.
 
 ``randomize=True`` draws every parameter of :data:`DEFAULTS`; a dict or a YAML/JSON
 file draws exactly the parameters it names (others keep their nominal value), with
@@ -51,7 +54,9 @@ DEFAULTS: dict[str, dict[str, tuple[float, float]]] = {
                 "camera_tilt_deg": (-3.0, 3.0), "camera_focal_scale": (0.95, 1.05)},
     "appearance": {"light_azimuth_deg": (-60.0, 60.0), "brightness": (-25.0, 25.0),
                    "contrast": (0.8, 1.2), "red_gain": (0.9, 1.1),
-                   "green_gain": (0.9, 1.1), "blue_gain": (0.9, 1.1)},
+                   "green_gain": (0.9, 1.1), "blue_gain": (0.9, 1.1),
+                   "road_shade": (0.7, 1.4), "marking_shade": (0.8, 1.05),
+                   "grass_shade": (0.8, 1.2)},
 }
 """Every parameter and its default range (docs/randomization.md says why each)."""
 
@@ -59,7 +64,8 @@ NOMINAL: dict[str, float] = {
     "friction": 1.0, "mass": 1.0, "wheel_radius": 1.0, "motor_gain": 1.0, "motor_trim": 0.0,
     "motor_lag_s": 0.1, "noise_scale": 1.0, "camera_height_m": 0.0, "camera_tilt_deg": 0.0,
     "camera_focal_scale": 1.0, "light_azimuth_deg": 0.0, "brightness": 0.0, "contrast": 1.0,
-    "red_gain": 1.0, "green_gain": 1.0, "blue_gain": 1.0}
+    "red_gain": 1.0, "green_gain": 1.0, "blue_gain": 1.0, "road_shade": 1.0,
+    "marking_shade": 1.0, "grass_shade": 1.0}
 """Each parameter's value when it is not drawn."""
 
 
@@ -186,6 +192,18 @@ def without(config: Config, names: tuple[str, ...]) -> Config:
     """``config`` less the parameters ``names`` (and any group left empty)."""
     out = {g: {n: r for n, r in p.items() if n not in names} for g, p in config.items()}
     return {g: p for g, p in out.items() if p}
+
+
+SHADES = ("road_shade", "marking_shade", "grass_shade")
+"""The appearance parameters that colour the scene itself (:func:`shades`)."""
+
+
+def shades(params: dict[str, float] | None) -> dict[str, float] | None:
+    """The scene's shades of a draw (:func:`dmxshm.world.scene.tint`), or None where
+    they are all nominal."""
+    if params is None or all(params.get(k, 1.0) == 1.0 for k in SHADES):
+        return None
+    return {k: params[k] for k in SHADES}
 
 
 def appearance_lut(params: dict[str, float]) -> np.ndarray | None:

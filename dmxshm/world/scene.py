@@ -88,6 +88,39 @@ class Scene:
     ground_id: int
     visual_ids: dict[str, list[int]] = field(default_factory=dict)
     num_quads: dict[str, int] = field(default_factory=dict)
+    shades: dict[str, float] = field(default_factory=dict)  # as :func:`tint` left them
+
+
+SHADED = {"road_shade": ("asphalt", "floor"), "marking_shade": ("white", "yellow", "red"),
+          "grass_shade": ("grass",)}
+"""What each shade of :func:`tint` scales: the road's, the markings' and the grass's
+meshes (domain randomisation's appearance, :mod:`dmxshm.world.randomize`)."""
+
+
+def tint(scene: Scene, client: int, shades: dict[str, float] | None) -> None:
+    """Colour the scene's meshes: each colour of :data:`COLORS_RGBA` times its shade of
+    ``shades`` (``road_shade``, ``marking_shade``, ``grass_shade``; a missing one, or
+    None, is 1: as built), clipped to 1. Only what changed since the last call is
+    set (a renderer's robots may each have their own shades, drawn in one scene).
+
+    Example:
+        >>> from dmxshm.world.world import World
+        >>> with World("loop", 0) as w:
+        ...     tint(w.scene, w.client, {"road_shade": 0.5})
+        ...     body = w.scene.visual_ids["asphalt"][0]
+        ...     round(pb.getVisualShapeData(body, physicsClientId=w.client)[0][7][0], 3)
+        0.1
+    """
+    for shade, colours in SHADED.items():
+        value = 1.0 if shades is None else float(shades.get(shade, 1.0))
+        if scene.shades.get(shade, 1.0) == value:
+            continue
+        for colour in colours:
+            r, g, b, a = COLORS_RGBA[colour]
+            rgba = (min(r * value, 1.0), min(g * value, 1.0), min(b * value, 1.0), a)
+            for body in scene.visual_ids.get(colour, ()):
+                pb.changeVisualShape(body, -1, rgbaColor=rgba, physicsClientId=client)
+        scene.shades[shade] = value
 
 
 

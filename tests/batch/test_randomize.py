@@ -98,6 +98,18 @@ def test_appearance_changes_the_image_and_nominal_leaves_it() -> None:
     assert np.array_equal(same, base)
     turned = image(randomize={"sensing": {"camera_tilt_deg": [8, 8]}})
     assert not np.array_equal(turned, base)
+    # The road's own colour, not the rest: where the road is (its nominal grey), a
+    # shade of 0.5 halves it; the grass keeps its green; and an env after it in the
+    # same process (the scene is shared) sees the road as built again.
+    dark = image(randomize={"appearance": {"road_shade": [0.5, 0.5]}})
+    road = (np.abs(base - base[..., :1]).max(axis=-1) < 6) & (base[..., 0] > 20) & (
+        base[..., 0] < 120)  # the asphalt grey (not the white lines, not the sky)
+    assert road.sum() > 100
+    assert np.abs(dark[road] - base[road] * 0.5).mean() < 4
+    grass = base[..., 1] > base[..., 0] + 30
+    assert grass.sum() > 100  # (the lens blends pixels at the road's edge: a few differ)
+    assert np.mean(np.all(dark[grass] == base[grass], axis=-1)) > 0.9
+    assert np.array_equal(image(), base)
 
 
 def test_make_vec_reports_each_envs_draw_at_reset_and_autoreset() -> None:
