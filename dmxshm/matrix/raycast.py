@@ -1,0 +1,372 @@
+"""The batch renderer's kernels: every pixel of every camera of a call, compiled.
+
+Each camera's pixel is a ray ``rot @ (x, y, 1)`` from the camera's eye, where
+``(x, y)`` are the pixel's undistorted normalised coordinates (the lens model is in
+them, computed once per camera model) and ``rot`` turns the camera's optical frame
+(x right, y down, z forward) into the world. With the forward component 1, a ray's
+parameter ``t`` at a hit is the hit's depth along the camera's axis, as a
+rasteriser's z-buffer holds it, so the far plane clips the same.
+
+Two passes per camera, both over pixels independently (so the image does not depend
+on how pixels or cameras are split between threads):
+
+1. :func:`_ground`: the ray meets the ground plane (z = 0) at ``t = -eye_z / d_z``;
+   the map's material there (a texel of the material map, grass in the apron around
+   the map, nothing beyond) gives the camera's shaded colour of that material;
+2. :func:`_parts`: each part the camera may see (a convex polyhedron: boxes, the
+   tessellated cylinders and spheres of the objects, the robots' parts) is tested
+   only on the pixels of its screen rectangle, by clipping the ray against its
+   planes (Cyrus-Beck); a hit nearer than the pixel's depth shades the pixel with
+   the face's normal (a sphere's: the normal at the hit, as a smooth mesh has it).
+
+Shading (:func:`_shade`) follows pybullet's tiny renderer: ambient plus diffuse plus
+a specular term of the reflected light's height, times the surface's colour.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+# Shading: colour * (AMBIENT + DIFFUSE * max(n.l, 0) + SPECULAR * max(r_z, 0)^2), as
+# pybullet's tiny renderer (its Shader::fragment: coefficients 0.6, 0.35, 0.05).
+AMBIENT, DIFFUSE, SPECULAR = 0.6, 0.35, 0.05
+
+
+@njit(cache=True, inline="always")
+def _shade(colour: float, nx: float, ny: float, nz: float, lx: float, ly: float,
+           lz: float) -> float:
+    dot = nx * lx + ny * ly + nz * lz
+    diffuse = dot if dot > 0.0 else 0.0
+    rz = 2.0 * dot * nz - lz
+    spec = rz * rz if rz > 0.0 else 0.0
+    value = colour * (AMBIENT + DIFFUSE * diffuse + SPECULAR * spec)
+    return value if value < 255.0 else 255.0
+
+
+FLAT, SMOOTH, BALL = 0, 1, 2
+"""Part kinds: a polyhedron shaded by its faces' normals; a tessellated sphere (a
+polyhedron) shaded smooth, by the normal at the hit; a sphere hit exactly."""
+
+
+@njit(cache=True, parallel=True)
+def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarray,
+           light: np.ndarray, palette: np.ndarray, background: np.ndarray,
+           material: np.ndarray, ground: np.ndarray, planes: np.ndarray,
+           part_planes: np.ndarray, part_colour: np.ndarray, part_bound: np.ndarray,
+           part_kind: np.ndarray, cand: np.ndarray, cand_box: np.ndarray,
+           cand_n: np.ndarray, near: float, far: float, depth: np.ndarray,
+           out: np.ndarray) -> None:
+    """Render every camera ``b`` of the call into ``out[b]`` (``(B, H, W, 3)`` uint8).
+
+    Args:
+        rays: ``(K, H * W, 2)`` float32: each camera model's pixels' ``(x, y)``.
+        ray_set: ``(B,)`` int: camera ``b``'s model.
+        rot: ``(B, 3, 3)``: optical frame to world; ``eye``: ``(B, 3)``.
+        light: ``(B, 3)`` unit vectors towards the light.
+        palette: ``(B, M, 3)`` float32: each material's colour per camera (0-255).
+        background: ``(3,)`` float32: where a ray meets nothing.
+        material: ``(Hm, Wm)`` uint8: the map's materials, row 0 at ``y0``.
+        ground: ``(x0, y0, 1 / texel, apron x0, apron y0, apron x1, apron y1,
+            grass material)``.
+        planes: ``(N, 4)``: every part's planes ``n . p <= d`` in world coordinates.
+        part_planes: ``(P, 2)`` int: each part's first plane and count.
+        part_colour: ``(P, 3)`` float32 (0-255); ``part_bound``: ``(P, 4)`` its
+            bounding sphere (centre, radius; a sphere's own); ``part_kind``: ``(P,)``
+            :data:`FLAT`, :data:`SMOOTH` or :data:`BALL`.
+        cand: ``(B, C)`` int: the parts camera ``b`` may see, nearest first;
+            ``cand_box``: ``(B, C, 4)`` their pixel rows and columns (first, last
+            + 1); ``cand_n``: ``(B,)`` how many.
+        near, far: the clipping planes (depth along the camera's axis).
+        depth: ``(B, H * W)`` float32 scratch.
+        out: the images.
+    """
+    n_cam = rot.shape[0]
+    for b in prange(n_cam):
+        _ground(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], background,
+                material, ground, near, far, depth[b], out[b])
+        for c in range(cand_n[b]):
+            p = cand[b, c]
+            _part(rays[ray_set[b]], rot[b], eye[b], light[b], planes, part_planes[p, 0],
+                  part_planes[p, 1], part_colour[p], part_bound[p], part_kind[p],
+                  cand_box[b, c], near, depth[b], out[b])
+
+
+@njit(cache=True, inline="always")
+def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
+            palette: np.ndarray, background: np.ndarray, material: np.ndarray,
+            ground: np.ndarray, near: float, far: float, depth: np.ndarray,
+            img: np.ndarray) -> None:
+    height, width = img.shape[0], img.shape[1]
+    lx, ly, lz = light[0], light[1], light[2]
+    # The ground's normal as pybullet gives a mesh without normals: the direction of
+    # the point from the world's origin (horizontal), so n . l is that of (x, y) and
+    # the specular term's reflected height is -l_z.
+    spec = -lz if lz < 0.0 else 0.0
+    flat = AMBIENT + SPECULAR * spec * spec
+    r00, r01, r02 = rot[0, 0], rot[0, 1], rot[0, 2]
+    r10, r11, r12 = rot[1, 0], rot[1, 1], rot[1, 2]
+    r20, r21, r22 = rot[2, 0], rot[2, 1], rot[2, 2]
+    ex, ey, ez = eye[0], eye[1], eye[2]
+    x0, y0, inv = ground[0], ground[1], ground[2]
+    ax0, ay0, ax1, ay1 = ground[3], ground[4], ground[5], ground[6]
+    grass = int(ground[7])
+    mh, mw = material.shape[0], material.shape[1]
+    bg0, bg1, bg2 = background[0], background[1], background[2]
+    i = 0
+    for row in range(height):
+        for col in range(width):
+            x, y = rays[i, 0], rays[i, 1]
+            dz = r20 * x + r21 * y + r22
+            hit = False
+            if dz < 0.0:
+                t = -ez / dz
+                if near < t <= far:
+                    gx = ex + t * (r00 * x + r01 * y + r02)
+                    gy = ey + t * (r10 * x + r11 * y + r12)
+                    if ax0 <= gx <= ax1 and ay0 <= gy <= ay1:
+                        fu = (gx - x0) * inv
+                        fv = (gy - y0) * inv
+                        m = grass
+                        if 0.0 <= fu < mw and 0.0 <= fv < mh:
+                            m = material[int(fv), int(fu)]
+                        radial = gx * lx + gy * ly
+                        f = flat
+                        if radial > 0.0:
+                            f += DIFFUSE * radial / np.sqrt(gx * gx + gy * gy)
+                        img[row, col, 0] = min(palette[m, 0] * f, 255.0)
+                        img[row, col, 1] = min(palette[m, 1] * f, 255.0)
+                        img[row, col, 2] = min(palette[m, 2] * f, 255.0)
+                        depth[i] = t
+                        hit = True
+            if not hit:
+                img[row, col, 0] = bg0
+                img[row, col, 1] = bg1
+                img[row, col, 2] = bg2
+                depth[i] = np.inf
+            i += 1
+
+
+@njit(cache=True, inline="always")
+def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
+          planes: np.ndarray, first: int, count: int, colour: np.ndarray,
+          bound: np.ndarray, kind: int, box: np.ndarray, near: float,
+          depth: np.ndarray, img: np.ndarray) -> None:
+    width = img.shape[1]
+    r00, r01, r02 = rot[0, 0], rot[0, 1], rot[0, 2]
+    r10, r11, r12 = rot[1, 0], rot[1, 1], rot[1, 2]
+    r20, r21, r22 = rot[2, 0], rot[2, 1], rot[2, 2]
+    ex, ey, ez = eye[0], eye[1], eye[2]
+    lx, ly, lz = light[0], light[1], light[2]
+    # the bounding sphere, from the eye: a ray that misses it misses the part
+    ox, oy, oz = bound[0] - ex, bound[1] - ey, bound[2] - ez
+    radius = bound[3]
+    c_far = ox * ox + oy * oy + oz * oz - radius * radius
+    for row in range(box[0], box[1]):
+        for col in range(box[2], box[3]):
+            i = row * width + col
+            x, y = rays[i, 0], rays[i, 1]
+            dx = r00 * x + r01 * y + r02
+            dy = r10 * x + r11 * y + r12
+            dz = r20 * x + r21 * y + r22
+            half_b = ox * dx + oy * dy + oz * dz
+            dd = dx * dx + dy * dy + dz * dz
+            disc = half_b * half_b - dd * c_far
+            if disc < 0.0:
+                continue
+            t_in, t_out = near, depth[i]
+            if kind == BALL:
+                t = (half_b - np.sqrt(disc)) / dd
+                if t <= near or t >= t_out:
+                    continue
+                t_in = t
+                face = 0
+            else:
+                face = -1
+                for k in range(first, first + count):
+                    nx, ny, nz, d = planes[k, 0], planes[k, 1], planes[k, 2], planes[k, 3]
+                    denom = nx * dx + ny * dy + nz * dz
+                    num = d - (nx * ex + ny * ey + nz * ez)
+                    if denom < 0.0:
+                        t = num / denom
+                        if t > t_in:
+                            t_in, face = t, k
+                    elif denom > 0.0:
+                        t = num / denom
+                        if t < t_out:
+                            t_out = t
+                    elif num < 0.0:
+                        face = -1  # parallel to a face, outside it
+                        break
+                    if t_in >= t_out:
+                        face = -1
+                        break
+                if face < 0:
+                    continue
+            if kind == FLAT:
+                nx, ny, nz = planes[face, 0], planes[face, 1], planes[face, 2]
+            else:  # a sphere is smooth: the normal at the hit
+                hx = t_in * dx - ox
+                hy = t_in * dy - oy
+                hz = t_in * dz - oz
+                norm = np.sqrt(hx * hx + hy * hy + hz * hz)
+                nx, ny, nz = hx / norm, hy / norm, hz / norm
+            img[row, col, 0] = _shade(colour[0], nx, ny, nz, lx, ly, lz)
+            img[row, col, 1] = _shade(colour[1], nx, ny, nz, lx, ly, lz)
+            img[row, col, 2] = _shade(colour[2], nx, ny, nz, lx, ly, lz)
+            depth[i] = t_in
+
+
+@njit(cache=True)
+def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
+            cam_quat: np.ndarray, cam_owner: np.ndarray, cam_basis: np.ndarray,
+            cam_mount: np.ndarray, s_planes: np.ndarray, s_spans: np.ndarray,
+            s_centre: np.ndarray, s_radius: np.ndarray, s_corners: np.ndarray,
+            r_planes: np.ndarray, r_spans: np.ndarray, r_centre: np.ndarray,
+            r_radius: np.ndarray, r_corners: np.ndarray, ray_set: np.ndarray,
+            row_lo: np.ndarray, row_hi: np.ndarray, col_lo: np.ndarray,
+            col_hi: np.ndarray, near: float, far: float
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                       np.ndarray, np.ndarray, np.ndarray]:
+    """Place the robots' parts and each camera, and find what each camera may see.
+
+    The parts are the static ones (``s_*``: world planes, spans, bounding spheres and
+    the 8 corners of each one's box) and each seen robot's (``r_*``, in the robot's
+    frame) placed at ``robot_pos``/``robot_quat``. Camera ``b`` sits on a robot at
+    ``cam_pos[b]``/``cam_quat[b]`` (``cam_basis``: its optical frame in the robot's,
+    ``cam_mount``: its position there), the seen robot ``cam_owner[b]`` (-1: none of
+    them), whose parts it does not see. A part is a candidate of a camera when its
+    bounding sphere reaches between the clipping planes and its box's visible part
+    projects onto pixels (the rows and columns whose undistorted coordinates' ranges,
+    ``row_lo``/``row_hi`` and ``col_lo``/``col_hi`` of the camera's model, meet the
+    box's). Candidates are sorted by depth, nearest first.
+
+    Returns:
+        ``(planes, spans, bound, rot, eye, cand, box, count)``: every part's planes and
+        spans (static first, then robot after robot), their bounding spheres, each
+        camera's rotation and eye, its candidates, their pixel boxes and how many.
+    """
+    n_rob, n_s, n_r = robot_pos.shape[0], s_centre.shape[0], r_centre.shape[0]
+    n_parts = n_s + n_rob * n_r
+    n_sp, n_rp = s_planes.shape[0], r_planes.shape[0]
+    planes = np.empty((n_sp + n_rob * n_rp, 4))
+    planes[:n_sp] = s_planes
+    spans = np.empty((n_parts, 2), np.int64)
+    spans[:n_s] = s_spans
+    bound = np.empty((n_parts, 4))
+    bound[:n_s, :3] = s_centre
+    bound[:n_s, 3] = s_radius
+    corners = np.empty((n_parts, 8, 3))
+    corners[:n_s] = s_corners
+    owner = np.full(n_parts, -1, np.int64)
+    r = np.empty((3, 3))
+    for i in range(n_rob):
+        _rotation(robot_quat[i], r)
+        p = robot_pos[i]
+        base = n_sp + i * n_rp
+        for k in range(n_rp):
+            _turn(r, r_planes[k], planes[base + k])
+            n = planes[base + k]
+            planes[base + k, 3] = r_planes[k, 3] + n[0] * p[0] + n[1] * p[1] + n[2] * p[2]
+        for j in range(n_r):
+            q = n_s + i * n_r + j
+            spans[q, 0] = r_spans[j, 0] + base
+            spans[q, 1] = r_spans[j, 1]
+            _turn(r, r_centre[j], bound[q])
+            bound[q, :3] += p
+            bound[q, 3] = r_radius[j]
+            for c in range(8):
+                _turn(r, r_corners[j, c], corners[q, c])
+                corners[q, c] += p
+            owner[q] = i
+    n_cam = cam_pos.shape[0]
+    rot = np.empty((n_cam, 3, 3))
+    eye = np.empty((n_cam, 3))
+    cand = np.zeros((n_cam, max(n_parts, 1)), np.int64)
+    box = np.zeros((n_cam, max(n_parts, 1), 4), np.int64)
+    count = np.zeros(n_cam, np.int64)
+    key = np.empty(max(n_parts, 1))
+    cam = np.empty((8, 3))
+    for b in range(n_cam):
+        i = cam_owner[b]
+        _rotation(cam_quat[b], r)
+        for a in range(3):
+            _turn(r, cam_basis[b, :, a], eye[b])  # (eye[b] as scratch)
+            rot[b, :, a] = eye[b]
+        _turn(r, cam_mount[b], eye[b])
+        eye[b] += cam_pos[b]
+        m = rot[b]
+        e = eye[b]
+        k_set = ray_set[b]
+        n = 0
+        for q in range(n_parts):
+            if owner[q] == i:
+                continue
+            cx, cy, cz = bound[q, 0] - e[0], bound[q, 1] - e[1], bound[q, 2] - e[2]
+            qz = m[0, 2] * cx + m[1, 2] * cy + m[2, 2] * cz
+            if qz + bound[q, 3] <= near or qz - bound[q, 3] >= far:
+                continue
+            # The box's corners in the camera's frame; its part in front of the near
+            # plane is the hull of the corners there and of the points where its edges
+            # (corners differing in one coordinate) cross the plane.
+            for c in range(8):
+                vx = corners[q, c, 0] - e[0]
+                vy = corners[q, c, 1] - e[1]
+                vz = corners[q, c, 2] - e[2]
+                cam[c, 0] = m[0, 0] * vx + m[1, 0] * vy + m[2, 0] * vz
+                cam[c, 1] = m[0, 1] * vx + m[1, 1] * vy + m[2, 1] * vz
+                cam[c, 2] = m[0, 2] * vx + m[1, 2] * vy + m[2, 2] * vz
+            x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
+            for c in range(8):
+                if cam[c, 2] > near:
+                    px, py = cam[c, 0] / cam[c, 2], cam[c, 1] / cam[c, 2]
+                    x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)
+                for bit in (1, 2, 4):
+                    o = c ^ bit
+                    if o < c or (cam[c, 2] > near) == (cam[o, 2] > near):
+                        continue
+                    f = (near - cam[c, 2]) / (cam[o, 2] - cam[c, 2])
+                    px = (cam[c, 0] + f * (cam[o, 0] - cam[c, 0])) / near
+                    py = (cam[c, 1] + f * (cam[o, 1] - cam[c, 1])) / near
+                    x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)
+            if x0 > x1:
+                continue  # all of it behind the near plane
+            r0 = np.searchsorted(row_hi[k_set], y0, "left")
+            r1 = np.searchsorted(row_lo[k_set], y1, "right")
+            c0 = np.searchsorted(col_hi[k_set], x0, "left")
+            c1 = np.searchsorted(col_lo[k_set], x1, "right")
+            if r0 >= r1 or c0 >= c1:
+                continue
+            cand[b, n] = q
+            box[b, n, 0], box[b, n, 1], box[b, n, 2], box[b, n, 3] = r0, r1, c0, c1
+            key[n] = qz
+            n += 1
+        order = np.argsort(key[:n], kind="mergesort")
+        cand[b, :n] = cand[b, :n][order]
+        box[b, :n] = box[b, :n][order]
+        count[b] = n
+    return planes, spans, bound, rot, eye, cand, box, count
+
+
+@njit(cache=True, inline="always")
+def _turn(r: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """``out[:3] = r @ v[:3]`` (without BLAS)."""
+    x, y, z = v[0], v[1], v[2]
+    out[0] = r[0, 0] * x + r[0, 1] * y + r[0, 2] * z
+    out[1] = r[1, 0] * x + r[1, 1] * y + r[1, 2] * z
+    out[2] = r[2, 0] * x + r[2, 1] * y + r[2, 2] * z
+
+
+@njit(cache=True, inline="always")
+def _rotation(quat: np.ndarray, r: np.ndarray) -> None:
+    """``r`` = the rotation of quaternion ``quat`` (x, y, z, w)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    r[0, 0] = 1 - 2 * (y * y + z * z)
+    r[0, 1] = 2 * (x * y - z * w)
+    r[0, 2] = 2 * (x * z + y * w)
+    r[1, 0] = 2 * (x * y + z * w)
+    r[1, 1] = 1 - 2 * (x * x + z * z)
+    r[1, 2] = 2 * (y * z - x * w)
+    r[2, 0] = 2 * (x * z - y * w)
+    r[2, 1] = 2 * (y * z + x * w)
+    r[2, 2] = 1 - 2 * (x * x + y * y)
