@@ -166,7 +166,7 @@ class _Sensors:
             self.view.set_state(states, sim_time_s)
             self._viewed = step
         images = np.zeros((len(robots), *self.cameras.shape), np.uint8)
-        return list(self.cameras.render(self.view, states, robots, step, images))
+        return list(self.cameras.render(self.view, states, robots, step, images, sim_time_s))
 
     def close(self) -> None:
         for world in (self.scene, self.view):

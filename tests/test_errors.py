@@ -13,6 +13,7 @@ import importlib.util
 import pkgutil
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 import dmxshm
@@ -63,6 +64,15 @@ def _randomize_parse(config: object) -> object:
     return parse(config)  # type: ignore[arg-type]
 
 
+def _batch_too_big() -> object:
+    from dmxshm.matrix.batch_render import BatchRenderer
+
+    with World("loop", 1, renderer="batch") as world:
+        states = world.state()
+        return BatchRenderer.of_world(world).render(
+            [Camera(4000, 3000)], states, 0.0, np.zeros((1, 3000, 4000, 3), np.uint8))
+
+
 def _dropin_resolve(name: str) -> object:
     from dmxshm.duckietown import resolve_map
 
@@ -81,6 +91,7 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.duckietown.DropInError": lambda: _dropin_resolve("no-such-map"),
     "dmxshm.world.world.WorldError": lambda: World("loop", num_robots=-1),
     "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),
+    "dmxshm.matrix.batch_render.BatchRenderError": _batch_too_big,
 }
 """A public call that raises each leaf defined outside dmxshm.errors that
 declares a built-in base, so its built-in meaning is checked where callers see it."""

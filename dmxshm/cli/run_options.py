@@ -86,7 +86,9 @@ OPTIONS = [
                  show_default=True,
                  help="Camera renderer: tiny (pybullet's CPU renderer, the same pixels "
                       "everywhere), egl (its EGL plugin: a GPU, or Mesa's software OpenGL), "
-                      "or auto (egl where a GPU is present, else tiny)."),
+                      "batch (dmxshm's own: every camera of a process in one call, 10-25x "
+                      "tiny's frames/s per core; docs/renderers.md), or auto (the fastest "
+                      "of these here for the camera, measured once)."),
     click.option("--seed", type=int, default=_default("seed"), show_default=True,
                  help="Seed of world and agents."),
     click.option("--map", "map_name", default=_default("map"), show_default=True,

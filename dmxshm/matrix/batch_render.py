@@ -34,6 +34,8 @@ cameras are grouped into calls and processes.
 from __future__ import annotations
 
 import math
+import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -533,6 +535,44 @@ class BatchRenderer:
             rot, at = _rz(yaw), np.array([x, y, 0.0])
             shapes += [s.placed(rot, at) for s in parts_of]
         return _Table.of(shapes)
+
+
+_OF_WORLD: weakref.WeakKeyDictionary[Any, tuple[int, BatchRenderer]] = (
+    weakref.WeakKeyDictionary())
+
+
+def renderer_of(world: Any) -> BatchRenderer:
+    """The batch renderer of ``world`` (its map, objects and moving objects), made once
+    per world (again when objects were added to it)."""
+    got = _OF_WORLD.get(world)
+    if got is None or got[0] != len(world.objects):
+        got = _OF_WORLD[world] = (len(world.objects), BatchRenderer.of_world(world))
+    return got[1]
+
+
+COMPILE_NOTE_S = 2.0
+"""Say so when loading (compiling) the renderer's code takes longer than this."""
+
+
+def ensure_compiled(say: Any = None) -> float:
+    """Load the batch renderer's compiled code in this process, compiling it the first
+    time on this installation (numba keeps it on disk after that: about 10 s once,
+    0.3 s after); ``say`` (a callable taking a line) is told when it takes long. A
+    process that starts others calls this first, so that they load, not compile, it.
+    Returns the seconds it took."""
+    from dmxshm.matrix.camera import Camera
+    from dmxshm.world.world import World
+
+    t0 = time.perf_counter()
+    with World("loop", 1, seed=0, renderer="batch") as world:
+        states = world.state()
+        renderer_of(world).render([Camera(8, 6)], states, 0.0,
+                                  np.zeros((1, 6, 8, 3), np.uint8), seen=states, owners=[0])
+    took = time.perf_counter() - t0
+    if say is not None and took > COMPILE_NOTE_S:
+        say(f"dmxshm: the batch renderer's code was compiled in {took:.0f} s (once per "
+            "installation: numba keeps it)")
+    return took
 
 
 def _light(camera: Any) -> np.ndarray:

@@ -234,6 +234,10 @@ class Camera:
         Returns:
             ``out``, or a new array: RGB, uint8, rows top to bottom.
         """
+        if self.renderer == "batch":
+            raise CameraError("a batch camera is drawn with the others of its process by "
+                              "dmxshm.matrix.batch_render.BatchRenderer, not one by one in "
+                              "pybullet")
         rw, rh = self._render_wh
         args = (rw, rh, self.view_matrix(state_row), self._projection)
         kw = dict(lightDirection=self.light_direction or LIGHT_DIRECTION, shadow=0,

@@ -73,24 +73,27 @@ class RobotCameras:
             self._shades[robot] = rand.shades(p)
         return cam
 
-    def render_one(self, world: World, states: np.ndarray, robot: int, step: int,
-                   out: np.ndarray) -> np.ndarray:
-        """``robot``'s image of state ``step`` into ``out`` (``(h, w, 3)`` uint8), drawn
-        in ``world`` (its scene coloured with the robot's shades first)."""
-        cam = self.camera(robot)
-        tint(world.scene, world.client, self._shades[robot])
-        cam.render(world.client, states[robot], out=out)
-        lut = self._luts[robot]
-        if lut is not None:  # the light's colour, brightness, contrast
-            rand.apply_lut(out, lut)
-        if self.noise is not None:  # then the sensor's own noise
-            self.noise.camera(robot, step, out)
-        return out
-
     def render(self, world: World, states: np.ndarray, robots: Sequence[int], step: int,
-               out: np.ndarray) -> np.ndarray:
+               out: np.ndarray, sim_time_s: float = 0.0) -> np.ndarray:
         """The images of ``robots`` (in ``states``, all robots of the run) of state
-        ``step`` into ``out`` (``(len(robots), h, w, 3)`` uint8)."""
+        ``step`` at ``sim_time_s`` into ``out`` (``(len(robots), h, w, 3)`` uint8), drawn
+        in ``world`` (tiny, EGL: robot by robot, the scene coloured with each robot's
+        shades first; batch: all at once, each with its shades)."""
+        cams = [self.camera(r) for r in robots]
+        if self.base.renderer == "batch":
+            from dmxshm.matrix.batch_render import renderer_of
+
+            rows = list(robots)
+            renderer_of(world).render(cams, states[rows], sim_time_s, out, seen=states,
+                                      owners=rows, shades=[self._shades[r] for r in rows])
+        else:
+            for j, (robot, cam) in enumerate(zip(robots, cams, strict=True)):
+                tint(world.scene, world.client, self._shades[robot])
+                cam.render(world.client, states[robot], out=out[j])
         for j, robot in enumerate(robots):
-            self.render_one(world, states, robot, step, out[j])
+            lut = self._luts[robot]
+            if lut is not None:  # the light's colour, brightness, contrast
+                rand.apply_lut(out[j], lut)
+            if self.noise is not None:  # then the sensor's own noise
+                self.noise.camera(robot, step, out[j])
         return out

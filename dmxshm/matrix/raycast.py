@@ -26,14 +26,14 @@ a specular term of the reflected light's height, times the surface's colour.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 # Shading: colour * (AMBIENT + DIFFUSE * max(n.l, 0) + SPECULAR * max(r_z, 0)^2), as
 # pybullet's tiny renderer (its Shader::fragment: coefficients 0.6, 0.35, 0.05).
 AMBIENT, DIFFUSE, SPECULAR = 0.6, 0.35, 0.05
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _shade(colour: float, nx: float, ny: float, nz: float, lx: float, ly: float,
            lz: float) -> float:
     dot = nx * lx + ny * ly + nz * lz
@@ -49,7 +49,7 @@ FLAT, SMOOTH, BALL = 0, 1, 2
 polyhedron) shaded smooth, by the normal at the hit; a sphere hit exactly."""
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarray,
            light: np.ndarray, palette: np.ndarray, background: np.ndarray,
            material: np.ndarray, ground: np.ndarray, planes: np.ndarray,
@@ -82,7 +82,7 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
         out: the images.
     """
     n_cam = rot.shape[0]
-    for b in prange(n_cam):
+    for b in range(n_cam):
         _ground(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], background,
                 material, ground, near, far, depth[b], out[b])
         for c in range(cand_n[b]):
@@ -92,7 +92,7 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
                   cand_box[b, c], near, depth[b], out[b])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
             palette: np.ndarray, background: np.ndarray, material: np.ndarray,
             ground: np.ndarray, near: float, far: float, depth: np.ndarray,
@@ -147,7 +147,7 @@ def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarra
             i += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
           planes: np.ndarray, first: int, count: int, colour: np.ndarray,
           bound: np.ndarray, kind: int, box: np.ndarray, near: float,
@@ -306,49 +306,18 @@ def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
             qz = m[0, 2] * cx + m[1, 2] * cy + m[2, 2] * cz
             if qz + bound[q, 3] <= near or qz - bound[q, 3] >= far:
                 continue
-            # The box's corners in the camera's frame; its part in front of the near
-            # plane is the hull of the corners there and of the points where its edges
-            # (corners differing in one coordinate) cross the plane.
-            for c in range(8):
-                vx = corners[q, c, 0] - e[0]
-                vy = corners[q, c, 1] - e[1]
-                vz = corners[q, c, 2] - e[2]
-                cam[c, 0] = m[0, 0] * vx + m[1, 0] * vy + m[2, 0] * vz
-                cam[c, 1] = m[0, 1] * vx + m[1, 1] * vy + m[2, 1] * vz
-                cam[c, 2] = m[0, 2] * vx + m[1, 2] * vy + m[2, 2] * vz
-            x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
-            for c in range(8):
-                if cam[c, 2] > near:
-                    px, py = cam[c, 0] / cam[c, 2], cam[c, 1] / cam[c, 2]
-                    x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)
-                for bit in (1, 2, 4):
-                    o = c ^ bit
-                    if o < c or (cam[c, 2] > near) == (cam[o, 2] > near):
-                        continue
-                    f = (near - cam[c, 2]) / (cam[o, 2] - cam[c, 2])
-                    px = (cam[c, 0] + f * (cam[o, 0] - cam[c, 0])) / near
-                    py = (cam[c, 1] + f * (cam[o, 1] - cam[c, 1])) / near
-                    x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)
-            if x0 > x1:
-                continue  # all of it behind the near plane
-            r0 = np.searchsorted(row_hi[k_set], y0, "left")
-            r1 = np.searchsorted(row_lo[k_set], y1, "right")
-            c0 = np.searchsorted(col_hi[k_set], x0, "left")
-            c1 = np.searchsorted(col_lo[k_set], x1, "right")
-            if r0 >= r1 or c0 >= c1:
+            if not _screen_box(corners[q], m, e, near, row_lo[k_set], row_hi[k_set],
+                               col_lo[k_set], col_hi[k_set], cam, box[b, n]):
                 continue
             cand[b, n] = q
-            box[b, n, 0], box[b, n, 1], box[b, n, 2], box[b, n, 3] = r0, r1, c0, c1
             key[n] = qz
             n += 1
-        order = np.argsort(key[:n], kind="mergesort")
-        cand[b, :n] = cand[b, :n][order]
-        box[b, :n] = box[b, :n][order]
+        _sort_nearest(key, cand[b], box[b], n)
         count[b] = n
     return planes, spans, bound, rot, eye, cand, box, count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _turn(r: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     """``out[:3] = r @ v[:3]`` (without BLAS)."""
     x, y, z = v[0], v[1], v[2]
@@ -357,7 +326,7 @@ def _turn(r: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     out[2] = r[2, 0] * x + r[2, 1] * y + r[2, 2] * z
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _rotation(quat: np.ndarray, r: np.ndarray) -> None:
     """``r`` = the rotation of quaternion ``quat`` (x, y, z, w)."""
     x, y, z, w = quat[0], quat[1], quat[2], quat[3]
@@ -370,3 +339,86 @@ def _rotation(quat: np.ndarray, r: np.ndarray) -> None:
     r[2, 0] = 2 * (x * z - y * w)
     r[2, 1] = 2 * (y * z + x * w)
     r[2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def _first_at_least(values: np.ndarray, x: float) -> int:
+    """The first index of sorted ``values`` whose value is >= ``x`` (its length: none)."""
+    lo, hi = 0, values.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if values[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _first_above(values: np.ndarray, x: float) -> int:
+    """The first index of sorted ``values`` whose value is > ``x`` (its length: none)."""
+    lo, hi = 0, values.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if values[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _screen_box(corners: np.ndarray, m: np.ndarray, e: np.ndarray, near: float,
+                row_lo: np.ndarray, row_hi: np.ndarray, col_lo: np.ndarray,
+                col_hi: np.ndarray, cam: np.ndarray, out: np.ndarray) -> bool:
+    """The pixel rows and columns (first, last + 1) that a box's part in front of the
+    near plane covers, into ``out``; False when it covers none. That part is the hull
+    of the box's corners in front and of the points where its edges (corners that
+    differ in one coordinate) cross the plane."""
+    for c in range(8):
+        vx = corners[c, 0] - e[0]
+        vy = corners[c, 1] - e[1]
+        vz = corners[c, 2] - e[2]
+        cam[c, 0] = m[0, 0] * vx + m[1, 0] * vy + m[2, 0] * vz
+        cam[c, 1] = m[0, 1] * vx + m[1, 1] * vy + m[2, 1] * vz
+        cam[c, 2] = m[0, 2] * vx + m[1, 2] * vy + m[2, 2] * vz
+    x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
+    for c in range(8):
+        zc = cam[c, 2]
+        if zc > near:
+            px, py = cam[c, 0] / zc, cam[c, 1] / zc
+            x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)
+        for shift in range(3):
+            o = c ^ (1 << shift)
+            zo = cam[o, 2]
+            if o < c or (zc > near) == (zo > near):
+                continue
+            f = (near - zc) / (zo - zc)
+            px = (cam[c, 0] + f * (cam[o, 0] - cam[c, 0])) / near
+            py = (cam[c, 1] + f * (cam[o, 1] - cam[c, 1])) / near
+            x0, x1, y0, y1 = min(x0, px), max(x1, px), min(y0, py), max(y1, py)
+    if x0 > x1:
+        return False  # all of it behind the near plane
+    out[0] = _first_at_least(row_hi, y0)
+    out[1] = _first_above(row_lo, y1)
+    out[2] = _first_at_least(col_hi, x0)
+    out[3] = _first_above(col_lo, x1)
+    return out[0] < out[1] and out[2] < out[3]
+
+
+@njit(cache=True)
+def _sort_nearest(key: np.ndarray, cand: np.ndarray, box: np.ndarray, n: int) -> None:
+    """Sort the first ``n`` candidates (and their boxes) by ``key``, nearest first
+    (insertion sort: stable, and a camera sees a few dozen parts)."""
+    for a in range(1, n):
+        k_a, c_a = key[a], cand[a]
+        b0, b1, b2, b3 = box[a, 0], box[a, 1], box[a, 2], box[a, 3]
+        z = a - 1
+        while z >= 0 and key[z] > k_a:
+            key[z + 1] = key[z]
+            cand[z + 1] = cand[z]
+            box[z + 1, 0], box[z + 1, 1], box[z + 1, 2], box[z + 1, 3] = \
+                box[z, 0], box[z, 1], box[z, 2], box[z, 3]
+            z -= 1
+        key[z + 1], cand[z + 1] = k_a, c_a
+        box[z + 1, 0], box[z + 1, 1], box[z + 1, 2], box[z + 1, 3] = b0, b1, b2, b3

@@ -115,7 +115,8 @@ class CameraProcess(Role[CameraResult]):
             t_render = time.perf_counter()
             world.set_state(states, float(st["sim_time_s"]))
             # (noise keyed by the state's step, as the renderer's)
-            cameras.render(world, states, robots, int(st["step"]), slot["camera"])
+            cameras.render(world, states, robots, int(st["step"]), slot["camera"],
+                           float(st["sim_time_s"]))
             done.render_s += time.perf_counter() - t_render
             due_at, behind = next_tick(due_at, now, period)
             done.missed += behind

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +29,8 @@ from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import ACTIONS, DUCKIEBOT, MotorModel
-from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS
-from dmxshm.world.renderers import resolve as resolve_renderer
+from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
+from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS, RendererError
 from dmxshm.world.routes import RouteError, parse_route
 from dmxshm.world.world import World
 
@@ -127,9 +128,12 @@ class NetworkConfig:
         log: record the run to this MCAP file (:mod:`dmxshm.logs`; needs the
             ``log`` extra); None: do not.
         renderer: the camera renderer, ``"tiny"`` (pybullet's CPU renderer),
-            ``"egl"`` (its EGL plugin; refused where it cannot load) or
-            ``"auto"`` (``egl`` where a GPU is present, else ``tiny``);
-            resolved when the configuration is made (:attr:`renderer_used`).
+            ``"egl"`` (its EGL plugin; refused where it cannot load), ``"batch"``
+            (dmxshm's own: every camera of a process in one call,
+            :mod:`dmxshm.matrix.batch_render`) or ``"auto"`` (the fastest here for the
+            camera, measured: :mod:`dmxshm.matrix.renderer_choice`); resolved when the
+            configuration is made (:attr:`renderer_used`), so every process of the
+            run draws with the same.
         name: the run's name, listed by ``dmxshm ps`` (:mod:`dmxshm.network.runs`);
             two running networks of one user never share one (refused at start).
             None: unnamed.
@@ -263,7 +267,11 @@ class NetworkConfig:
                f"spine reply instant must be 0 s or more, not {self.spine_reply_at_s}")
         _check(self.renderer in RENDERERS,
                f"renderer must be one of {', '.join(RENDERERS)}, not {self.renderer!r}")
-        object.__setattr__(self, "_renderer", resolve_renderer(self.renderer))
+        try:
+            object.__setattr__(self, "_renderer", resolve_renderer(
+                self.renderer, self.camera_wh, self.camera_model))
+        except RendererError as exc:
+            raise ConfigError(str(exc)) from None
         # A lens camera draws a wider pinhole image, about 1.46 times its own size.
         grow = LENS_RENDER_GROWTH if self.camera_model == "duckiebot" else 1.0
         _check(self._renderer != "egl" or self.camera_wh is None
@@ -433,6 +441,11 @@ class NetworkConfig:
             # In a child process: where EGL fails, the plugin ends its process. Its
             # result travels to the renderers in this config (they need not probe again).
             object.__setattr__(self, "_egl_device", probe_egl())
+        if self.renderer_used == "batch" and self.camera_wh is not None:
+            # Compiled here, once, not in every renderer and camera process at once.
+            from dmxshm.matrix.batch_render import ensure_compiled
+
+            ensure_compiled(say=lambda line: print(line, file=sys.stderr, flush=True))
 
     def unused_fields(self, given: Iterable[str]) -> list[tuple[str, str, str]]:
         """The fields of ``given`` (those the caller set) that have no effect in this

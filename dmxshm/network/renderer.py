@@ -68,7 +68,7 @@ class _Sensing:
         rows = states[self._rows(robots)]
         noise = self.noise
         if "camera" in due and self.cameras is not None:
-            self.cameras.render(self.world, states, robots, step, obs["camera"])
+            self.cameras.render(self.world, states, robots, step, obs["camera"], sim_time_s)
             obs["camera_time_s"] = sim_time_s
         if "imu" in due:
             acc, gyro = imu_many(rows)

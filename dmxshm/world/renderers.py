@@ -1,4 +1,4 @@
-"""The two camera renderers, and choosing between them.
+"""The camera renderers, and choosing between them.
 
 * ``tiny``: pybullet's CPU renderer (ER_TINY_RENDERER). No display, no GPU,
   the same pixels everywhere; its cost grows with the image (about 1 ms at
@@ -11,8 +11,14 @@
   loaded before the scene is built. It renders into a buffer of at most
   :data:`EGL_MAX_WH`. Its images differ from ``tiny``'s (background,
   lighting, shading): ``dmxshm bench render`` measures by how much.
-* ``auto``: ``egl`` where a GPU is present (an NVIDIA device or a DRI render
-  node) and EGL starts on a hardware renderer there, ``tiny`` elsewhere.
+* ``batch``: dmxshm's own (:mod:`dmxshm.matrix.batch_render`): every camera of a
+  process in one call, by casting a ray per pixel in compiled code (numba); built
+  for the Duckietown world (a flat ground, simple shapes), its images agree with
+  ``tiny``'s to within a level on average. A world for it builds no visual shapes in
+  pybullet (the renderer draws from the map and the states).
+* ``auto``: the fastest of those that run here for the camera's size, measured once
+  per process (:func:`dmxshm.matrix.renderer_choice.resolve`): ``tiny``, ``batch``, and
+  ``egl`` where a GPU is present and EGL starts on a hardware renderer there.
 
 Where EGL cannot start, pybullet's plugin ends the whole process
 (``exit(1)``); so EGL is first tried in a child process (:func:`probe`),
@@ -37,7 +43,7 @@ from collections.abc import Iterator
 from dmxshm._pybullet import pb
 from dmxshm.errors import DmxError
 
-RENDERERS = ("tiny", "egl", "auto")
+RENDERERS = ("tiny", "egl", "batch", "auto")
 EGL_MAX_WH = (1024, 768)
 """The plugin's framebuffer; a larger camera would be drawn at this size and
 stretched, so it is refused."""
@@ -143,22 +149,37 @@ def software(device: str) -> bool:
 
 
 def resolve(name: str) -> str:
-    """``tiny`` or ``egl`` for ``name``. ``auto``: ``egl`` where a GPU is present and
-    EGL starts on a hardware renderer, else ``tiny``.
+    """``name``, checked: ``tiny``, ``egl`` or ``batch`` (``auto`` is chosen by a
+    measurement: :func:`dmxshm.matrix.renderer_choice.resolve`).
 
     Raises:
-        RendererError: an unknown name.
+        RendererError: an unknown name, or ``batch`` without numba.
     """
-    if name not in RENDERERS:
-        raise RendererError(f"renderer must be one of {', '.join(RENDERERS)}, not {name!r}")
-    if name != "auto":
-        return name
+    if name not in RENDERERS or name == "auto":
+        raise RendererError(f"renderer must be one of {', '.join(RENDERERS[:-1])}, not "
+                            f"{name!r}" + (" (auto is resolved by "
+                                           "dmxshm.matrix.renderer_choice.resolve)"
+                                           if name == "auto" else ""))
+    if name == "batch" and not batch_available():
+        raise RendererError("the batch renderer needs numba, which is not installed here: "
+                            "pip install numba (or use --renderer tiny)")
+    return name
+
+
+def batch_available() -> bool:
+    """numba, which compiles the batch renderer, is installed."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def hardware_egl() -> bool:
+    """A GPU is present and EGL starts on a hardware renderer there (never probed
+    without a GPU)."""
     if not gpu_present() or egl_plugin() is None:
-        return "tiny"
+        return False
     try:
-        return "tiny" if software(probe()) else "egl"
+        return not software(probe())
     except RendererError:
-        return "tiny"
+        return False
 
 
 @contextlib.contextmanager
@@ -231,5 +252,6 @@ def unload_egl(client: int) -> None:
 
 
 def flag(renderer: str) -> int:
-    """pybullet's renderer flag for ``tiny`` or ``egl``."""
+    """pybullet's renderer flag for ``tiny`` or ``egl`` (``batch`` draws with neither:
+    the tiny flag, for a camera of a batch world rendered through pybullet)."""
     return pb.ER_BULLET_HARDWARE_OPENGL if renderer == "egl" else pb.ER_TINY_RENDERER

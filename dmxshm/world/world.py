@@ -89,10 +89,11 @@ class World:
             never rendered; same physics, cheaper steps).
         mesh_files: build the map's meshes from OBJ files (what pybullet's
             EGL renderer plugin needs; :func:`~dmxshm.world.scene.build_scene`).
-        renderer: ``"tiny"`` or ``"egl"``: the camera renderer this world is
-            drawn with (:mod:`dmxshm.world.renderers`). ``egl`` loads the
+        renderer: ``"tiny"``, ``"egl"`` or ``"batch"``: the camera renderer this
+            world is drawn with (:mod:`dmxshm.world.renderers`). ``egl`` loads the
             plugin into the world's own client before the scene is built,
-            and builds the meshes from files.
+            and builds the meshes from files; ``batch`` builds no visual geometry
+            (:mod:`dmxshm.matrix.batch_render` draws from the map and the states).
 
     Raises:
         RendererError: ``egl`` cannot be loaded here, or this process already
@@ -135,7 +136,8 @@ class World:
         self.num_robots = int(num_robots)
         self.dt_s = float(dt_s)
         self.substeps = int(substeps)
-        self.visuals = visuals
+        # The batch renderer draws from the map and the states: no visual shapes here.
+        self.visuals = visuals and renderer != "batch"
         self.renderer = renderer
         self.mesh_files = mesh_files or renderer == "egl"
         self._own_client = client is None

@@ -102,20 +102,21 @@ def test_egl_that_cannot_load_is_refused_with_the_reason(monkeypatch) -> None:
         cfg.preflight()
     r = CliRunner().invoke(cli, ["run", "--renderer", "egl", "--steps", "3"])
     assert r.exit_code == 2 and "--renderer tiny" in r.output
-    # auto: EGL only where a GPU is, with the plugin, on a hardware renderer.
+    # auto's candidates: EGL only where a GPU is, with the plugin, on a hardware renderer.
     monkeypatch.setattr(renderers, "gpu_present", lambda: True)
-    assert renderers.resolve("auto") == "tiny"  # no plugin
+    assert not renderers.hardware_egl()  # no plugin
     monkeypatch.setattr(renderers, "egl_plugin", lambda: "/some/egl.so")
     monkeypatch.setattr(renderers, "probe", lambda: "NVIDIA H200/PCIe/SSE2")
-    assert renderers.resolve("auto") == "egl"
+    assert renderers.hardware_egl()
     monkeypatch.setattr(renderers, "probe", lambda: "llvmpipe (LLVM 15.0.6, 256 bits)")
-    assert renderers.resolve("auto") == "tiny"  # Mesa's software OpenGL: not a GPU
+    assert not renderers.hardware_egl()  # Mesa's software OpenGL: not a GPU
     monkeypatch.setattr(renderers, "probe", lambda: "NVIDIA H200/PCIe/SSE2")
     monkeypatch.setattr(renderers, "gpu_present", lambda: False)
-    assert renderers.resolve("auto") == "tiny"
-    assert NetworkConfig(renderer="auto").renderer_used == "tiny"
-    with pytest.raises(RendererError, match="renderer must be"):
-        renderers.resolve("vulkan")
+    assert not renderers.hardware_egl()
+    assert NetworkConfig(renderer="auto", camera=(0, 0)).renderer_used == "tiny"  # no camera
+    for bad in ("vulkan", "auto"):  # auto is chosen by a measurement, not here
+        with pytest.raises(RendererError, match="renderer must be"):
+            renderers.resolve(bad)
 
 
 def test_bench_render_times_and_compares_the_renderers(tmp_path) -> None:
@@ -167,7 +168,7 @@ def test_egl_that_fails_to_start_is_an_error_not_the_end_of_the_process(monkeypa
     with pytest.raises(RendererError, match="cannot start here.*--renderer tiny"):
         World("loop", 0, renderer="egl")
     monkeypatch.setattr(renderers, "gpu_present", lambda: True)
-    assert renderers.resolve("auto") == "tiny"  # a GPU node, but EGL does not start
+    assert not renderers.hardware_egl()  # a GPU node, but EGL does not start
     monkeypatch.setattr(renderers, "_probed", None)
 
 
