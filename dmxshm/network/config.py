@@ -22,6 +22,7 @@ from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.cameras import RobotCameras
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import Noise
+from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import DEFAULT_RATES_HZ
 from dmxshm.network.runs import NAME_RE, check_name
 from dmxshm.policies import AgentError, agent_spec, resolve
@@ -29,7 +30,6 @@ from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import ACTIONS, DUCKIEBOT, MotorModel
-from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.world.renderers import EGL_MAX_WH, RENDERERS, RendererError
 from dmxshm.world.routes import RouteError, parse_route
 from dmxshm.world.world import World
