@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -44,10 +46,10 @@ import numpy as np
 from gymnasium import spaces
 
 from dmxshm.matrix.camera import Camera, quat_matrix
+from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
 from dmxshm.world.maps import RoadMap
-from dmxshm.world.renderers import resolve as resolve_renderer
 from dmxshm.world.scene import tint
 from dmxshm.world.world import GRAVITY_M_S2, World
 
@@ -69,7 +71,14 @@ _SCENES: dict[tuple[int, str, str], World] = {}
 def scene_client(road_map: RoadMap, renderer: str = "tiny",
                  sim_time_s: float | None = None,
                  shades: dict[str, float] | None = None) -> int:
-    """A pybullet client with the scene of ``road_map`` and no robot, one per process;
+    """The pybullet client of :func:`scene_world`."""
+    return scene_world(road_map, renderer, sim_time_s, shades).client
+
+
+def scene_world(road_map: RoadMap, renderer: str = "tiny",
+                sim_time_s: float | None = None,
+                shades: dict[str, float] | None = None) -> World:
+    """A world with the scene of ``road_map`` and no robot, one per process;
     with ``sim_time_s``, its moving objects where they are at that time (an env's clock:
     every env's world has seed 0, so its objects move as the scene's); its road, markings
     and grass coloured with ``shades`` (an env's domain randomisation,
@@ -91,7 +100,48 @@ def scene_client(road_map: RoadMap, renderer: str = "tiny",
     if sim_time_s is not None and scene.movers:
         scene.move_objects(sim_time_s)
     tint(scene.scene, scene.client, shades)
-    return scene.client
+    return scene
+
+
+@dataclass
+class CameraJob:
+    """A camera image an env asked for, to draw with the others of its process: the
+    array to fill, the robot's state, the simulated time, the scene's shades, and what
+    to do to it once drawn."""
+
+    env: DuckieLaneEnv
+    image: np.ndarray
+    row: np.void
+    sim_time_s: float
+    shades: dict[str, float] | None
+    finish: Callable[[np.ndarray], None] | None
+
+
+def draw_cameras(jobs: list[CameraJob]) -> None:
+    """Draw every job's image with the batch renderer, in as few calls as the scene
+    allows (one; one per simulated time where objects move), then finish each. The
+    images are those each env would draw alone (each pixel is computed on its own)."""
+    from dmxshm.matrix.batch_render import renderer_of
+
+    groups: dict[tuple[Any, ...], list[CameraJob]] = {}
+    for job in jobs:
+        env = job.env
+        scene = scene_world(env.world.road_map, env.renderer)
+        key = (id(scene), job.sim_time_s if scene.movers else 0.0, env.camera.shape)
+        groups.setdefault(key, []).append(job)
+    for group in groups.values():
+        env = group[0].env
+        scene = scene_world(env.world.road_map, env.renderer)
+        out = np.empty((len(group), *env.camera.shape), np.uint8)
+        poses = np.stack([job.row for job in group])
+        renderer_of(scene).render([job.env.camera for job in group], poses,
+                                  group[0].sim_time_s, out,
+                                  shades=[job.shades for job in group])
+        for job, image in zip(group, out, strict=True):
+            job.image[...] = image
+            if job.finish is not None:
+                job.finish(job.image)
+    jobs.clear()
 
 
 class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
@@ -106,8 +156,9 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         pose_noise_m: standard deviation of the start position noise.
         yaw_noise_rad: standard deviation of the start heading noise.
         dt_s: simulated time per step.
-        renderer: the camera renderer, ``"tiny"``, ``"egl"`` or ``"auto"``
-            (:mod:`dmxshm.world.renderers`).
+        renderer: the camera renderer, ``"tiny"``, ``"egl"``, ``"batch"`` or ``"auto"``
+            (:mod:`dmxshm.world.renderers`; ``auto``: the fastest here for the camera,
+            measured once per process, :mod:`dmxshm.matrix.renderer_choice`).
         camera_model: ``"pinhole"`` (dmxshm's 60-degree camera, the default) or
             ``"duckiebot"`` (the Duckiebot's wide-angle lens, height and tilt;
             :mod:`dmxshm.matrix.lens`): ``reset``'s ``info["calibration"]`` then gives
@@ -127,10 +178,11 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self.obs_kind = obs
         # Physics only: cameras render in the shared scene client.
         self.world = World(map, 1, seed=0, dt_s=dt_s, visuals=False)
-        self.renderer = resolve_renderer(renderer)
+        draws = obs in ("camera", "both") or bool(render_mode)
+        self.renderer = resolve_renderer(renderer, tuple(camera) if draws else None,
+                                         camera_model)
         self.camera = (Camera.of_model(camera_model, camera[0], camera[1],
-                                       renderer=self.renderer)
-                       if obs in ("camera", "both") or render_mode else None)
+                                       renderer=self.renderer) if draws else None)
         self.tof = TimeOfFlight()
         self.max_episode_steps = max_episode_steps
         self.offset_penalty = offset_penalty
@@ -176,12 +228,43 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
             out["state"] = np.minimum(np.maximum(vector, self._state_low, out=vector),
                                       self._state_high, out=vector)
         if self.obs_kind != "state":
-            assert self.camera is not None
-            out["camera"] = self.camera.render(
-                scene_client(self.world.road_map, self.renderer, self.world.sim_time_s,
-                             self._shades), state[0])
+            out["camera"] = self._camera_image(state[0])
         obs = out if self.obs_kind == "both" else out[self.obs_kind]
         return obs, (offset, heading, lane.on_road), speed
+
+    def _camera_image(self, row: np.void) -> np.ndarray:
+        """The camera's image from the robot in state ``row`` (a new array): drawn now,
+        or, in a batch worker that draws its envs' cameras together
+        (:attr:`camera_jobs`), an array it fills before the step's results are read."""
+        assert self.camera is not None
+        finish = self._image_finish()
+        if self.camera_jobs is not None and self.renderer == "batch":
+            image = np.empty(self.camera.shape, np.uint8)
+            self.camera_jobs.append(CameraJob(self, image, row.copy(), self.world.sim_time_s,
+                                              self._shades, finish))
+            return image
+        scene = scene_world(self.world.road_map, self.renderer, self.world.sim_time_s,
+                            self._shades)
+        if self.renderer == "batch":
+            from dmxshm.matrix.batch_render import renderer_of
+
+            image = renderer_of(scene).render([self.camera], row[None], self.world.sim_time_s,
+                                              np.empty((1, *self.camera.shape), np.uint8),
+                                              shades=[self._shades])[0]
+        else:
+            image = self.camera.render(scene.client, row)
+        if finish is not None:
+            finish(image)
+        return image
+
+    def _image_finish(self) -> Callable[[np.ndarray], None] | None:
+        """What a later version does to each drawn image (v1: its appearance and the
+        sensor's noise, as they are at this step), or None."""
+        return None
+
+    camera_jobs: list[CameraJob] | None = None
+    """Set by a batch worker: the cameras to draw are collected here and drawn together
+    (:func:`draw_cameras`) instead of one by one."""
 
     # What a later version adds: the lane pose it measures against, its fields after
     # v0's, and their bounds.
@@ -252,6 +335,13 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if self.render_mode != "rgb_array":
             return None
         camera = self.camera or Camera(renderer=self.renderer)
+        if self.renderer == "batch":
+            from dmxshm.matrix.batch_render import renderer_of
+
+            scene = scene_world(self.world.road_map, self.renderer, self.world.sim_time_s)
+            return renderer_of(scene).render(
+                [camera], self.world.state()[None, 0], self.world.sim_time_s,
+                np.empty((1, *camera.shape), np.uint8), shades=[self._shades])[0]
         return camera.render(scene_client(self.world.road_map, self.renderer,
                                           self.world.sim_time_s, self._shades),
                              self.world.state()[0])

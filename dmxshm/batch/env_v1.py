@@ -24,7 +24,9 @@ Everything of :mod:`dmxshm.batch.env` (``DuckieLane-v0``), and:
   with nothing within 1.2 m the range reads 8.0, the Duckiebot driver's
   out-of-range value, with or without noise;
 * the camera is the Duckiebot's wide-angle lens by default (``camera_model=
-  "duckiebot"``; ``reset``'s ``info["calibration"]`` has its calibration).
+  "duckiebot"``; ``reset``'s ``info["calibration"]`` has its calibration), drawn by
+  the fastest renderer here (``renderer="auto"``: the batch renderer where numba is
+  installed, measured once per process; :mod:`dmxshm.matrix.renderer_choice`).
 
 v1 may change until the release that fixes it; v0 does not change.
 
@@ -40,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -70,6 +73,10 @@ class DuckieLaneV1Env(DuckieLaneEnv):
     ``noise``, ``motor_dynamics`` and ``randomize`` (``camera_model`` defaults to
     ``"duckiebot"``).
 
+    ``renderer`` defaults to ``"auto"`` (the fastest renderer here for the camera,
+    measured once per process: :mod:`dmxshm.matrix.renderer_choice`; v0 keeps
+    ``"tiny"``).
+
     ``randomize``: None (the default: nothing drawn), True (every parameter of
     :data:`dmxshm.world.randomize.DEFAULTS`), a dict or the path of a YAML/JSON file
     naming the parameters to draw and their ranges (:mod:`dmxshm.world.randomize`).
@@ -80,7 +87,7 @@ class DuckieLaneV1Env(DuckieLaneEnv):
     def __init__(self, *, map: str = "grid", route: str | None = "seed",  # noqa: A002
                  noise: bool = True, motor_dynamics: bool = True,
                  camera_model: str = "duckiebot", randomize: Any = None,
-                 **kwargs: Any) -> None:
+                 renderer: str = "auto", **kwargs: Any) -> None:
         self.route_turns = parse_route(route)
         self._router: Router | None = None
         self._curvature = 0.0
@@ -90,7 +97,7 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         self.randomization = rand.parse(randomize)
         self._params: dict[str, float] = {}
         self._lut: np.ndarray | None = None
-        super().__init__(map=map, camera_model=camera_model, **kwargs)
+        super().__init__(map=map, camera_model=camera_model, renderer=renderer, **kwargs)
         self._motors = Motors(self.motor, 1, self.world.dt_s)
         self._base_camera = self.camera
         state_space = spaces.Box(STATE_LOW_V1, STATE_HIGH_V1, dtype=np.float32)
@@ -135,13 +142,21 @@ class DuckieLaneV1Env(DuckieLaneEnv):
                 vector[_TOF] = noise.tof(0, k, float(vector[_TOF]), hit)
                 np.minimum(np.maximum(vector, self._state_low, out=vector), self._state_high,
                            out=vector)
-        if self.obs_kind != "state":
-            image = obs["camera"] if self.obs_kind == "both" else obs
-            if self._lut is not None:  # the light's colour, brightness, contrast
-                rand.apply_lut(image, self._lut)
+        return obs, lane, speed
+
+    def _image_finish(self) -> Callable[[np.ndarray], None] | None:
+        # This step's appearance and noise (a batch worker may draw the image later,
+        # after a reset has started another episode).
+        lut, noise, k = self._lut, self._noise, self._steps
+        if lut is None and noise is None:
+            return None
+
+        def finish(image: np.ndarray) -> None:
+            if lut is not None:  # the light's colour, brightness, contrast
+                rand.apply_lut(image, lut)
             if noise is not None:  # then the sensor's own noise
                 noise.camera(0, k, image)
-        return obs, lane, speed
+        return finish
 
     def _turn(self) -> str | None:
         state = self._router.states[0] if self._router is not None else None

@@ -208,6 +208,13 @@ class DmxVectorEnv(VectorEnv):
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = kinds.env_kwargs(version, obs, camera, env_kwargs)
         probe = env_type(**kwargs)
+        if probe.camera is not None:
+            # The renderer, auto resolved here once: every worker draws with the same.
+            kwargs["renderer"] = probe.renderer
+            if probe.renderer == "batch":  # compiled here, not in every worker at once
+                from dmxshm.matrix.batch_render import ensure_compiled
+
+                ensure_compiled()
         self._rand_names = rand_names(probe)
         self.version = kinds.normalize(version)
         self.single_observation_space = probe.observation_space

@@ -26,6 +26,7 @@ import posix_ipc
 
 from dmxshm import settings
 from dmxshm.batch.completions import Announcer
+from dmxshm.batch.env import draw_cameras
 from dmxshm.proc.child import ignore_stop_signals, parent_gone
 from dmxshm.proc.outcome import Terminated
 from dmxshm.shm.fence import full_fence
@@ -189,6 +190,11 @@ class Shard:
         self.announcer = Announcer(index, lo, hi, v, ready)
         self.hashes = [hashlib.sha256() for _ in envs]
         self.rand_names = rand_names(envs[0]) if envs else []
+        # With the batch renderer, the shard's envs' cameras are drawn together.
+        self.camera_jobs: list[Any] = []
+        for env in envs:
+            if getattr(env, "renderer", None) == "batch" and env.camera is not None:
+                env.camera_jobs = self.camera_jobs
 
     def put(self, i: int, obs: Any, prefix: str = "") -> None:
         for key in self.keys:
@@ -222,6 +228,8 @@ class Shard:
         next_step, same_step = self.mode == NEXT_STEP, self.mode == SAME_STEP
         finals: list[bool] = [False] * k
         resets: list[bool] = [False] * k
+        observed: list[Any] = [None] * k
+        last: list[tuple[Any, dict[str, Any]] | None] = [None] * k
         for m, j in enumerate(js):
             env = envs[j]
             if commands[m] == RESET or pending_reset[j]:
@@ -237,7 +245,7 @@ class Shard:
                 elif same_step and (ended[m] or cut[m]):
                     # as SyncVectorEnv: the episode's last obs and info go to
                     # final_obs and final_info; the reset's are the step's
-                    self.put_final(lo + j, obs, info)
+                    last[m] = (obs, info)
                     finals[m] = True
                     obs, info = env.reset()
                     progress[m], stepped[m] = 0.0, False
@@ -245,7 +253,14 @@ class Shard:
             if resets[m] and self.rand_names:
                 v["rand"][lo + j] = [info["randomization"][p] for p in self.rand_names]
             offsets[m], on_road[m] = info["lane_offset_m"], info["on_road"]
-            self.put(lo + j, obs)
+            observed[m] = obs
+        if self.camera_jobs:  # every env's camera of this step, drawn in one call
+            draw_cameras(self.camera_jobs)
+        for m, j in enumerate(js):
+            ended_last = last[m]
+            if ended_last is not None:
+                self.put_final(lo + j, *ended_last)
+            self.put(lo + j, observed[m])
             self.hash(j, wheels[m] if stepped[m] or finals[m] else None, rewards[m], ended[m],
                       cut[m], finals[m])
         if same_step:
