@@ -411,27 +411,29 @@ class Progress:
 
 def print_render(result: RenderResult) -> None:
     """``dmxshm bench render``'s tables."""
-    click.echo(f"{result.map_name} map, {result.robots} robots' views, one renderer after the "
-               "other in one process")
+    click.echo(f"scene: map {result.map_name}, {result.robots} robots; {result.cameras} "
+               "robots' views per call (batch: at once; tiny, egl: one after another); one "
+               "process, one thread: frames/s per core")
     click.echo(f"{'renderer':<9} {'camera':<10} {'size':>9} {'ms/frame p50':>13} {'mean':>8} "
-               f"{'frames/s':>9}")
+               f"{'frames/s':>9} {'frames':>7}")
     for r in result.rows:
-        click.echo(f"{r.renderer:<9} {r.camera:<10} {r.size:>9} {r.ms_per_frame_p50:>13.2f} "
-                   f"{r.ms_per_frame_mean:>8.2f} {r.frames_per_s:>9.1f}")
+        click.echo(f"{r.renderer:<9} {r.camera:<10} {r.size:>9} {r.ms_per_frame_p50:>13.3f} "
+                   f"{r.ms_per_frame_mean:>8.3f} {r.frames_per_s:>9.1f} {r.frames:>7}")
     if result.egl_device:
         click.echo(f"egl draws with: {result.egl_device}")
     for name, why in result.unavailable.items():
         click.echo(f"{name}: not measured: {why}")
-    if result.egl_over_tiny:
-        click.echo("egl / tiny frames/s: " + ", ".join(f"{k} {v:.2f}x"
-                                                        for k, v in result.egl_over_tiny.items()))
+    for name, ratios in result.over_tiny.items():
+        click.echo(f"{name} / tiny frames/s: " + ", ".join(f"{k} {v:.2f}x"
+                                                           for k, v in ratios.items()))
     if result.lens_cost:
         click.echo("lens / pinhole time per frame: " + ", ".join(
             f"{k} {v:.2f}x" for k, v in result.lens_cost.items()))
     for d in result.differences:
-        click.echo(f"images {d.size}: mean absolute difference {d.mean_abs_difference:.1f}"
-                   f" of 255; pixels differing {d.pixels_differing:.1%}, by more than 32 "
-                   f"levels {d.pixels_differing_over_32:.1%}")
+        click.echo(f"{d.renderer} against tiny, {d.size} {d.camera}: mean absolute difference "
+                   f"{d.mean_abs_difference:.2f} of 255; pixels differing "
+                   f"{d.pixels_differing:.1%}, by more than 32 levels "
+                   f"{d.pixels_differing_over_32:.1%}")
 
 
 def print_log_info(d: LogInfo) -> None:

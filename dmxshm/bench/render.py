@@ -1,16 +1,29 @@
 """``dmxshm bench render``: the camera renderers side by side, on the same scene.
 
-For each renderer (``tiny``, ``egl``) and image size, one process renders
-the same robots' views of the same map: ms per frame (median and mean over
-``frames`` renders, after a few warm-up renders) and the frames per second
-one process makes. Then, per size, how the two renderers' images of the same
-view differ: the mean absolute difference (0-255, over all channels), the
-share of pixels that differ at all and the share that differ by more than
-32 levels in some channel.
+The scene (stated in the output): a map (default ``town``: the grid's roads, four
+intersections, 17 objects) with ``robots`` robots at the seed's start poses (default
+16), and a camera on each of the first ``cameras`` robots (default 16), so that every
+view has road, markings, objects and other robots in it. For each renderer (``tiny``,
+``egl``, ``batch``), image size and camera model (pinhole, and the Duckiebot's lens),
+one call draws the ``cameras`` views: the batch renderer all of them at once, tiny and
+EGL one after another. Calls are repeated for at least ``seconds``; the figures are the
+frames each renderer makes per second **per core** (one process, one thread: the
+batch renderer's kernel runs on one thread, Mesa's llvmpipe is held to one with
+``LP_NUM_THREADS=1`` where it is not set) and the time per frame (median and mean over
+calls, per frame).
+
+Then, for each renderer other than tiny, size and camera: how its images of the same
+views differ from tiny's (all ``cameras`` images): the mean absolute difference
+(0-255, over all channels), the share of pixels that differ at all and the share that
+differ by more than 32 levels in some channel. The targets of issue 30
+(:data:`TARGETS`): batch frames/s at least 20x tiny's at 64x64 and 10x at 160x120
+and 640x480 (each camera model), and its difference to tiny at most 1.5 times EGL's at
+64x64 and 160x120, measured in the same run.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -25,15 +38,21 @@ from dmxshm.world.renderers import egl_device
 from dmxshm.world.world import World
 
 DEFAULT_SIZES = ((64, 64), (160, 120), (640, 480))
-WARMUP = 3
+RENDERERS = ("tiny", "egl", "batch")
+MODELS = ("pinhole", "duckiebot")
 BIG_DIFFERENCE = 32
+SPEED_TARGETS = {"64x64": 20.0, "160x120": 10.0, "640x480": 10.0}
+"""Batch frames/s over tiny's that issue 30 asks for, by size."""
+FIDELITY_TARGET = 1.5
+"""The batch renderer's difference to tiny, at most this times EGL's (64x64, 160x120)."""
+FIDELITY_SIZES = ("64x64", "160x120")
 
 
 @dataclass(frozen=True)
 class RenderRow:
-    """One renderer at one image size: its time per frame, over ``frames`` renders;
-    ``camera`` ``pinhole`` or ``duckiebot`` (the lens camera: a wider pinhole image
-    remapped through the lens, :mod:`dmxshm.matrix.lens`)."""
+    """One renderer at one image size and camera model: its time per frame and frames
+    per second per core, over ``frames`` frames (``calls`` calls of ``cameras_per_call``
+    cameras in ``seconds``); ``camera`` ``pinhole`` or ``duckiebot`` (the lens)."""
 
     renderer: str
     size: str
@@ -42,11 +61,14 @@ class RenderRow:
     frames_per_s: float
     frames: int
     camera: str = "pinhole"
+    cameras_per_call: int = 1
+    calls: int = 0
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
 class ImageDifference:
-    """How the two renderers' images of the same view differ at one size.
+    """How a renderer's images of the same views differ from tiny's at one size.
 
     Attributes:
         size: ``WxH``.
@@ -54,12 +76,16 @@ class ImageDifference:
         pixels_differing: the share of pixels that differ at all.
         pixels_differing_over_32: the share that differ by more than 32 levels in
             some channel.
+        renderer: the renderer compared with tiny.
+        camera: ``pinhole`` or ``duckiebot``.
     """
 
     size: str
     mean_abs_difference: float
     pixels_differing: float
     pixels_differing_over_32: float
+    renderer: str = "egl"
+    camera: str = "pinhole"
 
 
 @dataclass(frozen=True)
@@ -67,16 +93,18 @@ class RenderResult:
     """What ``dmxshm bench render`` measured.
 
     Attributes:
-        rows: each renderer at each size, renderer by renderer.
-        differences: per size, how the two renderers' images differ (empty
-            unless both ran).
+        rows: each renderer at each size and camera, renderer by renderer.
+        differences: each renderer's images against tiny's, per size and camera.
         unavailable: the renderers that could not load here, and why.
         egl_device: the OpenGL renderer EGL drew with (None: EGL did not run).
-        robots, map_name: the scene.
-        egl_over_tiny: EGL's frames/s over tiny's, per size where both ran.
-        lens_cost: with ``lens``, each renderer's lens frame time over its pinhole
-            frame time at the same size (``"tiny 640x480": 2.6``).
-        images: robot 0's view, by renderer and size (not in the JSON).
+        robots, map_name: the scene; ``cameras``: the views drawn per call.
+        egl_over_tiny: EGL's frames/s over tiny's per size (pinhole), where both ran.
+        lens_cost: each renderer's lens frame time over its pinhole frame time at the
+            same size (``"tiny 640x480": 2.6``).
+        over_tiny: each renderer's frames/s over tiny's, by ``WxH`` (pinhole) and
+            ``WxH-duckiebot`` (lens).
+        images: every view, by renderer and size (``WxH`` or ``WxH-duckiebot``; not
+            in the JSON).
     """
 
     rows: list[RenderRow]
@@ -87,7 +115,28 @@ class RenderResult:
     map_name: str
     egl_over_tiny: dict[str, float]
     lens_cost: dict[str, float] = field(default_factory=dict)
+    over_tiny: dict[str, dict[str, float]] = field(default_factory=dict)
+    cameras: int = 1
     images: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def targets(self) -> list[tuple[str, float, bool]]:
+        """Issue 30's targets where both sides ran: ``(what, measured, met)``."""
+        out = []
+        batch = self.over_tiny.get("batch", {})
+        for key, ratio in batch.items():
+            target = SPEED_TARGETS.get(key.split("-")[0])
+            if target is not None:
+                out.append((f"batch / tiny frames/s at {key} >= {target:g}", ratio,
+                            ratio >= target))
+        diffs = {(d.renderer, d.size, d.camera): d.mean_abs_difference
+                 for d in self.differences}
+        for (renderer, size, camera), mad in sorted(diffs.items()):
+            egl = diffs.get(("egl", size, camera))
+            if renderer == "batch" and size in FIDELITY_SIZES and egl:
+                out.append((f"batch's difference to tiny at {size} {camera} <= "
+                            f"{FIDELITY_TARGET:g} x egl's ({egl:.2f})", mad / egl,
+                            mad <= FIDELITY_TARGET * egl))
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """``dmxshm bench render --json``: the figures, without the images."""
@@ -95,28 +144,36 @@ class RenderResult:
                 "differences": [asdict(d) for d in self.differences],
                 "unavailable": dict(self.unavailable), "egl_device": self.egl_device,
                 "robots": self.robots, "map": self.map_name,
-                "egl_over_tiny": dict(self.egl_over_tiny), "lens_cost": dict(self.lens_cost)}
+                "egl_over_tiny": dict(self.egl_over_tiny), "lens_cost": dict(self.lens_cost),
+                "over_tiny": {k: dict(v) for k, v in self.over_tiny.items()},
+                "cameras": self.cameras,
+                "targets": [{"target": t, "measured": m, "met": ok}
+                            for t, m, ok in self.targets()]}
 
 
-def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, renderers: tuple[str, ...] = (
-        "tiny", "egl"), frames: int = 30, robots: int = 2, map_name: str = "loop",
-        seed: int = 0, progress: Callable[[str], None] | None = None,
-        lens: bool = False) -> RenderResult:
-    """Time every renderer at every size; compare their images.
+def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES,
+        renderers: tuple[str, ...] = RENDERERS, seconds: float = 2.0, robots: int = 16,
+        map_name: str = "town", seed: int = 1, progress: Callable[[str], None] | None = None,
+        lens: bool = True, cameras: int = 16) -> RenderResult:
+    """Time every renderer at every size and camera; compare their images with tiny's.
 
     Args:
         sizes: image sizes, (width, height).
-        renderers: the renderers to measure, in order (a third is not compared).
-        frames: timed renders per renderer and size.
-        robots: robots in the scene; the renders take their views in turn.
+        renderers: the renderers to measure, in order.
+        seconds: the least time each figure is measured over.
+        robots: robots in the scene.
         map_name: the scene's map.
         seed: the robots' start poses.
-        progress: called with ``"RENDERER WxH"`` after each measurement.
-        lens: also time the Duckiebot's lens camera at each size.
+        progress: called with ``"RENDERER WxH[ MODEL]"`` after each measurement.
+        lens: also the Duckiebot's lens camera at each size.
+        cameras: views drawn per call (the first ``cameras`` robots').
     """
+    os.environ.setdefault("LP_NUM_THREADS", "1")  # Mesa's llvmpipe: one core, as the rest
+    cameras = min(cameras, robots)
     rows: list[RenderRow] = []
     images: dict[str, dict[str, np.ndarray]] = {}
     unavailable: dict[str, str] = {}
+    models = MODELS if lens else MODELS[:1]
     for renderer in renderers:
         try:
             world = World(map_name, robots, seed=seed, renderer=renderer)
@@ -124,59 +181,109 @@ def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, renderers: tuple[str
             unavailable[renderer] = str(exc)
             continue
         try:
-            states = world.state()
             images[renderer] = {}
             for w, h in sizes:
-                models = ("pinhole", "duckiebot") if lens else ("pinhole",)
                 for model in models:
-                    cam = Camera.of_model(model, w, h, renderer=renderer)
-                    for i in range(WARMUP):
-                        cam.render(world.client, states[i % robots])
-                    out = np.empty(cam.shape, np.uint8)
-                    times = []
-                    for i in range(frames):
-                        t0 = time.perf_counter()
-                        cam.render(world.client, states[i % robots], out=out)
-                        times.append(time.perf_counter() - t0)
                     key = f"{w}x{h}" if model == "pinhole" else f"{w}x{h}-{model}"
-                    images[renderer][key] = cam.render(world.client, states[0])
-                    mean = statistics.fmean(times)
-                    rows.append(RenderRow(renderer=renderer, size=f"{w}x{h}",
-                                          ms_per_frame_p50=statistics.median(times) * 1e3,
-                                          ms_per_frame_mean=mean * 1e3,
-                                          frames_per_s=1.0 / mean, frames=frames,
-                                          camera=model))
+                    row, images[renderer][key] = _time(world, renderer, model, (w, h),
+                                                       cameras, seconds)
+                    rows.append(row)
                     if progress is not None:
-                        progress(f"{renderer} {w}x{h}" + ("" if model == "pinhole"
-                                                          else f" {model}"))
+                        progress(f"{renderer} {key.replace('-', ' ')}")
         finally:
             world.close()
-    differences = []
-    if len(images) == 2:
-        a, b = (images[r] for r in renderers if r in images)
-        for size in (k for k in a if "-" not in k):  # the pinhole images
-            d = np.abs(a[size].astype(np.int16) - b[size].astype(np.int16))
-            differences.append(ImageDifference(
-                size=size, mean_abs_difference=float(d.mean()),
-                pixels_differing=float((d.max(axis=2) > 0).mean()),
-                pixels_differing_over_32=float((d.max(axis=2) > BIG_DIFFERENCE).mean())))
-    return RenderResult(rows=rows, differences=differences, unavailable=unavailable,
+    return RenderResult(rows=rows, differences=differences(images), unavailable=unavailable,
                         egl_device=egl_device() if "egl" in images else None, robots=robots,
                         map_name=map_name, egl_over_tiny=speedups(rows),
-                        lens_cost=lens_costs(rows), images=images)
+                        lens_cost=lens_costs(rows), over_tiny=over_tiny(rows),
+                        cameras=cameras, images=images)
+
+
+def _time(world: World, renderer: str, model: str, wh: tuple[int, int], cameras: int,
+          seconds: float) -> tuple[RenderRow, np.ndarray]:
+    """One renderer at one size and camera: calls of ``cameras`` views, repeated for at
+    least ``seconds`` after a warm-up call; the row and the views."""
+    states = world.state()
+    cam = Camera.of_model(model, *wh, renderer=renderer)
+    out = np.zeros((cameras, cam.height, cam.width, 3), np.uint8)
+    robots = list(range(cameras))
+    if renderer == "batch":
+        from dmxshm.matrix.batch_render import renderer_of
+
+        batch = renderer_of(world)
+
+        def call() -> None:
+            batch.render([cam] * cameras, states[robots], 0.0, out, seen=states,
+                         owners=robots)
+    else:
+        def call() -> None:
+            for r in robots:
+                cam.render(world.client, states[r], out=out[r])
+    call()  # warm-up (and the batch renderer's compiled code loaded)
+    times: list[float] = []
+    start = time.perf_counter()
+    while not times or time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    wall = time.perf_counter() - start
+    per_frame = [t / cameras for t in times]
+    total = sum(times)
+    return RenderRow(renderer=renderer, size=f"{wh[0]}x{wh[1]}",
+                     ms_per_frame_p50=statistics.median(per_frame) * 1e3,
+                     ms_per_frame_mean=total / (len(times) * cameras) * 1e3,
+                     frames_per_s=len(times) * cameras / total, frames=len(times) * cameras,
+                     camera=model, cameras_per_call=cameras, calls=len(times),
+                     seconds=wall), out.copy()
+
+
+def differences(images: dict[str, dict[str, np.ndarray]]) -> list[ImageDifference]:
+    """Each renderer's views against tiny's, per size and camera."""
+    tiny = images.get("tiny", {})
+    out = []
+    for renderer, by_key in images.items():
+        if renderer == "tiny":
+            continue
+        for key, img in by_key.items():
+            if key not in tiny:
+                continue
+            size, _, model = key.partition("-")
+            d = np.abs(img.astype(np.int16) - tiny[key].astype(np.int16))
+            out.append(ImageDifference(
+                size=size, mean_abs_difference=float(d.mean()),
+                pixels_differing=float((d.max(axis=-1) > 0).mean()),
+                pixels_differing_over_32=float((d.max(axis=-1) > BIG_DIFFERENCE).mean()),
+                renderer=renderer, camera=model or "pinhole"))
+    return out
+
+
+def over_tiny(rows: list[RenderRow]) -> dict[str, dict[str, float]]:
+    """Each renderer's frames/s over tiny's, by size (``-duckiebot`` for the lens).
+
+    Example:
+        >>> row = lambda name, fps: RenderRow(name, "64x64", 1e3 / fps, 1e3 / fps, fps, 1)
+        >>> over_tiny([row("tiny", 100.0), row("batch", 2500.0)])
+        {'batch': {'64x64': 25.0}}
+    """
+    tiny = {(r.size, r.camera): r.frames_per_s for r in rows if r.renderer == "tiny"}
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        base = tiny.get((r.size, r.camera))
+        if r.renderer != "tiny" and base:
+            key = r.size if r.camera == "pinhole" else f"{r.size}-{r.camera}"
+            out.setdefault(r.renderer, {})[key] = r.frames_per_s / base
+    return out
 
 
 def speedups(rows: list[RenderRow]) -> dict[str, float]:
-    """EGL's frames/s over tiny's, per size (where both ran).
+    """EGL's frames/s over tiny's, per size (pinhole; where both ran).
 
     Example:
         >>> row = lambda name, fps: RenderRow(name, "64x64", 1e3 / fps, 1e3 / fps, fps, 1)
         >>> speedups([row("tiny", 100.0), row("egl", 250.0)])
         {'64x64': 2.5}
     """
-    by = {(r.renderer, r.size): r.frames_per_s for r in rows if r.camera == "pinhole"}
-    return {size: by[("egl", size)] / by[("tiny", size)] for (name, size) in by
-            if name == "tiny" and ("egl", size) in by}
+    return {k: v for k, v in over_tiny(rows).get("egl", {}).items() if "-" not in k}
 
 
 def lens_costs(rows: list[RenderRow]) -> dict[str, float]:

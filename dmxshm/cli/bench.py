@@ -76,27 +76,38 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
 @bench.command("render")
 @click.option("--sizes", default=",".join(fmt_wh(wh) for wh in render.DEFAULT_SIZES),
               show_default=True, help="Image sizes, WxH, comma-separated.")
-@click.option("--frames", type=click.IntRange(min=1), default=arg_default(render.run, "frames"),
-              show_default=True, help="Timed renders per renderer and size.")
-@click.option("--renderer", "renderers", type=click.Choice(["tiny", "egl"]), multiple=True,
-              help="Renderers to compare [default: "
-                   f"{' and '.join(arg_default(render.run, 'renderers'))}].")
+@click.option("--seconds", type=click.FloatRange(min=0.01),
+              default=arg_default(render.run, "seconds"), show_default=True,
+              help="Least time each figure is measured over.")
+@click.option("--renderer", "renderers", type=click.Choice(list(render.RENDERERS)),
+              multiple=True, help="Renderers to compare [default: "
+                                  f"{', '.join(arg_default(render.run, 'renderers'))}].")
+@click.option("--cameras", type=click.IntRange(min=1), default=arg_default(render.run, "cameras"),
+              show_default=True, help="Views drawn per call (B): the batch renderer draws "
+                                      "them at once, tiny and EGL one after another.")
+@click.option("--robots", type=click.IntRange(min=1), default=arg_default(render.run, "robots"),
+              show_default=True, help="Robots in the scene (the cameras are on the first).")
 @click.option("--images", "images_dir", type=click.Path(file_okay=False),
-              help="Write each renderer's image of the same view per size as PNG here.")
-@click.option("--lens", is_flag=True,
+              help="Write each renderer's first view per size as PNG here.")
+@click.option("--lens/--no-lens", default=True, show_default=True,
               help="Also time the Duckiebot's lens camera (--camera duckiebot's model) at "
-                   "each size: a wider pinhole image remapped through the lens.")
+                   "each size.")
 @click.option("--map", "map_name", default=arg_default(render.run, "map_name"),
               show_default=True, help="The scene's map (a name, a file or a folder).")
 @json_file_option("Write the figures as JSON to this file.", writable=True)
-def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir: str | None,
-                 lens: bool, map_name: str, json: str | None) -> None:
-    """The camera renderers side by side: ms per frame and frames/s per process at each
-    size, on the same scene, and how their images differ.
+@check_option
+def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras: int,
+                 robots: int, images_dir: str | None, lens: bool, map_name: str,
+                 json: str | None, check: bool) -> None:
+    """The camera renderers side by side, on the same scene: frames/s per core with
+    --cameras views per call at each size and camera, and how each renderer's images
+    differ from tiny's.
 
     tiny is pybullet's CPU renderer; egl its EGL plugin (on a GPU, or on Mesa's
-    software OpenGL where there is none). A renderer that cannot load here is
-    named with the reason and left out.
+    software OpenGL, held to one thread); batch dmxshm's own, which draws every view of
+    a call at once. A renderer that cannot load here is named with the reason and left
+    out. --check: issue 30's targets (batch >= 20x tiny at 64x64, >= 10x at 160x120 and
+    640x480; its difference to tiny <= 1.5x EGL's), exit 3 if one is missed.
     """
     check_outputs(json)
     if images_dir:
@@ -115,14 +126,16 @@ def bench_render(sizes: str, frames: int, renderers: tuple[str, ...], images_dir
     with click.progressbar(length=len(wh) * len(chosen) * (2 if lens else 1),
                            label="bench render", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
-        result = render.run(wh, chosen, frames, map_name=map_name, lens=lens,
-                            progress=lambda label: bar.update(1, label))
+        result = render.run(wh, chosen, seconds, robots=robots, map_name=map_name, lens=lens,
+                            cameras=cameras, progress=lambda label: bar.update(1, label))
     console.print_render(result)
     if images_dir:
-        for path in _write_images(result.images, images_dir):
+        for path in _write_images({name: {k: v[0] for k, v in by.items()}
+                                   for name, by in result.images.items()}, images_dir):
             click.echo(f"wrote {path}")
     if json:
         console.write_json(result.to_dict(), json)
+    check_targets(result.targets(), check)
 
 
 def _write_images(images: dict[str, dict[str, Any]], folder: str) -> list[str]:

@@ -37,7 +37,7 @@ import math
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -395,9 +395,8 @@ class BatchRenderer:
         self._static_shapes = static
         self._static = _Table.of(static)
         self._robot = _Table.of(robot_shapes())
-        self._rays: dict[tuple[Any, ...], int] = {}
-        self._sets: list[RaySet] = []
-        self._stacked: tuple[np.ndarray, ...] = ()
+        self._rays: dict[tuple[Any, ...], int] = {}  # camera model -> index in its size's
+        self._sizes: dict[tuple[int, int], _Sets] = {}
         self._cameras: dict[int, tuple[Any, int, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._background = np.array(BACKGROUND, np.float32)
         self._joined: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -423,16 +422,8 @@ class BatchRenderer:
                 raise BatchRenderError(
                     f"the batch renderer draws images of at most {MAX_IMAGE_PIXELS} pixels "
                     f"(1920x1080), not {camera.width}x{camera.height}")
-            if self._sets and self._sets[0].xy.shape[0] != camera.width * camera.height:
-                raise BatchRenderError(
-                    "one batch renderer draws one image size: "
-                    f"{len(self._sets[0].row_lo)} rows asked for first, then "
-                    f"{camera.width}x{camera.height}")
-            index = self._rays[key] = len(self._sets)
-            self._sets.append(ray_set(camera))
-            self._stacked = tuple(np.ascontiguousarray(np.stack([getattr(r, f) for r in
-                                                                 self._sets]))
-                                  for f in ("xy", "row_lo", "row_hi", "col_lo", "col_hi"))
+            sets = self._sizes.setdefault((camera.width, camera.height), _Sets())
+            index = self._rays[key] = sets.add(ray_set(camera))
         got = (camera, index, mount_basis(camera.tilt_deg),
                np.asarray(camera.mount_m, np.float64), _light(camera))
         if len(self._cameras) > 4096:
@@ -463,7 +454,7 @@ class BatchRenderer:
 
         Raises:
             BatchRenderError: an image beyond :data:`MAX_IMAGE_PIXELS`, cameras of
-                different sizes, or ``out`` of another shape.
+                different sizes in one call, or ``out`` of another shape.
         """
         from dmxshm.matrix import raycast
 
@@ -474,6 +465,10 @@ class BatchRenderer:
         if out.shape != (n, h, w, 3) or out.dtype != np.uint8:
             raise BatchRenderError(f"out must be ({n}, {h}, {w}, 3) uint8, not "
                                    f"{out.shape} {out.dtype}")
+        if any((c.width, c.height) != (w, h) for c in cameras):
+            raise BatchRenderError("the cameras of one call draw one image size, not "
+                                   + ", ".join(sorted({f"{c.width}x{c.height}"
+                                                       for c in cameras})))
         got = [self._camera(c) for c in cameras]
         sets = np.array([g[1] for g in got], np.int64)
         basis = np.stack([g[2] for g in got])
@@ -484,7 +479,7 @@ class BatchRenderer:
         static = self._static if not self._mover_shapes else self._with_movers(sim_time_s)
         seen = poses[:0] if seen is None else seen
         r = self._robot
-        xy, row_lo, row_hi, col_lo, col_hi = self._stacked
+        xy, row_lo, row_hi, col_lo, col_hi = self._sizes[(w, h)].stacked
         planes, spans, bound, rot, eye, cand, box, count = raycast.prepare(
             np.ascontiguousarray(seen["pos_m"], np.float64),
             np.ascontiguousarray(seen["quat_xyzw"], np.float64),
@@ -591,6 +586,21 @@ def _threads(n: int) -> None:
     if not _THREADS or _THREADS[0] != n:
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
         _THREADS[:] = [n]
+
+
+@dataclass
+class _Sets:
+    """The ray sets of one image size, and their arrays stacked as the kernels take
+    them (each set's index is its row)."""
+
+    sets: list[RaySet] = field(default_factory=list)
+    stacked: tuple[np.ndarray, ...] = ()
+
+    def add(self, rays: RaySet) -> int:
+        self.sets.append(rays)
+        self.stacked = tuple(np.ascontiguousarray(np.stack([getattr(r, f) for r in self.sets]))
+                             for f in ("xy", "row_lo", "row_hi", "col_lo", "col_hi"))
+        return len(self.sets) - 1
 
 
 @dataclass

@@ -140,7 +140,7 @@ def bundled_maps() -> list[str]:
         >>> "loop" in bundled_maps()
         True
     """
-    return sorted(p.stem for p in MAPS_DIR.glob("*.json"))
+    return sorted(p.stem for p in (*MAPS_DIR.glob("*.json"), *MAPS_DIR.glob("*.yaml")))
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,8 @@ def load_map(name_or_path: str | FsPath) -> RoadMap:
         return _load_layered(path)
     if not path.is_file():
         bundled = MAPS_DIR / f"{text}.json"
+        if not bundled.is_file():  # a bundled map in gym-duckietown's format (town)
+            bundled = MAPS_DIR / f"{text}.yaml"
         if "/" in text or text.endswith((".json", ".yaml", ".yml")) or not bundled.is_file():
             raise MapNotFoundError(
                 f"no map {text!r}: not a file or folder, and not a bundled map "

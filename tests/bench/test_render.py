@@ -13,46 +13,60 @@ from dmxshm.bench.render import ImageDifference, RenderResult, RenderRow
 
 RENDER_TIMEOUT_S = 120
 KEYS = ["rows", "differences", "unavailable", "egl_device", "robots", "map", "egl_over_tiny",
-        "lens_cost"]
+        "lens_cost", "over_tiny", "cameras", "targets"]
 
 
 def test_to_dict_writes_the_json_names_without_the_images() -> None:
-    rows = [RenderRow("tiny", "64x48", 4.0, 5.0, 200.0, 3),
-            RenderRow("egl", "64x48", 1.0, 2.0, 500.0, 3)]
-    result = RenderResult(rows=rows, differences=[ImageDifference("64x48", 3.5, 0.5, 0.25)],
+    rows = [RenderRow("tiny", "64x64", 4.0, 5.0, 200.0, 3),
+            RenderRow("egl", "64x64", 1.0, 2.0, 500.0, 3),
+            RenderRow("batch", "64x64", 0.1, 0.1, 5000.0, 3)]
+    diffs = [ImageDifference("64x64", 3.5, 0.5, 0.25, "egl"),
+             ImageDifference("64x64", 0.5, 0.05, 0.01, "batch")]
+    result = RenderResult(rows=rows, differences=diffs,
                           unavailable={}, egl_device="llvmpipe", robots=2, map_name="loop",
-                          egl_over_tiny=render.speedups(rows),
-                          images={"tiny": {"64x48": np.zeros((48, 64, 3), np.uint8)}})
+                          egl_over_tiny=render.speedups(rows), over_tiny=render.over_tiny(rows),
+                          images={"tiny": {"64x64": np.zeros((1, 64, 64, 3), np.uint8)}})
     d = result.to_dict()
-    assert list(d) == KEYS and d["map"] == "loop" and d["egl_over_tiny"] == {"64x48": 2.5}
-    assert d["rows"][0] == {"renderer": "tiny", "size": "64x48", "ms_per_frame_p50": 4.0,
+    assert list(d) == KEYS and d["map"] == "loop" and d["egl_over_tiny"] == {"64x64": 2.5}
+    assert d["over_tiny"] == {"egl": {"64x64": 2.5}, "batch": {"64x64": 25.0}}
+    assert d["rows"][0] == {"renderer": "tiny", "size": "64x64", "ms_per_frame_p50": 4.0,
                             "ms_per_frame_mean": 5.0, "frames_per_s": 200.0, "frames": 3,
-                            "camera": "pinhole"}
-    assert d["differences"] == [{"size": "64x48", "mean_abs_difference": 3.5,
-                                 "pixels_differing": 0.5, "pixels_differing_over_32": 0.25}]
+                            "camera": "pinhole", "cameras_per_call": 1, "calls": 0,
+                            "seconds": 0.0}
+    assert d["differences"][1] == {"size": "64x64", "mean_abs_difference": 0.5,
+                                   "pixels_differing": 0.05, "pixels_differing_over_32": 0.01,
+                                   "renderer": "batch", "camera": "pinhole"}
+    # the targets: 25x >= 20x met; 0.5 <= 1.5 x 3.5 met
+    assert [(t["measured"], t["met"]) for t in d["targets"]] == [(25.0, True),
+                                                                  (0.5 / 3.5, True)]
     assert json.loads(json.dumps(d)) == d  # no array in it
 
 
 @pytest.mark.timeout(RENDER_TIMEOUT_S)
 def test_a_run_gives_its_rows_and_images_typed() -> None:
-    result = render.run(((32, 24), (16, 12)), ("tiny",), frames=2)
-    assert [(r.renderer, r.size, r.frames) for r in result.rows] == [("tiny", "32x24", 2),
-                                                                      ("tiny", "16x12", 2)]
-    assert all(r.frames_per_s == pytest.approx(1e3 / r.ms_per_frame_mean) for r in result.rows)
-    assert result.images["tiny"]["32x24"].shape == (24, 32, 3)
-    # One renderer: nothing to compare, no EGL.
-    assert result.differences == [] and result.egl_over_tiny == {}
+    result = render.run(((32, 24), (16, 12)), ("tiny", "batch"), seconds=0.05, robots=3,
+                        cameras=2, lens=False)
+    assert [(r.renderer, r.size) for r in result.rows] == [
+        ("tiny", "32x24"), ("tiny", "16x12"), ("batch", "32x24"), ("batch", "16x12")]
+    for r in result.rows:  # whole calls of 2 views, timed for at least the time asked
+        assert r.frames == 2 * r.calls and r.seconds >= 0.05
+        assert r.frames_per_s == pytest.approx(1e3 / r.ms_per_frame_mean)
+    assert result.images["tiny"]["32x24"].shape == (2, 24, 32, 3)
+    assert [(d.renderer, d.size) for d in result.differences] == [("batch", "32x24"),
+                                                                   ("batch", "16x12")]
+    assert all(d.mean_abs_difference < 10 for d in result.differences)
+    assert set(result.over_tiny) == {"batch"} and result.egl_over_tiny == {}
     assert result.egl_device is None and result.unavailable == {}
-    assert (result.robots, result.map_name) == (2, "loop")
+    assert (result.robots, result.map_name, result.cameras) == (3, "town", 2)
 
 
 @pytest.mark.timeout(120)
 def test_the_lens_camera_is_timed_beside_the_pinhole_one() -> None:
-    result = render.run(((64, 48),), ("tiny",), frames=2, lens=True)
+    result = render.run(((64, 48),), ("tiny",), seconds=0.05, robots=2, cameras=1)
     assert [(r.camera, r.size) for r in result.rows] == [("pinhole", "64x48"),
                                                          ("duckiebot", "64x48")]
     assert set(result.lens_cost) == {"tiny 64x48"} and result.lens_cost["tiny 64x48"] > 0
-    assert result.images["tiny"]["64x48-duckiebot"].shape == (48, 64, 3)
+    assert result.images["tiny"]["64x48-duckiebot"].shape == (1, 48, 64, 3)
 
 
 @pytest.mark.timeout(180)

@@ -172,8 +172,10 @@ def test_sizes_beyond_the_limit_and_mixed_sizes_are_refused() -> None:
         with pytest.raises(BatchRenderError, match=f"at most {MAX_IMAGE_PIXELS} pixels"):
             r.render([Camera(2000, 1100)], states, 0.0, np.zeros((1, 1100, 2000, 3), np.uint8))
         r.render([Camera(32, 24)], states, 0.0, np.zeros((1, 24, 32, 3), np.uint8))
-        with pytest.raises(BatchRenderError, match="one image size"):
-            r.render([Camera(16, 12)], states, 0.0, np.zeros((1, 12, 16, 3), np.uint8))
+        r.render([Camera(16, 12)], states, 0.0, np.zeros((1, 12, 16, 3), np.uint8))
+        with pytest.raises(BatchRenderError, match="one image size, not 16x12, 32x24"):
+            r.render([Camera(32, 24), Camera(16, 12)], np.concatenate([states, states]), 0.0,
+                     np.zeros((2, 24, 32, 3), np.uint8))
         with pytest.raises(BatchRenderError, match="out must be"):
             r.render([Camera(32, 24)], states, 0.0, np.zeros((1, 24, 32), np.uint8))
 
