@@ -400,6 +400,7 @@ class BatchRenderer:
         self._cameras: dict[int, tuple[Any, int, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._background = np.array(BACKGROUND, np.float32)
         self._joined: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._depth: dict[tuple[int, int], np.ndarray] = {}  # the kernel's scratch
         self._plain_palette = self._palette([None], 1)[0]
 
     @classmethod
@@ -490,7 +491,9 @@ class BatchRenderer:
             static.corners, r.planes, r.spans, r.centre, r.radius, r.corners,
             sets, row_lo, row_hi, col_lo, col_hi, NEAR_M, FAR_M)
         colour, kind = self._colours(static, len(seen))
-        depth = np.empty((n, h * w), np.float32)
+        depth = self._depth.get((n, h * w))
+        if depth is None:  # kept: fresh pages for every call would cost their faults
+            depth = self._depth[(n, h * w)] = np.empty((n, h * w), np.float32)
         _threads(self.threads)
         raycast.render(xy, sets, rot, eye, light, np.ascontiguousarray(palette),
                        self._background, self.ground.material, self._ground_params, planes,

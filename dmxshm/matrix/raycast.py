@@ -21,6 +21,9 @@ on how pixels or cameras are split between threads):
 
 Shading (:func:`_shade`) follows pybullet's tiny renderer: ambient plus diffuse plus
 a specular term of the reflected light's height, times the surface's colour.
+
+The kernels are compiled with numpy's error model: a division by zero gives an
+infinity (which the comparisons after it reject) instead of raising.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from numba import njit
 AMBIENT, DIFFUSE, SPECULAR = 0.6, 0.35, 0.05
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _shade(colour: float, nx: float, ny: float, nz: float, lx: float, ly: float,
            lz: float) -> float:
     dot = nx * lx + ny * ly + nz * lz
@@ -49,7 +52,7 @@ FLAT, SMOOTH, BALL = 0, 1, 2
 polyhedron) shaded smooth, by the normal at the hit; a sphere hit exactly."""
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarray,
            light: np.ndarray, palette: np.ndarray, background: np.ndarray,
            material: np.ndarray, ground: np.ndarray, planes: np.ndarray,
@@ -92,7 +95,7 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
                   cand_box[b, c], near, depth[b], out[b])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
             palette: np.ndarray, background: np.ndarray, material: np.ndarray,
             ground: np.ndarray, near: float, far: float, depth: np.ndarray,
@@ -147,7 +150,7 @@ def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarra
             i += 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
           planes: np.ndarray, first: int, count: int, colour: np.ndarray,
           bound: np.ndarray, kind: int, box: np.ndarray, near: float,
@@ -217,7 +220,7 @@ def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
             depth[i] = t_in
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
             cam_quat: np.ndarray, cam_owner: np.ndarray, cam_basis: np.ndarray,
             cam_mount: np.ndarray, s_planes: np.ndarray, s_spans: np.ndarray,
@@ -317,7 +320,7 @@ def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
     return planes, spans, bound, rot, eye, cand, box, count
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _turn(r: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     """``out[:3] = r @ v[:3]`` (without BLAS)."""
     x, y, z = v[0], v[1], v[2]
@@ -326,7 +329,7 @@ def _turn(r: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     out[2] = r[2, 0] * x + r[2, 1] * y + r[2, 2] * z
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rotation(quat: np.ndarray, r: np.ndarray) -> None:
     """``r`` = the rotation of quaternion ``quat`` (x, y, z, w)."""
     x, y, z, w = quat[0], quat[1], quat[2], quat[3]
@@ -341,7 +344,7 @@ def _rotation(quat: np.ndarray, r: np.ndarray) -> None:
     r[2, 2] = 1 - 2 * (x * x + y * y)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _first_at_least(values: np.ndarray, x: float) -> int:
     """The first index of sorted ``values`` whose value is >= ``x`` (its length: none)."""
     lo, hi = 0, values.shape[0]
@@ -354,7 +357,7 @@ def _first_at_least(values: np.ndarray, x: float) -> int:
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _first_above(values: np.ndarray, x: float) -> int:
     """The first index of sorted ``values`` whose value is > ``x`` (its length: none)."""
     lo, hi = 0, values.shape[0]
@@ -367,7 +370,7 @@ def _first_above(values: np.ndarray, x: float) -> int:
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _screen_box(corners: np.ndarray, m: np.ndarray, e: np.ndarray, near: float,
                 row_lo: np.ndarray, row_hi: np.ndarray, col_lo: np.ndarray,
                 col_hi: np.ndarray, cam: np.ndarray, out: np.ndarray) -> bool:
@@ -406,7 +409,7 @@ def _screen_box(corners: np.ndarray, m: np.ndarray, e: np.ndarray, near: float,
     return out[0] < out[1] and out[2] < out[3]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sort_nearest(key: np.ndarray, cand: np.ndarray, box: np.ndarray, n: int) -> None:
     """Sort the first ``n`` candidates (and their boxes) by ``key``, nearest first
     (insertion sort: stable, and a camera sees a few dozen parts)."""
