@@ -483,11 +483,11 @@ def print_network_busy(rows: list[Any]) -> None:
 
 def print_vector_rows(rows: list[Any], summary: list[dict[str, Any]]) -> None:
     """``dmxshm bench vector``'s table and its ratios."""
-    click.echo(f"{'impl':<8} {'obs':<7} {'camera':<8} {'envs':>5} {'procs':>6} "
+    click.echo(f"{'impl':<8} {'obs':<7} {'camera':<11} {'envs':>5} {'procs':>6} "
                f"{'env-steps/s':>12} {'caller CPU us/env-step':>23}")
     for r in rows:
         cpu = getattr(r, "caller_cpu_us", None)
-        click.echo(f"{r.impl:<8} {r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>6} "
+        click.echo(f"{r.impl:<8} {r.obs:<7} {r.camera:<11} {r.num_envs:>5} {r.num_workers:>6} "
                    f"{r.env_steps_per_s:>12.0f} {'-' if cpu is None else f'{cpu:.1f}':>23}")
     click.echo("(caller CPU: the CPU time of the process that calls step() or recv()/send(), "
                "per env-step, kernel included)")
@@ -520,13 +520,13 @@ def print_breakdowns(rows: list[Any]) -> None:
         return
     click.echo("\nwhere a dmxshm batch step goes (us): step = handoff out + span + handoff back;"
                " barrier = span - mean busy")
-    click.echo(f"{'obs':<7} {'camera':<8} {'envs':>5} {'workers':>7} {'step':>8} {'out':>6} "
+    click.echo(f"{'obs':<7} {'camera':<11} {'envs':>5} {'workers':>7} {'step':>8} {'out':>6} "
                f"{'span':>8} {'back':>6} {'barrier':>8}  busy per worker / idle per worker")
     for r in split:
         b = r.breakdown
         busy = "/".join(f"{v:.0f}" for v in b["busy_us"])
         idle = "/".join(f"{v:.0f}" for v in b["idle_us"])
-        click.echo(f"{r.obs:<7} {r.camera:<8} {r.num_envs:>5} {r.num_workers:>7} "
+        click.echo(f"{r.obs:<7} {r.camera:<11} {r.num_envs:>5} {r.num_workers:>7} "
                    f"{b['step_us']:>8.0f} {b['handoff_out_us']:>6.0f} {b['span_us']:>8.0f} "
                    f"{b['handoff_back_us']:>6.0f} {b['barrier_us']:>8.0f}  {busy} / {idle}")
 

@@ -56,11 +56,12 @@ class Row:
     caller_cpu_us: float | None = None
 
 
-def _factory(obs: str, camera: tuple[int, int]) -> Callable[[], gym.Env]:
+def _factory(obs: str, camera: tuple[int, int], renderer: str = "tiny"
+             ) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
         from dmxshm.batch.env import DuckieLaneEnv
 
-        return DuckieLaneEnv(obs=obs, camera=camera)
+        return DuckieLaneEnv(obs=obs, camera=camera, renderer=renderer)
     return make
 
 
@@ -117,12 +118,14 @@ def _time_async(env: Any, n: int, seconds: float) -> Timed:
 
 
 def free_worker(index: int, lo: int, hi: int, obs: str, camera: tuple[int, int],
-                gate: str, parties: int, rates: str, seconds: float) -> None:
-    """A free-running worker (see the module docstring): its rate into ``rates[index]``."""
+                gate: str, parties: int, rates: str, seconds: float,
+                renderer: str = "tiny") -> None:
+    """A free-running worker (see the module docstring): its rate into ``rates[index]``.
+    (With the batch renderer its envs draw one by one: no worker collects them.)"""
     from dmxshm.proc.gate import wait_for_start
     from dmxshm.shm.segment import Segment
 
-    envs = [_factory(obs, camera)() for _ in range(lo, hi)]
+    envs = [_factory(obs, camera, renderer)() for _ in range(lo, hi)]
     rng = np.random.default_rng(index)
     for k, env in enumerate(envs):
         env.reset(seed=lo + k)
@@ -145,7 +148,7 @@ def free_worker(index: int, lo: int, hi: int, obs: str, camera: tuple[int, int],
 
 
 def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
-               seconds: float) -> tuple[float, int]:
+               seconds: float, renderer: str = "tiny") -> tuple[float, int]:
     """The free-running workers' summed rate (``workers`` blocks, as make_vec splits)."""
     from dmxshm.proc.gate import wait_for_start
     from dmxshm.proc.supervisor import Supervisor
@@ -158,7 +161,7 @@ def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
         seg = reg.create_segment("free.rates", 8 * workers)
         for w, block in enumerate(blocks):
             sup.start(f"free-{w}", free_worker, w, int(block[0]), int(block[-1]) + 1, obs,
-                      camera, gate.name, workers + 1, seg.name, seconds)
+                      camera, gate.name, workers + 1, seg.name, seconds, renderer)
         wait_for_start(gate.name, 0, "bench")
         deadline = time.monotonic() + WARMUP_S + seconds + 60.0
         while sup.running() and time.monotonic() < deadline:
@@ -173,8 +176,9 @@ def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
     return rate, int(rate * seconds)
 
 
-def _time_single(obs: str, camera: tuple[int, int], seconds: float) -> Timed:
-    env = _factory(obs, camera)()
+def _time_single(obs: str, camera: tuple[int, int], seconds: float,
+                 renderer: str = "tiny") -> Timed:
+    env = _factory(obs, camera, renderer)()
     rng = np.random.default_rng(0)
     env.reset(seed=0)
 
@@ -206,7 +210,9 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
         workers: dmxshm worker processes (default: one per core); several to
             measure dmxshm at each (a sweep; the peers are measured once).
         quick: 1.5 s per measurement instead of 4 s.
-        configs: ``(obs, (width, height))`` pairs.
+        configs: ``(obs, (width, height))`` pairs, or ``(obs, (width, height),
+            renderer)`` (default tiny; another renderer's rows name it after the size:
+            ``64x64/batch``).
         impls: which of :data:`IMPLS` to measure (``dmx-recv`` and ``free``
             at each worker count of the sweep, as ``dmxshm``).
         seconds: time per measurement (overrides ``quick``).
@@ -218,11 +224,19 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
     sweep = [workers] if isinstance(workers, int) else list(workers or [cores])
     seconds = seconds if seconds is not None else (1.5 if quick else 4.0)
     rows = []
-    for obs, camera in configs:
+    for config in configs:
+        obs, camera = config[0], config[1]
+        renderer = config[2] if len(config) > 2 else "tiny"  # type: ignore[misc]
+        if renderer != "tiny":
+            from dmxshm.matrix.batch_render import ensure_compiled
+
+            ensure_compiled()  # (not in the timed windows)
         cam = f"{camera[0]}x{camera[1]}" if obs != "state" else "-"
+        if renderer != "tiny":
+            cam += f"/{renderer}"
         if progress:
             progress(f"single {obs} {cam}")
-        rate, steps, _ = _time_single(obs, camera, seconds)
+        rate, steps, _ = _time_single(obs, camera, seconds, renderer)
         rows.append(Row("single", obs, cam, 1, 1, rate, steps))
         for n in num_envs:
             for impl, w in [(i, w) for i in impls
@@ -231,22 +245,22 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
                     progress(f"{impl} {obs} {cam} x{n}" + (f" w{w}" if w else ""))
                 if impl == "dmxshm":
                     env: Any = make_vec(n, num_workers=w, obs=obs, camera=camera,
-                                        breakdown=True)
+                                        breakdown=True, renderer=renderer)
                     nproc = min(w, n)
                 elif impl == "free":
                     nproc = min(w, n)
-                    rate, steps = _time_free(n, nproc, obs, camera, seconds)
+                    rate, steps = _time_free(n, nproc, obs, camera, seconds, renderer)
                     rows.append(Row(impl, obs, cam, n, nproc, rate, steps))
                     continue
                 elif impl == "dmx-recv":
                     env = make_vec(n, num_workers=w, obs=obs, camera=camera,
-                                   batch_size=max(n // 2, 1))
+                                   batch_size=max(n // 2, 1), renderer=renderer)
                     nproc = min(w, n)
                 elif impl == "sync":
-                    env = gym.vector.SyncVectorEnv([_factory(obs, camera)] * n)
+                    env = gym.vector.SyncVectorEnv([_factory(obs, camera, renderer)] * n)
                     nproc = 1
                 elif impl == "async":
-                    env = gym.vector.AsyncVectorEnv([_factory(obs, camera)] * n,
+                    env = gym.vector.AsyncVectorEnv([_factory(obs, camera, renderer)] * n,
                                                     shared_memory=True)
                     nproc = n
                 else:
@@ -314,6 +328,13 @@ def targets(rows: list[Row]) -> list[tuple[str, float, bool]]:
             if s["vs_async"] is not None:
                 out.append(("camera 64x64: dmxshm / async >= 1", s["vs_async"],
                             s["vs_async"] >= 1.0))
+    # issue 30: make_vec with the batch renderer against the same with tiny, this run
+    by = {(r.camera, r.num_envs): r.env_steps_per_s for r in rows if r.impl == "dmxshm"}
+    for (cam, n), rate in by.items():
+        tiny = by.get((cam.split("/")[0], n))
+        if cam.endswith("/batch") and n == TARGETS_AT and tiny and cam.startswith("64x64"):
+            out.append((f"camera {cam}: dmxshm env-steps/s / the same with tiny >= 3 "
+                        "(stretch 5)", rate / tiny, rate / tiny >= 3.0))
     return out
 
 

@@ -27,8 +27,10 @@ IPC_QUICK = {"rounds": 2000, "repeats": 1, "warmup": 200}
 IPC_FULL = {name: arg_default(ipc.run, name) for name in IPC_QUICK}
 """``bench ipc``: the library's own defaults."""
 
-VECTOR_OBS = {"state": ("state", (160, 120)), "camera64": ("camera", (64, 64)),
-              "camera160": ("camera", (160, 120))}
+VECTOR_OBS: dict[str, tuple[Any, ...]] = {
+    "state": ("state", (160, 120)), "camera64": ("camera", (64, 64)),
+    "camera160": ("camera", (160, 120)), "camera64-batch": ("camera", (64, 64), "batch"),
+    "camera160-batch": ("camera", (160, 120), "batch")}
 """``bench vector --obs``: each name's observation kind and camera size."""
 
 
@@ -245,7 +247,8 @@ def bench_duckiematrix(duration_s: float, renderer: str, json: str | None,
                    "(workers x one environment alone), as a PNG.")
 @click.option("--obs", "obs", type=click.Choice(list(VECTOR_OBS)),
               multiple=True, help="Observation kinds to measure; repeatable "
-              "[default: all three: state, camera 64x64, camera 160x120].")
+              "[default: state, camera 64x64, camera 160x120, all with tiny]; "
+              "camera64-batch and camera160-batch draw with the batch renderer.")
 @click.option("--quick", is_flag=True, help="1.5 s per measurement instead of 4 s.")
 @json_file_option("Write the rows as a JSON list to this file.")
 @plot_option("Draw the rates as a bar chart PNG (needs the plot extra: matplotlib).")

@@ -364,9 +364,12 @@ class Noise:
         gain = 1.0 + m.exposure_sigma * float(z)
         bank = self._bank(robot, image.shape)
         frame = bank[int(pick * CAMERA_BANK_FRAMES) % CAMERA_BANK_FRAMES]
-        shift = int(shift_u * image.shape[0])
+        h = image.shape[0]
+        shift = int(shift_u * h) % h
         lut = np.clip(np.arange(256) * gain, 0, 255).astype(np.int16)
-        noisy = lut[image] + np.roll(frame, shift, axis=0)
+        noisy = np.take(lut, image)  # the exposure; then the bank's frame rolled by shift
+        noisy[shift:] += frame[:h - shift]
+        noisy[:shift] += frame[h - shift:]
         np.clip(noisy, 0, 255, out=noisy)
         image[...] = noisy
         return image
