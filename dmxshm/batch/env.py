@@ -243,19 +243,23 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
             self.camera_jobs.append(CameraJob(self, image, row.copy(), self.world.sim_time_s,
                                               self._shades, finish))
             return image
+        image = self._draw(self.camera, row)
+        if finish is not None:
+            finish(image)
+        return image
+
+    def _draw(self, camera: Camera, row: np.void) -> np.ndarray:
+        """``camera``'s image from the robot in state ``row``, drawn now (a new array)
+        in the process's scene, with this env's shades."""
         scene = scene_world(self.world.road_map, self.renderer, self.world.sim_time_s,
                             self._shades)
         if self.renderer == "batch":
             from dmxshm.matrix.batch_render import renderer_of
 
-            image = renderer_of(scene).render([self.camera], row[None], self.world.sim_time_s,
-                                              np.empty((1, *self.camera.shape), np.uint8),
-                                              shades=[self._shades])[0]
-        else:
-            image = self.camera.render(scene.client, row)
-        if finish is not None:
-            finish(image)
-        return image
+            return renderer_of(scene).render([camera], row[None], self.world.sim_time_s,
+                                             np.empty((1, *camera.shape), np.uint8),
+                                             shades=[self._shades])[0]
+        return camera.render(scene.client, row)
 
     def _image_finish(self) -> Callable[[np.ndarray], None] | None:
         """What a later version does to each drawn image (v1: its appearance and the
@@ -334,17 +338,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":
             return None
-        camera = self.camera or Camera(renderer=self.renderer)
-        if self.renderer == "batch":
-            from dmxshm.matrix.batch_render import renderer_of
-
-            scene = scene_world(self.world.road_map, self.renderer, self.world.sim_time_s)
-            return renderer_of(scene).render(
-                [camera], self.world.state()[None, 0], self.world.sim_time_s,
-                np.empty((1, *camera.shape), np.uint8), shades=[self._shades])[0]
-        return camera.render(scene_client(self.world.road_map, self.renderer,
-                                          self.world.sim_time_s, self._shades),
-                             self.world.state()[0])
+        return self._draw(self.camera or Camera(renderer=self.renderer), self.world.state()[0])
 
     def close(self) -> None:
         self.world.close()

@@ -209,7 +209,7 @@ def bench_agents(quick: bool, pairs: int | None, json: str | None, check: bool) 
 @bench.command("duckiematrix")
 @click.option("--duration", "duration_s", type=click.FloatRange(min=2.0), default=10.0,
               show_default=True, help="Seconds of the realtime run.")
-@click.option("--renderer", type=click.Choice(["tiny", "egl", "auto"]), default="egl",
+@click.option("--renderer", type=click.Choice(["tiny", "egl", "batch", "auto"]), default="egl",
               show_default=True, help="The camera renderer (640x480 frames).")
 @json_file_option("Write the figures as JSON to this file.")
 @check_option

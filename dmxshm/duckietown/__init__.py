@@ -123,7 +123,8 @@ class Simulator(DuckieLaneV1Env):
     motors' duties (left, right) in [-1, 1]. Its keyword arguments are
     gym-duckietown's, with its defaults, and dmxshm's ``render_mode``, ``renderer``,
     ``maps_dir`` (where ``map_name`` is looked for) and ``noise`` (the Duckiebot's
-    sensor noise on the camera; gym-duckietown has none, so off by default).
+    sensor noise on the camera; gym-duckietown has none, so off by default);
+    ``renderer`` defaults to ``"auto"`` (the fastest here, as v1's).
     ``map_name`` defaults to dmxshm's ``loop``: gym-duckietown's ``udem1`` is not
     bundled.
 
@@ -148,7 +149,7 @@ class Simulator(DuckieLaneV1Env):
                  color_ground: tuple[float, float, float] = COLOR_GROUND,
                  color_sky: tuple[float, float, float] = BLUE_SKY, style: str = "photos",
                  enable_leds: bool = False, *, render_mode: str | None = None,
-                 renderer: str = "tiny", maps_dir: str | None = None,
+                 renderer: str = "auto", maps_dir: str | None = None,
                  noise: bool = False) -> None:
         _refuse("draw_curve", draw_curve, False, "it draws no lane curves into the image")
         _refuse("draw_bbox", draw_bbox, False, "it draws no bounding boxes into the image")

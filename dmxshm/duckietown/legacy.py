@@ -53,12 +53,7 @@ class _OldGymAPI:
                 "no window; mode='rgb_array' returns the camera's image, and dmxshm's "
                 "live view (dmxshm run --view) shows a network from above")
         camera = self.camera or self._base_camera  # type: ignore[attr-defined]
-        from dmxshm.batch.env import scene_client
-
-        world = self.world  # type: ignore[attr-defined]
-        return camera.render(scene_client(world.road_map, self.renderer,  # type: ignore[attr-defined]
-                                          world.sim_time_s, self._shades),  # type: ignore[attr-defined]
-                             world.state()[0])
+        return self._draw(camera, self.world.state()[0])  # type: ignore[attr-defined]
 
 
 # The old API's reset and step differ from gymnasium's on purpose: that is the point.
