@@ -300,3 +300,41 @@ def plot_scaling(rows: Sequence[Any], path: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     _save(plt, fig, path)
+
+
+def plot_render(rows: Sequence[Any], path: str) -> None:
+    """Grouped bars (log scale): frames/s per core of each renderer, per size, for the
+    pinhole camera and the lens.
+
+    Args:
+        rows: :class:`dmxshm.bench.render.RenderRow` objects.
+        path: where to write the PNG.
+    """
+    plt = _pyplot()
+    cameras = list(dict.fromkeys(r.camera for r in rows))
+    sizes = list(dict.fromkeys(r.size for r in rows))
+    renderers = [(n, c) for n, c in (("tiny", "#55a868"), ("egl", "#dd8452"),
+                                     ("batch", "#4c72b0")) if any(r.renderer == n for r in rows)]
+    fig, axes = plt.subplots(1, len(cameras), figsize=(5.2 * len(cameras), 4.2),
+                             squeeze=False)
+    for ax, camera in zip(axes[0], cameras, strict=True):
+        by = {(r.renderer, r.size): r.frames_per_s for r in rows if r.camera == camera}
+        width = 0.8 / len(renderers)
+        for k, (name, color) in enumerate(renderers):
+            xs = [g + (k - (len(renderers) - 1) / 2) * width for g, s in enumerate(sizes)
+                  if (name, s) in by]
+            ys = [by[(name, s)] for s in sizes if (name, s) in by]
+            bars = ax.bar(xs, ys, width, label=name, color=color)
+            for bar, y in zip(bars, ys, strict=True):
+                ax.annotate(f"{y:.0f}", (bar.get_x() + bar.get_width() / 2, y),
+                            ha="center", va="bottom", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels(sizes)
+        ax.set_title("pinhole camera" if camera == "pinhole" else "the Duckiebot's lens")
+        ax.set_ylabel("frames/s per core")
+        ax.grid(axis="y", alpha=0.3, which="both")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
+    fig.suptitle("dmxshm bench render: 16 views per call, the same scene, one run")
+    _save(plt, fig, path, rect=(0, 0.07, 1, 1))

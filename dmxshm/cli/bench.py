@@ -97,10 +97,12 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
 @click.option("--map", "map_name", default=arg_default(render.run, "map_name"),
               show_default=True, help="The scene's map (a name, a file or a folder).")
 @json_file_option("Write the figures as JSON to this file.", writable=True)
+@plot_option("Draw frames/s per core as a bar chart PNG (needs the plot extra: matplotlib).",
+             writable=True)
 @check_option
 def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras: int,
                  robots: int, images_dir: str | None, lens: bool, map_name: str,
-                 json: str | None, check: bool) -> None:
+                 json: str | None, plot: str | None, check: bool) -> None:
     """The camera renderers side by side, on the same scene: frames/s per core with
     --cameras views per call at each size and camera, and how each renderer's images
     differ from tiny's.
@@ -111,7 +113,7 @@ def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras
     out. --check: issue 30's targets (batch >= 20x tiny at 64x64, >= 10x at 160x120 and
     640x480; its difference to tiny <= 1.5x EGL's), exit 3 if one is missed.
     """
-    check_outputs(json)
+    check_outputs(json, plot)
     if images_dir:
         check_folder(images_dir, "--images")
     wh = tuple(parse_wh(None, None, v.strip()) for v in sizes.split(",") if v.strip())
@@ -135,8 +137,9 @@ def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras
         for path in _write_images({name: {k: v[0] for k, v in by.items()}
                                    for name, by in result.images.items()}, images_dir):
             click.echo(f"wrote {path}")
-    if json:
-        console.write_json(result.to_dict(), json)
+    from dmxshm.bench.plot import plot_render
+
+    console.write_outputs(result.to_dict(), json, plot, lambda p: plot_render(result.rows, p))
     check_targets(result.targets(), check)
 
 
