@@ -133,7 +133,9 @@ def draw_cameras(jobs: list[CameraJob]) -> None:
         env = group[0].env
         scene = scene_world(env.world.road_map, env.renderer)
         out = np.empty((len(group), *env.camera.shape), np.uint8)
-        poses = np.stack([job.row for job in group])
+        poses = np.empty(len(group), group[0].row.dtype)  # (np.stack of records is slow)
+        for k, job in enumerate(group):
+            poses[k] = job.row
         renderer_of(scene).render([job.env.camera for job in group], poses,
                                   group[0].sim_time_s, out,
                                   shades=[job.shades for job in group])
