@@ -401,6 +401,8 @@ class BatchRenderer:
         self._background = np.array(BACKGROUND, np.float32)
         self._joined: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._depth: dict[tuple[int, int], np.ndarray] = {}  # the kernel's scratch
+        self._calls: dict[tuple[int, ...], tuple[list[Any], tuple[np.ndarray, ...]]] = {}
+        self._plains: dict[int, np.ndarray] = {}
         self._plain_palette = self._palette([None], 1)[0]
 
     @classmethod
@@ -470,13 +472,9 @@ class BatchRenderer:
             raise BatchRenderError("the cameras of one call draw one image size, not "
                                    + ", ".join(sorted({f"{c.width}x{c.height}"
                                                        for c in cameras})))
-        got = [self._camera(c) for c in cameras]
-        sets = np.array([g[1] for g in got], np.int64)
-        basis = np.stack([g[2] for g in got])
-        mount = np.stack([g[3] for g in got])
-        light = np.stack([g[4] for g in got])
-        palette = (np.broadcast_to(self._plain_palette, (n, *self._plain_palette.shape))
-                   if not shades or not any(shades) else self._palette(shades, n))
+        sets, basis, mount, light = self._call(cameras)
+        palette = (self._plain(n) if not shades or not any(shades)
+                   else self._palette(shades, n))
         static = self._static if not self._mover_shapes else self._with_movers(sim_time_s)
         seen = poses[:0] if seen is None else seen
         r = self._robot
@@ -495,10 +493,34 @@ class BatchRenderer:
         if depth is None:  # kept: fresh pages for every call would cost their faults
             depth = self._depth[(n, h * w)] = np.empty((n, h * w), np.float32)
         _threads(self.threads)
-        raycast.render(xy, sets, rot, eye, light, np.ascontiguousarray(palette),
+        raycast.render(xy, sets, rot, eye, light, palette,
                        self._background, self.ground.material, self._ground_params, planes,
                        spans, colour, bound, kind, cand, box, count, NEAR_M, FAR_M, depth, out)
         return out
+
+    def _call(self, cameras: Sequence[Any]) -> tuple[np.ndarray, ...]:
+        """The cameras' ray sets, optical frames, mounts and lights, stacked as the
+        kernels take them (kept for the same cameras in the same order: a process
+        draws the same ones call after call)."""
+        key = tuple(map(id, cameras))
+        got = self._calls.get(key)
+        if got is not None and all(a is b for a, b in zip(got[0], cameras, strict=True)):
+            return got[1]
+        each = [self._camera(c) for c in cameras]
+        stacked = (np.array([g[1] for g in each], np.int64), np.stack([g[2] for g in each]),
+                   np.stack([g[3] for g in each]), np.stack([g[4] for g in each]))
+        if len(self._calls) > 64:
+            self._calls.clear()
+        self._calls[key] = (list(cameras), stacked)
+        return stacked
+
+    def _plain(self, n: int) -> np.ndarray:
+        """``n`` cameras' ground colours without shades (kept)."""
+        got = self._plains.get(n)
+        if got is None:
+            got = self._plains[n] = np.ascontiguousarray(
+                np.broadcast_to(self._plain_palette, (n, *self._plain_palette.shape)))
+        return got
 
     def _palette(self, shades: Sequence[Mapping[str, float] | None] | None,
                  n: int) -> np.ndarray:
