@@ -66,8 +66,8 @@ BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
              ["supervisor: Supervisor", "child: python -m", "   dmxshm.proc FD NAME",
               "outcome, gate,", "cpus, prctl"]),
     "matrix": (32, 14.0, 20, 13.5, PROCESS, "matrix/",
-               ["camera: images", "sensors: IMU,", "   encoders, ToF",
-                "obs: the record", "   (a dtype)"]),
+               ["camera, lens, cameras", "batch_render, raycast:", "   many cameras a call",
+                "sensors, noise,", "obs (a dtype)"]),
     "world": (58, 14.0, 20, 13.5, PROCESS, "world/",
               ["world: a pybullet", "   client, physics", "robot, state, starts",
                "maps, tiles, lanes, scene", "+ policies.py: the agents"]),
@@ -152,6 +152,9 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("logs", "proc"): "the view stops its server process (proc/program.py)",
     ("sb3", "batch"): "SB3's VecEnv over a batch (sb3.py, rllib.py)",
     ("sb3", "proc"): "rllib.py: the CPUs an EnvRunner may use",
+    ("duckietown", "batch"): "the gym-duckietown drop-in is DuckieLane-v1 (batch/env_v1.py)",
+    ("duckietown", "matrix"): "its camera, where gym-duckietown mounts it",
+    ("duckietown", "world"): "its map, robot and motor constants",
 }
 FLOOR_NAMES = {"settings", "errors"}
 # Small top-level modules drawn inside another box.
