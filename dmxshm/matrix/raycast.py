@@ -303,7 +303,7 @@ def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
         k_set = ray_set[b]
         n = 0
         for q in range(n_parts):
-            if owner[q] == i:
+            if i >= 0 and owner[q] == i:  # its own robot (-1: the camera has none here)
                 continue
             cx, cy, cz = bound[q, 0] - e[0], bound[q, 1] - e[1], bound[q, 2] - e[2]
             qz = m[0, 2] * cx + m[1, 2] * cy + m[2, 2] * cz

@@ -110,3 +110,17 @@ def test_a_realtime_batch_run_replays_sample_for_sample(tmp_path) -> None:
     result = replay(path)
     assert result.equal and result.digest_equal
     assert result.replayed.trajectory_digest == s.trajectory_digest  # type: ignore[union-attr]
+
+
+def test_an_envs_camera_sees_the_maps_objects_as_tiny_does() -> None:
+    # (a batch env's camera belongs to no robot of the scene it is drawn in)
+    views = {}
+    for renderer in ("tiny", "batch"):
+        env = gymnasium.make("dmxshm/DuckieLane-v0", obs="camera", camera=(80, 60),
+                             map="town", renderer=renderer).unwrapped
+        try:
+            views[renderer] = np.stack([env.reset(seed=s)[0] for s in range(6)]).astype(int)
+        finally:
+            env.close()
+    diff = np.abs(views["tiny"] - views["batch"])  # (objects are in these views: missing,
+    assert diff.mean() < 2.5 and (diff.max(axis=-1) > 32).mean() < 0.04  # this fails)

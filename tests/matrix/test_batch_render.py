@@ -186,3 +186,30 @@ def test_a_pybullet_render_of_a_batch_camera_is_refused() -> None:
     with World("loop", 1, renderer="batch") as w, pytest.raises(CameraError,
                                                                  match="BatchRenderer"):
         Camera(16, 12, renderer="batch").render(w.client, w.state()[0])
+
+
+def test_a_moving_object_is_drawn_where_it_is_at_the_states_time() -> None:
+    m = load_map("big-loop")
+    x, y, _ = lane_pose(m, straight_tile(m), back_m=0.4)
+    images = {}
+    for renderer in ("tiny", "batch"):
+        with World(m, 1, seed=0, renderer=renderer) as w:
+            w.replace_robots([(x, y, 0.0)])
+            # a bus in the lane ahead, driving away from the camera
+            w.add_object("bus", x + 0.6, y, 0.0, static=False, speed_m_s=0.2)
+            cam = Camera(96, 72, renderer=renderer)
+            for t in (0.0, 1.5):
+                w.move_objects(t)
+                if renderer == "batch":
+                    img = renderer_of(w).render([cam], w.state(), t,
+                                                np.zeros((1, 72, 96, 3), np.uint8))[0]
+                else:
+                    img = cam.render(w.client, w.state()[0])
+                images[renderer, t] = img.astype(int)
+    for t in (0.0, 1.5):
+        mean, big = agreement(images["tiny", t][None], images["batch", t][None])
+        assert mean < MEAN_BOUND and big < BIG_SHARE_BOUND, (t, mean, big)
+    # it moved between the two times, in both renderers' images alike
+    assert not np.array_equal(images["batch", 0.0], images["batch", 1.5])
+    yellow = ((images["batch", 0.0][..., 0] > 150) & (images["batch", 0.0][..., 2] < 60))
+    assert yellow.sum() > 50  # the bus is in view
