@@ -178,7 +178,7 @@ def map_infos(maps: list[str] | None = None) -> list[MapInfo]:
 
     Example:
         >>> [(m.name, m.capacity) for m in map_infos()]
-        [('big-loop', 84), ('grid', 28), ('loop', 16)]
+        [('big-loop', 84), ('grid', 28), ('loop', 16), ('town', 28)]
     """
     out = []
     for name in bundled_maps() if maps is None else maps:
