@@ -62,7 +62,6 @@ MAX_IMAGE_PIXELS = 1920 * 1080
 """The largest image the batch renderer draws (as the network's own limit)."""
 BACKGROUND = (255, 255, 255)
 """Where a ray meets nothing: the tiny renderer's white."""
-NEAR_M, FAR_M = 0.01, 12.0
 MATERIALS = ("grass", "asphalt", "floor", "white", "yellow", "red", "tag")
 """The ground's materials, in the material map's codes."""
 TAG_RGBA = (0.05, 0.05, 0.05, 1.0)
@@ -473,6 +472,9 @@ class BatchRenderer:
                                    + ", ".join(sorted({f"{c.width}x{c.height}"
                                                        for c in cameras})))
         sets, basis, mount, light = self._call(cameras)
+        # the cameras' clipping planes (one pair a call: the nearest near, the farthest far)
+        near = min(float(c.near_m) for c in cameras)
+        far = max(float(c.far_m) for c in cameras)
         palette = (self._plain(n) if not shades or not any(shades)
                    else self._palette(shades, n))
         static = self._static if not self._mover_shapes else self._with_movers(sim_time_s)
@@ -487,7 +489,7 @@ class BatchRenderer:
             np.full(n, -1, np.int64) if owners is None else np.asarray(owners, np.int64),
             basis, mount, static.planes, static.spans, static.centre, static.radius,
             static.corners, r.planes, r.spans, r.centre, r.radius, r.corners,
-            sets, row_lo, row_hi, col_lo, col_hi, NEAR_M, FAR_M)
+            sets, row_lo, row_hi, col_lo, col_hi, near, far)
         colour, kind = self._colours(static, len(seen))
         depth = self._depth.get((n, h * w))
         if depth is None:  # kept: fresh pages for every call would cost their faults
@@ -495,7 +497,7 @@ class BatchRenderer:
         _threads(self.threads)
         raycast.render(xy, sets, rot, eye, light, palette,
                        self._background, self.ground.material, self._ground_params, planes,
-                       spans, colour, bound, kind, cand, box, count, NEAR_M, FAR_M, depth, out)
+                       spans, colour, bound, kind, cand, box, count, near, far, depth, out)
         return out
 
     def _call(self, cameras: Sequence[Any]) -> tuple[np.ndarray, ...]:

@@ -1,0 +1,355 @@
+"""Many robots in one world, each sensing, driving and scored as DuckieLane-v1's robot.
+
+:class:`MultiLane` is the core of dmxshm's multi-agent environments: the PettingZoo
+:class:`~dmxshm.marl.parallel.DuckieParallelEnv` and the batched multi-agent rows of
+``make_vec(..., robots_per_world=R)`` both step it, so a robot's numbers are the same
+from either.
+
+Each robot is ``DuckieLane-v1``'s (:mod:`dmxshm.batch.env_v1`): PWM duties through the
+Duckiebot's motor model, v1's state vector (:data:`~dmxshm.batch.env_v1.STATE_FIELDS_V1`)
+with the sensors' noise, or its camera, a route through intersections, and the same
+reward: progress along its lane less ``offset_penalty`` times its offset, per second.
+What the world adds: the robots meet. They collide with each other and with the map's
+objects (one Bullet world); a contact that begins costs ``collision_penalty``, and with
+``end_on_collision`` (the default) ends that robot's episode, as leaving the road does.
+A robot whose episode ended stays where it stopped, its motors at rest, an obstacle for
+the others; its observation is the last it had; it is **inactive** until the world
+resets. The episode of the world is truncated after ``max_episode_steps`` steps.
+
+Seeds: ``reset(seed=s)`` seeds the world's generator, which draws, in order, the start
+poses, each robot's pose noise, the route seed, the noise seed and each robot's domain
+randomisation (robot by robot, in the config's sorted order).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dmxshm.batch.env import OBS_KINDS
+from dmxshm.batch.env_v1 import NO_TARGET_M, STATE_FIELDS_V1, STATE_HIGH_V1, STATE_LOW_V1
+from dmxshm.errors import DmxError
+from dmxshm.matrix.camera import Camera, quat_matrix
+from dmxshm.matrix.cameras import RobotCameras
+from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
+from dmxshm.matrix.noise import Noise
+from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
+from dmxshm.matrix.sensors import TimeOfFlight
+from dmxshm.settings import EPISODE_STEPS
+from dmxshm.world import randomize as rand
+from dmxshm.world.maps import load_map
+from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
+from dmxshm.world.routes import TURN_CODE, Router, parse_route
+from dmxshm.world.world import GRAVITY_M_S2, World
+
+_TOF = STATE_FIELDS_V1.index("tof_m")
+_ACC = STATE_FIELDS_V1.index("acc_x")
+
+
+class MultiLaneError(DmxError, ValueError):
+    """A multi-robot world that cannot be made: no robot, more robots than the map
+    holds, an unknown observation kind; the message says which and what to do."""
+
+
+class MultiLane:
+    """``robots`` robots in one world (see the module docstring).
+
+    Args:
+        robots: how many robots (at most the map's capacity: ``dmxshm maps``).
+        obs: ``"state"``, ``"camera"`` or ``"both"``.
+        camera: ``(width, height)`` of each robot's camera.
+        map: the map (a bundled name or a file).
+        max_episode_steps: truncation of the world's episode (0: never).
+        offset_penalty: reward lost per metre of offset per second.
+        collision_penalty: reward lost when a robot's contact with a robot or an
+            object begins.
+        end_on_collision: a collision ends the robot's episode.
+        pose_noise_m, yaw_noise_rad: the start poses' noise.
+        dt_s: simulated time per step.
+        route: v1's routes (``"seed"``, turns like ``"left,straight"``, or None).
+        noise: the sensors' noise (v1's).
+        motor_dynamics: the motors' lag and dead band.
+        camera_model: ``"duckiebot"`` (the lens) or ``"pinhole"``.
+        renderer: ``"auto"``, ``"batch"``, ``"tiny"`` or ``"egl"`` (the robots see
+            each other: they are drawn in this world).
+        randomize: domain randomisation of each robot at each reset (v1's
+            ``randomize``: True, a dict or a file).
+    """
+
+    def __init__(self, robots: int = 4, *, obs: str = "state",
+                 camera: tuple[int, int] = (160, 120), map: str = "grid",  # noqa: A002
+                 max_episode_steps: int = EPISODE_STEPS, offset_penalty: float = 2.0,
+                 collision_penalty: float = 1.0, end_on_collision: bool = True,
+                 pose_noise_m: float = 0.02, yaw_noise_rad: float = 0.1,
+                 dt_s: float = 1.0 / 30.0, route: str | None = "seed", noise: bool = True,
+                 motor_dynamics: bool = True, camera_model: str = "duckiebot",
+                 renderer: str = "auto", randomize: Any = None) -> None:
+        if obs not in OBS_KINDS:
+            raise MultiLaneError(f"obs must be one of {', '.join(OBS_KINDS)}, not {obs!r}")
+        if not isinstance(robots, (int, np.integer)) or robots < 1:
+            raise MultiLaneError(f"robots must be an integer >= 1, not {robots!r}")
+        road_map = load_map(map)
+        if robots > road_map.capacity:
+            raise MultiLaneError(
+                f"map {road_map.name} holds {road_map.capacity} robots, not {robots}: use "
+                "fewer robots or a bigger map ('dmxshm maps' lists each map's capacity)")
+        self.robots = int(robots)
+        self.obs_kind = obs
+        self.route_turns = parse_route(route)
+        self.noise_on = bool(noise)
+        self.motor = DUCKIEBOT if motor_dynamics else DUCKIEBOT.ideal()
+        self.randomization = rand.parse(randomize)
+        draws = obs != "state"
+        self.renderer = resolve_renderer(renderer, tuple(camera) if draws else None,
+                                         camera_model)
+        # The robots see each other: they are drawn in their own world (tiny and EGL
+        # need its visual shapes; the batch renderer draws from the states).
+        self.world = World(road_map, self.robots, seed=0, dt_s=dt_s, visuals=draws,
+                           renderer=self.renderer if draws else "tiny")
+        self.camera = (Camera.of_model(camera_model, camera[0], camera[1],
+                                       renderer=self.renderer) if draws else None)
+        self.camera_wh = (int(camera[0]), int(camera[1]))
+        self.tof = TimeOfFlight()
+        self.max_episode_steps = max_episode_steps
+        self.offset_penalty = offset_penalty
+        self.collision_penalty = collision_penalty
+        self.end_on_collision = end_on_collision
+        self.pose_noise_m = pose_noise_m
+        self.yaw_noise_rad = yaw_noise_rad
+        self.rng = np.random.default_rng()
+        self.steps = 0
+        self.active = np.zeros(self.robots, bool)
+        self._router: Router | None = None
+        self._noise: Noise | None = None
+        self._cameras: RobotCameras | None = None
+        self._motors = Motors(self.motor, self.robots, self.world.dt_s)
+        self._params: list[dict[str, float]] = []
+        self._obs: Any = None
+        self._touching: set[tuple[str, int, int]] = set()
+        self._curvature = [0.0] * self.robots
+
+    # -- spaces -------------------------------------------------------------------------
+    @property
+    def state_low(self) -> np.ndarray:
+        return STATE_LOW_V1
+
+    @property
+    def state_high(self) -> np.ndarray:
+        return STATE_HIGH_V1
+
+    # -- episodes -----------------------------------------------------------------------
+    def reset(self, seed: int | None = None) -> tuple[Any, list[dict[str, Any]]]:
+        """Place the robots afresh (seeded by ``seed``, else the generator goes on);
+        their first observations and each one's info."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        rng, m = self.rng, self.world.road_map
+        poses = []
+        for x, y, yaw in m.start_poses(self.robots, rng):
+            lateral = (-math.sin(yaw), math.cos(yaw))  # libm: the same on every CPU
+            offset = float(rng.normal(0.0, self.pose_noise_m))
+            poses.append((x + offset * lateral[0], y + offset * lateral[1],
+                          yaw + float(rng.normal(0.0, self.yaw_noise_rad))))
+        self.world.replace_robots(poses)
+        self.steps = 0
+        self.active[:] = True
+        self._router = (Router(m, self.robots, int(rng.integers(2**31)), self.route_turns)
+                        if self.route_turns is not None else None)
+        noise_seed = int(rng.integers(2**31))
+        self._params = ([rand.draw(self.randomization, rng) for _ in range(self.robots)]
+                        if self.randomization is not None else [])
+        models, noise_models = self._randomize()
+        self._noise = (Noise(noise_seed, robot_models=noise_models) if self.noise_on
+                       else None)
+        if self.camera is not None:
+            self._cameras = RobotCameras(self.camera, self._noise, self._params or None)
+        self._touching = set()
+        obs, lanes, _ = self._measure(list(range(self.robots)))
+        self._obs = obs
+        infos: list[dict[str, Any]] = []
+        for i in range(self.robots):
+            info: dict[str, Any] = {"lane_offset_m": lanes[i][0], "on_road": lanes[i][2],
+                                    "active": True, "motor": models[i].to_dict(),
+                                    "turn": self._turn(i)}
+            if self._noise is not None:
+                info["noise"] = {"seed": noise_seed}
+            if self._params:
+                info["randomization"] = dict(self._params[i])
+            infos.append(info)
+        return obs, infos
+
+    def _randomize(self) -> tuple[list[MotorModel], list[Any]]:
+        """Each robot's draw applied: physics, motors, noise (the nominal robot
+        without a draw)."""
+        models, noise_models = [], []
+        for i in range(self.robots):
+            p = self._params[i] if self._params else rand.NOMINAL
+            self.world.set_robot_physics(i, p["friction"], p["mass"], p["wheel_radius"])
+            if self._params:
+                models.append(MotorModel(gain=p["motor_gain"], trim=p["motor_trim"],
+                                         lag_s=p["motor_lag_s"] if self.motor.lag_s else 0.0,
+                                         dead_band=self.motor.dead_band))
+                noise_models.append(DUCKIEBOT_NOISE.scaled(p["noise_scale"]))
+            else:
+                models.append(self.motor)
+                noise_models.append(DUCKIEBOT_NOISE)
+        self._motors = Motors(models, self.robots, self.world.dt_s)
+        return models, noise_models
+
+    def step(self, actions: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
+                                                 list[dict[str, Any]]]:
+        """Step every robot: ``actions`` ``(robots, 2)`` duties in [-1, 1] (an inactive
+        robot's are ignored: its motors rest). Returns the observations, rewards,
+        terminations and truncations (one per robot; an inactive robot's reward is 0,
+        its flags False: its end was reported once) and each robot's info."""
+        duties = np.clip(np.asarray(actions, np.float64).reshape(self.robots, 2), -1.0, 1.0)
+        if not np.isfinite(duties).all():
+            raise MultiLaneError(f"actions must be finite, not {duties.tolist()}")
+        was_active = self.active.copy()
+        duties[~was_active] = 0.0
+        self.world.apply_wheel_speeds(self._motors.step(duties))
+        self.world.step()
+        self.steps += 1
+        live = np.flatnonzero(was_active).tolist()
+        obs, lanes, speeds = self._measure(live)
+        hit = self._collisions()
+        dt = self.world.dt_s
+        rewards = np.zeros(self.robots)
+        terminated = np.zeros(self.robots, bool)
+        truncated = np.zeros(self.robots, bool)
+        cut = bool(self.max_episode_steps) and self.steps >= self.max_episode_steps
+        infos: list[dict[str, Any]] = []
+        for i in range(self.robots):
+            if not was_active[i]:
+                infos.append({"active": False, "lane_offset_m": float("nan"),
+                              "on_road": False, "progress_m": 0.0, "collided": False,
+                              "turn": None})
+                continue
+            offset, heading, on_road = lanes[i]
+            progress = speeds[i] * math.cos(0.0 if heading != heading else heading) * dt
+            collided = i in hit
+            rewards[i] = (progress - self.offset_penalty * abs(0.0 if offset != offset
+                                                               else offset) * dt
+                          - (self.collision_penalty if collided else 0.0))
+            terminated[i] = not on_road or (collided and self.end_on_collision)
+            truncated[i] = cut and not terminated[i]
+            infos.append({"active": True, "lane_offset_m": offset, "on_road": on_road,
+                          "progress_m": progress, "collided": collided,
+                          "turn": self._turn(i)})
+        self.active &= ~(terminated | truncated)
+        self._obs = obs
+        return obs, rewards, terminated, truncated, infos
+
+    @property
+    def done(self) -> bool:
+        """Every robot's episode ended: the world needs a reset."""
+        return not self.active.any()
+
+    def poses(self) -> np.ndarray:
+        """Every robot's ``(x, y, yaw)``."""
+        from dmxshm.world.state import poses_2d
+
+        return poses_2d(self.world.state(copy=False))
+
+    def close(self) -> None:
+        self.world.close()
+
+    # -- measuring ----------------------------------------------------------------------
+    def _measure(self, robots: list[int]) -> tuple[Any, dict[int, tuple[float, float, bool]],
+                                                   dict[int, float]]:
+        """New observations of ``robots`` (the others keep their last), their lane
+        poses ``(offset, heading error, on road)`` and forward speeds."""
+        states = self.world.state(copy=False)
+        # new arrays: an inactive robot's row is its last observation
+        obs = self._copy(self._obs) if self._obs is not None else self._blank()
+        vectors = obs["state"] if self.obs_kind == "both" else (
+            obs if self.obs_kind == "state" else None)
+        lanes: dict[int, tuple[float, float, bool]] = {}
+        speeds: dict[int, float] = {}
+        ranges = (self.tof.measure_many(self.world.client, states[robots])
+                  if vectors is not None and robots else [])
+        k, noise = self.steps, self._noise
+        flat = states.view(np.float64).reshape(self.robots, -1)
+        for n, i in enumerate(robots):
+            (px, py, _pz, qx, qy, qz, qw, vx, vy, vz, wx, wy, wz,
+             ax, ay, az) = flat[i, :16].tolist()
+            (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix((qx, qy, qz, qw))
+            yaw = math.atan2(2 * (qw * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+            lane = self._lane_pose(i, px, py, yaw)
+            offset, heading = lane.offset_m, lane.heading_err_rad
+            speeds[i] = r00 * vx + r10 * vy + r20 * vz
+            lanes[i] = (offset, heading, bool(lane.on_road))
+            if vectors is None:
+                continue
+            az += GRAVITY_M_S2  # the accelerometer reads specific force
+            row = [0.0 if offset != offset else offset, 0.0 if heading != heading else heading,
+                   speeds[i], wz,
+                   r00 * ax + r10 * ay + r20 * az, r01 * ax + r11 * ay + r21 * az,
+                   r02 * ax + r12 * ay + r22 * az,
+                   r00 * wx + r10 * wy + r20 * wz, r01 * wx + r11 * wy + r21 * wz,
+                   r02 * wx + r12 * wy + r22 * wz, ranges[n], *self._route_fields(i)]
+            vector = np.array(row, np.float32)
+            hit = bool(vector[_TOF] < self.tof.max_range_m)
+            if noise is None:
+                if not hit:
+                    vector[_TOF] = NO_TARGET_M
+            else:
+                acc, gyro = noise.imu(i, k, k * self.world.dt_s, vector[_ACC:_ACC + 3],
+                                      vector[_ACC + 3:_ACC + 6])
+                vector[_ACC:_ACC + 3], vector[_ACC + 3:_ACC + 6] = acc, gyro
+                vector[_TOF] = noise.tof(i, k, float(vector[_TOF]), hit)
+            np.minimum(np.maximum(vector, STATE_LOW_V1, out=vector), STATE_HIGH_V1,
+                       out=vector)
+            vectors[i] = vector
+        if self.obs_kind != "state" and robots:
+            assert self._cameras is not None
+            images = obs["camera"] if self.obs_kind == "both" else obs
+            drawn = np.empty((len(robots), *images.shape[1:]), np.uint8)
+            self._cameras.render(self.world, states, robots, k, drawn,
+                                 self.world.sim_time_s)
+            images[robots] = drawn
+        return obs, lanes, speeds
+
+    def _blank(self) -> Any:
+        w, h = self.camera_wh
+        vectors = np.zeros((self.robots, len(STATE_FIELDS_V1)), np.float32)
+        images = np.zeros((self.robots, h, w, 3), np.uint8)
+        return {"state": vectors, "camera": images} if self.obs_kind == "both" else (
+            vectors if self.obs_kind == "state" else images)
+
+    @staticmethod
+    def _copy(obs: Any) -> Any:
+        return {k: v.copy() for k, v in obs.items()} if isinstance(obs, dict) else obs.copy()
+
+    def _lane_pose(self, i: int, x: float, y: float, yaw: float) -> Any:
+        if self._router is None:
+            lane, self._curvature[i] = self.world.road_map._lane(x, y, yaw)
+            return lane
+        self._router.update(i, x, y, yaw)
+        lane, self._curvature[i] = self._router.lane(i, x, y, yaw)
+        return lane
+
+    def _route_fields(self, i: int) -> list[float]:
+        c = self._curvature[i]
+        state = self._router.states[i] if self._router is not None else None
+        turn = TURN_CODE[state.turn] if state is not None else 0.0
+        return [0.0 if c != c or math.isinf(c) else c, turn, float(state is not None)]
+
+    def _turn(self, i: int) -> str | None:
+        state = self._router.states[i] if self._router is not None else None
+        return state.turn if state is not None else None
+
+    def _collisions(self) -> set[int]:
+        """The robots whose contact with a robot or an object began in this step."""
+        robots, objects = self.world.touching()
+        now = {("r", a, b) for a, b in robots} | {("o", a, b) for a, b in objects}
+        begun = now - self._touching
+        self._touching = now
+        out: set[int] = set()
+        for kind, a, b in begun:
+            out.add(a)
+            if kind == "r":
+                out.add(b)
+        return out
