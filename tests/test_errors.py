@@ -73,6 +73,12 @@ def _batch_too_big() -> object:
             [Camera(4000, 3000)], states, 0.0, np.zeros((1, 3000, 4000, 3), np.uint8))
 
 
+def _no_robots() -> object:
+    from dmxshm.marl.lanes import MultiLane
+
+    return MultiLane(robots=0)
+
+
 def _dropin_resolve(name: str) -> object:
     from dmxshm.duckietown import resolve_map
 
@@ -92,6 +98,7 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.world.world.WorldError": lambda: World("loop", num_robots=-1),
     "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),
     "dmxshm.matrix.batch_render.BatchRenderError": _batch_too_big,
+    "dmxshm.marl.lanes.MultiLaneError": _no_robots,
 }
 """A public call that raises each leaf defined outside dmxshm.errors that
 declares a built-in base, so its built-in meaning is checked where callers see it."""

@@ -12,9 +12,10 @@ reward: progress along its lane less ``offset_penalty`` times its offset, per se
 What the world adds: the robots meet. They collide with each other and with the map's
 objects (one Bullet world); a contact that begins costs ``collision_penalty``, and with
 ``end_on_collision`` (the default) ends that robot's episode, as leaving the road does.
-A robot whose episode ended stays where it stopped, its motors at rest, an obstacle for
-the others; its observation is the last it had; it is **inactive** until the world
-resets. The episode of the world is truncated after ``max_episode_steps`` steps.
+A robot whose episode ended has its motors stopped at once (no lag: it brakes, or skids
+to rest if it was spinning) and stays there, an obstacle for the others; its observation
+is the last it had; it is **inactive** until the world resets. The episode of the world
+is truncated after ``max_episode_steps`` steps.
 
 Seeds: ``reset(seed=s)`` seeds the world's generator, which draws, in order, the start
 poses, each robot's pose noise, the route seed, the noise seed and each robot's domain
@@ -140,18 +141,26 @@ class MultiLane:
         return STATE_HIGH_V1
 
     # -- episodes -----------------------------------------------------------------------
-    def reset(self, seed: int | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    def reset(self, seed: int | None = None, poses: Any = None
+              ) -> tuple[Any, list[dict[str, Any]]]:
         """Place the robots afresh (seeded by ``seed``, else the generator goes on);
-        their first observations and each one's info."""
+        their first observations and each one's info.
+
+        ``poses``: ``(robots, 3)`` start poses ``(x, y, yaw)`` to use as they are
+        (no start poses or pose noise drawn; the rest is drawn as usual), for a scene
+        set up by hand."""
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         rng, m = self.rng, self.world.road_map
-        poses = []
-        for x, y, yaw in m.start_poses(self.robots, rng):
-            lateral = (-math.sin(yaw), math.cos(yaw))  # libm: the same on every CPU
-            offset = float(rng.normal(0.0, self.pose_noise_m))
-            poses.append((x + offset * lateral[0], y + offset * lateral[1],
-                          yaw + float(rng.normal(0.0, self.yaw_noise_rad))))
+        if poses is not None:
+            poses = self._check_poses(poses)
+        else:
+            poses = []
+            for x, y, yaw in m.start_poses(self.robots, rng):
+                lateral = (-math.sin(yaw), math.cos(yaw))  # libm: the same on every CPU
+                offset = float(rng.normal(0.0, self.pose_noise_m))
+                poses.append((x + offset * lateral[0], y + offset * lateral[1],
+                              yaw + float(rng.normal(0.0, self.yaw_noise_rad))))
         self.world.replace_robots(poses)
         self.steps = 0
         self.active[:] = True
@@ -179,6 +188,16 @@ class MultiLane:
                 info["randomization"] = dict(self._params[i])
             infos.append(info)
         return obs, infos
+
+    def _check_poses(self, poses: Any) -> list[tuple[float, float, float]]:
+        try:
+            array = np.asarray(poses, np.float64)
+        except (TypeError, ValueError) as exc:
+            raise MultiLaneError(f"poses must be numbers, ({self.robots}, 3): {exc}") from None
+        if array.shape != (self.robots, 3) or not np.isfinite(array).all():
+            raise MultiLaneError(f"poses must be {self.robots} finite rows (x, y, yaw), "
+                                 f"not {array.tolist()}")
+        return [(float(x), float(y), float(yaw)) for x, y, yaw in array]
 
     def _randomize(self) -> tuple[list[MotorModel], list[Any]]:
         """Each robot's draw applied: physics, motors, noise (the nominal robot
@@ -239,6 +258,8 @@ class MultiLane:
                           "progress_m": progress, "collided": collided,
                           "turn": self._turn(i)})
         self.active &= ~(terminated | truncated)
+        # an ended robot's motors stop at once (no lag): it brakes where it ended
+        self._motors.speed[terminated | truncated] = 0.0
         self._obs = obs
         return obs, rewards, terminated, truncated, infos
 

@@ -7,6 +7,9 @@ camera, or both; each rewarded as ``DuckieLane-v1``'s robot, less a collision pe
 A robot whose episode ended (off the road, or in a collision) leaves ``agents``; the
 others go on until they end too or the episode is truncated.
 
+``reset(seed, options={"poses": [(x, y, yaw), ...]})`` starts the robots where given
+(one row per robot; no start poses drawn), for scenes set up by hand.
+
 ``state()`` is the global view for centralised training: every robot's ``(x, y, yaw,
 active)`` (``state="poses"``, the default), or the map from above with the robots on it
 (``state="top"``, drawn by the batch renderer); ``render()`` (``render_mode=
@@ -91,7 +94,8 @@ class DuckieParallelEnv(ParallelEnv[str, Any, np.ndarray]):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        obs, infos = self.core.reset(seed)
+        poses = (options or {}).get("poses")
+        obs, infos = self.core.reset(seed, poses)
         self.agents = list(self.possible_agents)
         return self._split(obs, self.agents), {a: infos[i] for i, a in enumerate(self.agents)}
 
