@@ -73,17 +73,23 @@ class Collector:
 
     def __init__(self, views: dict[str, np.ndarray], bounds: list[tuple[int, int]]) -> None:
         self.ring, self.need, self.t_env = views["done_ids"], views["need"], views["t_env"]
+        self.count = views["done_count"]
         self.bounds = bounds
         self.consumed = [0] * len(bounds)  # announcements gathered, per worker
         self.finished: list[tuple[float, int]] = []  # (finish time, env), not yet taken
         self.need[0] = NOT_WAITING
 
     def gather(self) -> None:
-        """Move every announcement there is into :attr:`finished`."""
-        ring, t_env = self.ring, self.t_env
+        """Move every announcement there is into :attr:`finished`: those its worker
+        counted (one call's envs come in together: a multi-agent batch's world is never
+        seen in part)."""
+        ring, t_env, count = self.ring, self.t_env, self.count
         for w, (lo, hi) in enumerate(self.bounds):
             seen = self.consumed[w]
-            while True:
+            counted = int(count[w])
+            if NEEDS_FENCE:
+                fence()  # the count, then the ring words it covers
+            while seen < counted:
                 word = int(ring[lo + seen % (hi - lo)])
                 if word >> 32 != seen + 1:
                     break

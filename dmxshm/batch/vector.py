@@ -87,6 +87,8 @@ from dmxshm import settings
 from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
 from dmxshm.batch.completions import Collector
 from dmxshm.batch.worker import (
+    AGENT_FIELDS,
+    ALL_INFO,
     CLOSE,
     INFO_FIELDS,
     PENDING,
@@ -154,6 +156,34 @@ def _worker_count(num_workers: int | None) -> int:
     return int(num_workers)
 
 
+def _robots_per_world(value: Any, num_envs: int, version: str | None,
+                      env_kwargs: dict[str, Any]) -> int | None:
+    """``robots_per_world`` checked (None: one robot per world, the single-agent batch).
+
+    Raises:
+        ValueError: not an integer >= 1, ``num_envs`` not a multiple of it, another
+            version than v1, or a render mode.
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < 1:
+        raise ValueError(f"robots_per_world must be an integer >= 1, not {value!r}")
+    if num_envs % value:
+        raise ValueError(f"num_envs ({num_envs}) must be a multiple of robots_per_world "
+                         f"({value}): each robot of each world is a row")
+    if version is not None:
+        from dmxshm.batch import kinds
+
+        if kinds.normalize(version) != "v1":
+            raise ValueError("the robots of robots_per_world are DuckieLane-v1's: leave "
+                             f"version out, or give 'v1', not {version!r}")
+    if env_kwargs.get("render_mode") is not None:
+        raise ValueError("a multi-agent batch has no render(): a world's top view is "
+                         "dmxshm.parallel_env(..., render_mode='rgb_array').render()")
+    return int(value)
+
+
 class WorkerError(ChildFailedError):
     """A batch worker died or raised; names the worker (``role``: ``batch-W``), its pid
     and the cause."""
@@ -172,10 +202,13 @@ class DmxVectorEnv(VectorEnv):
                  profile_interval_s: float = 0.5, breakdown: bool = False,
                  batch_size: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-                 version: str = "v0", **env_kwargs: Any) -> None:
+                 version: str | None = None, robots_per_world: int | None = None,
+                 **env_kwargs: Any) -> None:
         from dmxshm.batch import kinds
         from dmxshm.world.renderers import egl_device
 
+        group = _robots_per_world(robots_per_world, num_envs, version, env_kwargs)
+        version = version or ("v1" if group else "v0")
         env_type = kinds.env_class(version)
 
         mode = parse_autoreset_mode(autoreset_mode)
@@ -183,11 +216,19 @@ class DmxVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
-        workers = min(_worker_count(num_workers), num_envs)
+        # rows in groups: a world's robots (multi-agent), else one env each
+        self.robots_per_world = group or 1
+        self._multi = group is not None
+        self.num_worlds = num_envs // self.robots_per_world
+        workers = min(_worker_count(num_workers), self.num_worlds)
         if batch_size is None:
             batch_size = num_envs
         if not 1 <= batch_size <= num_envs:
             raise ValueError(f"batch_size must be in [1, num_envs={num_envs}], not {batch_size}")
+        if batch_size % self.robots_per_world:
+            raise ValueError(f"batch_size must be a multiple of robots_per_world "
+                             f"({self.robots_per_world}): recv() returns whole worlds, "
+                             f"not {batch_size}")
         self.batch_size = batch_size
         self.num_envs = num_envs
         self.num_workers = workers
@@ -207,7 +248,14 @@ class DmxVectorEnv(VectorEnv):
         self._final = mode == AutoresetMode.SAME_STEP
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = kinds.env_kwargs(version, obs, camera, env_kwargs)
-        probe = env_type(**kwargs)
+        if group:
+            from dmxshm.marl.lanes import MultiLane, single_space
+
+            probe: Any = MultiLane(group, **kwargs)  # refuses more robots than the map holds
+            probe.observation_space = single_space(probe)
+            probe.action_space = single_space(probe, "action")
+        else:
+            probe = env_type(**kwargs)
         if probe.camera is not None:
             # The renderer, auto resolved here once: every worker draws with the same.
             kwargs["renderer"] = probe.renderer
@@ -232,9 +280,9 @@ class DmxVectorEnv(VectorEnv):
             render = render_shape(num_envs, kwargs)
             seg = self._registry.create_segment(
                 "batch", Arrays.size(num_envs, self._fields, workers, render, self._final,
-                                     len(self._rand_names)))
+                                     len(self._rand_names), self._multi))
             self._arrays = Arrays(seg, num_envs, self._fields, workers, render, self._final,
-                                  len(self._rand_names))
+                                  len(self._rand_names), self._multi)
             self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
             token = self._registry.token
             ports = BatchPorts(arrays=seg.name, ready=make_name(token, "batch.ready"),
@@ -245,16 +293,19 @@ class DmxVectorEnv(VectorEnv):
             self._done = self._registry.create_semaphore(ports.done, 0)
             self._go: list[Any] = [self._registry.create_semaphore(name, 0)
                                    for name in ports.go]
-            bounds = np.array_split(np.arange(num_envs), workers)
-            self._owner = np.repeat(np.arange(workers), [len(b) for b in bounds]).tolist()
-            self._collector = Collector(self._arrays.views,
-                                        [(int(b[0]), int(b[-1]) + 1) for b in bounds])
-            for w, block in enumerate(bounds):
+            r = self.robots_per_world  # each worker holds whole worlds
+            bounds = [(int(b[0]) * r, (int(b[-1]) + 1) * r)
+                      for b in np.array_split(np.arange(self.num_worlds), workers)]
+            self._owner = np.repeat(np.arange(workers), [hi - lo for lo, hi in bounds]).tolist()
+            self._collector = Collector(self._arrays.views, bounds)
+            rows = np.arange(num_envs)
+            self._world_of, self._agent_of = rows // r, rows % r
+            for w, (lo, hi) in enumerate(bounds):
                 self._workers.append(self._supervisor.start(
-                    f"batch-{w}", run_worker, w, ports, int(block[0]), int(block[-1]) + 1,
+                    f"batch-{w}", run_worker, w, ports, lo, hi,
                     num_envs, workers, {**kwargs, "version": self.version}, os.getpid(),
                     self._spin_s, mode.value,
-                    egl_device()))
+                    egl_device(), group))
             self._profiler: Profiler | None = None
             if profile:
                 self._start_profiler(profile_interval_s)
@@ -433,11 +484,24 @@ class DmxVectorEnv(VectorEnv):
                 mask = every.copy()
             info[key] = pick(f"info:{key}")
             info[f"_{key}"] = mask
+        if self._multi:
+            for key in AGENT_FIELDS:
+                info[key], info[f"_{key}"] = pick(f"info:{key}"), every.copy()
+            self._add_rows(info, ids, every)
         if self._rand_names:
             self._add_randomization(info, pick("rand:_reset"), pick("rand"))
         if self._final:
             self._add_final(info, pick("final"), ids)
         return info
+
+    def _add_rows(self, info: dict[str, Any], ids: np.ndarray | None,
+                  mask: np.ndarray) -> None:
+        """``info["world"]`` and ``info["agent"]``: each row's world index and agent index
+        (its robot ``duckiebot{agent}`` of that world's ``dmxshm.parallel_env``)."""
+        world = self._world_of if ids is None else self._world_of[ids]
+        agent = self._agent_of if ids is None else self._agent_of[ids]
+        info["world"], info["_world"] = world.copy(), mask.copy()
+        info["agent"], info["_agent"] = agent.copy(), mask.copy()
 
     def _add_randomization(self, info: dict[str, Any], reset: np.ndarray,
                            values: np.ndarray) -> None:
@@ -486,6 +550,8 @@ class DmxVectorEnv(VectorEnv):
         """
         self._check_open()
         mask = self._reset_mask(options)  # checked before anything in flight is dropped
+        if mask is not None:
+            self._check_whole_worlds(np.flatnonzero(mask), "options['reset_mask']")
         seeds = self._seeds(seed)
         self._settle()
         if mask is None:
@@ -502,10 +568,13 @@ class DmxVectorEnv(VectorEnv):
         self._in_flight[self._collector.take(ids.size)] = False
         self._ended[ids] = False
         info: dict[str, np.ndarray] = {}
-        for key in ("lane_offset_m", "on_road"):  # what a reset's info has
-            values = np.zeros(self.num_envs, dtype=INFO_FIELDS[key])
+        keys = ("lane_offset_m", "on_road", *(AGENT_FIELDS if self._multi else ()))
+        for key in keys:  # what a reset's info has
+            values = np.zeros(self.num_envs, dtype=ALL_INFO[key])
             values[ids] = self._arrays.views[f"info:{key}"][ids]
             info[key], info[f"_{key}"] = values, mask.copy()
+        if self._multi:
+            self._add_rows(info, None, mask)
         if self._rand_names:
             self._add_randomization(info, mask, self._arrays.views["rand"])
         return self._obs(), info
@@ -527,17 +596,39 @@ class DmxVectorEnv(VectorEnv):
         return mask
 
     def _seeds(self, seed: int | list[int | None] | None) -> list[int]:
+        """One seed per row (-1: none). With ``robots_per_world``, a world's seed is
+        its first row's, and every row of the world carries it."""
         if seed is None:
             seed = self._seed
             self._seed = None  # later resets continue the random streams
         if seed is None:
             return [-1] * self.num_envs
-        if isinstance(seed, int):
-            return [seed + i for i in range(self.num_envs)]
+        r, worlds = self.robots_per_world, self.num_worlds
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + i // r for i in range(self.num_envs)]
+        if self._multi and len(seed) == worlds:
+            return [-1 if seed[i // r] is None else int(seed[i // r])  # type: ignore[arg-type]
+                    for i in range(self.num_envs)]
         if len(seed) != self.num_envs:
-            raise ValueError(f"seed as a list needs one per env ({self.num_envs}), "
+            each = f" or one per world ({worlds})" if self._multi else ""
+            raise ValueError(f"seed as a list needs one per env ({self.num_envs}){each}, "
                              f"got {len(seed)}")
-        return [-1 if s is None else int(s) for s in seed]
+        return [-1 if seed[i - i % r] is None else int(seed[i - i % r])  # type: ignore[arg-type]
+                for i in range(self.num_envs)]
+
+    def _check_whole_worlds(self, ids: np.ndarray, what: str) -> None:
+        """With ``robots_per_world``, ``ids`` must be every row of each world they touch
+        (a world steps and resets as one)."""
+        r = self.robots_per_world
+        if r == 1:
+            return
+        worlds = np.unique(ids // r)
+        if ids.size != worlds.size * r:
+            partial = [int(w) for w in worlds
+                       if np.count_nonzero(ids // r == w) != r]
+            raise ValueError(
+                f"{what} must name whole worlds (robots_per_world={r}: rows w*{r} to "
+                f"w*{r}+{r - 1} of world w); these worlds are not whole: {partial}")
 
     def _settle(self) -> None:
         """Wait for every env in flight from :meth:`send` and drop what it returns."""
@@ -547,8 +638,7 @@ class DmxVectorEnv(VectorEnv):
                 self._await(n)
             if self.autoreset_mode == AutoresetMode.DISABLED:  # dropped, but ended is ended
                 ids = np.flatnonzero(self._in_flight)
-                v = self._arrays.views
-                self._ended[ids] = v["terminated"][ids] | v["truncated"][ids]
+                self._ended[ids] = self._ended_now(ids)
             self._collector.finished.clear()
             self._in_flight[:] = False
             self._last_ids = np.arange(self.num_envs)
@@ -578,9 +668,24 @@ class DmxVectorEnv(VectorEnv):
         v["actions"][:] = self._check_actions(actions)
         self._run(STEP)
         if self.autoreset_mode == AutoresetMode.DISABLED:
-            np.logical_or(v["terminated"], v["truncated"], out=self._ended)
+            self._ended[:] = self._ended_now(None)
         return (self._obs(), self._out("rewards"), self._out("terminated"),
                 self._out("truncated"), self._info())
+
+    def _ended_now(self, ids: np.ndarray | None) -> np.ndarray:
+        """Which of the rows ``ids`` (default: all) must be reset before they step
+        again: an env whose episode ended, or every row of a world whose robots all
+        ended (a robot that ended in a world that goes on is a stopped row)."""
+        v = self._arrays.views
+        if not self._multi:
+            if ids is None:
+                return v["terminated"] | v["truncated"]
+            return v["terminated"][ids] | v["truncated"][ids]
+        rows = slice(None) if ids is None else ids
+        # a robot goes on if it acted in this step and its episode did not end in it
+        going = v["info:active"][rows] & ~(v["terminated"][rows] | v["truncated"][rows])
+        r = self.robots_per_world
+        return np.repeat(~going.reshape(-1, r).any(axis=1), r)
 
     def _check_not_ended(self, ids: np.ndarray | None) -> None:
         """With DISABLED autoreset, an env whose episode ended must be reset first."""
@@ -629,6 +734,7 @@ class DmxVectorEnv(VectorEnv):
             raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {listed}")
         if len(set(listed)) != len(listed):
             raise ValueError(f"env_ids must be distinct, got {listed}")
+        self._check_whole_worlds(ids, "env_ids")
         busy = self._in_flight[ids]
         if np.count_nonzero(busy):
             raise DmxError(f"env(s) {ids[busy].tolist()} are in flight: "
@@ -682,7 +788,7 @@ class DmxVectorEnv(VectorEnv):
         info["env_id"] = ids.astype(np.int32)
         terminated, truncated = v["terminated"][ids], v["truncated"][ids]
         if self.autoreset_mode == AutoresetMode.DISABLED:
-            self._ended[ids] = terminated | truncated
+            self._ended[ids] = self._ended_now(ids)
         return obs, v["rewards"][ids], terminated, truncated, info
 
     def _await(self, k: int) -> None:
@@ -800,12 +906,13 @@ class DmxVectorEnv(VectorEnv):
 
 def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
              camera: tuple[int, int] = (160, 120), seed: int | None = None, copy: bool = True,
-             batch_size: int | None = None, version: str = "v0",
-             **env_kwargs: Any) -> DmxVectorEnv:
+             batch_size: int | None = None, version: str | None = None,
+             robots_per_world: int | None = None, **env_kwargs: Any) -> DmxVectorEnv:
     """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring).
 
-    ``version``: ``"v0"`` (the default), ``"v1"`` (:mod:`dmxshm.batch.env_v1`: PWM
-    actions, sensor noise, the lens camera, routes), or a gym-duckietown drop-in,
+    ``version``: ``"v0"`` (the default; ``"v1"`` with ``robots_per_world``), ``"v1"``
+    (:mod:`dmxshm.batch.env_v1`: PWM actions, sensor noise, the lens camera, routes),
+    or a gym-duckietown drop-in,
     ``"duckietown"`` or ``"simulator"`` (:mod:`dmxshm.duckietown`; its arguments in
     ``env_kwargs``, its image ``camera_width`` x ``camera_height``); ``env_kwargs``
     go to each env.
@@ -814,11 +921,19 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
     used), or None for one per usable CPU. ``batch_size`` (default ``num_envs``) is
     how many envs :meth:`DmxVectorEnv.recv` returns in the asynchronous API.
 
+    ``robots_per_world=R``: a multi-agent batch for parameter sharing. Its
+    ``num_envs`` rows are the robots of ``num_envs / R`` worlds
+    (:class:`~dmxshm.marl.lanes.MultiLane`, each robot DuckieLane-v1's, colliding
+    with the others); see the module docstring.
+
     Raises:
-        ValueError: ``num_workers`` is 0 or negative, or not an integer.
+        ValueError: ``num_workers`` is 0 or negative, or not an integer;
+            ``robots_per_world`` below 1, or ``num_envs`` not a multiple of it.
+        MultiLaneError: more robots per world than the map holds.
     """
     return DmxVectorEnv(num_envs, num_workers, obs=obs, camera=camera, seed=seed, copy=copy,
-                        batch_size=batch_size, version=version, **env_kwargs)
+                        batch_size=batch_size, version=version,
+                        robots_per_world=robots_per_world, **env_kwargs)
 
 
 def make_vec_v1(num_envs: int, **kwargs: Any) -> DmxVectorEnv:

@@ -41,6 +41,11 @@ INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.boo
                "progress_m": np.dtype(np.float64)}
 """What a DuckieLane step puts in ``info``, one array each in the batch (a reset's
 info has no ``progress_m``: its ``_progress_m`` mask is False there)."""
+AGENT_FIELDS = {"active": np.dtype(np.bool_), "collided": np.dtype(np.bool_)}
+"""What a multi-agent batch's rows add (``robots_per_world``): the robot acted in this
+step (False: a stopped row, its episode ended while its world goes on), and its contact
+with a robot or an object began in this step."""
+ALL_INFO = {**INFO_FIELDS, **AGENT_FIELDS}
 
 
 def rand_names(env: Any) -> list[str]:
@@ -106,17 +111,17 @@ class Arrays:
 
     def __init__(self, seg: Segment, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]],
                  workers: int, render: tuple[int, ...] | None, final: bool = False,
-                 params: int = 0) -> None:
+                 params: int = 0, agents: bool = False) -> None:
         self.segment = seg
         self.views: dict[str, np.ndarray] = {}
         for name, shape, dtype, offset in self._layout(n, obs, workers, render, final,
-                                                       params):
+                                                       params, agents):
             self.views[name] = seg.ndarray(dtype, shape, offset)
 
     @staticmethod
     def _layout(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-                render: tuple[int, ...] | None, final: bool = False, params: int = 0
-                ) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
+                render: tuple[int, ...] | None, final: bool = False, params: int = 0,
+                agents: bool = False) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
         """``(name, shape, dtype, offset)`` of every array, each 64-byte aligned."""
         layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
             ("actions", (n, 2), np.dtype(np.float32)), ("rewards", (n,), np.dtype(np.float64)),
@@ -137,6 +142,8 @@ class Arrays:
             ("digests", (n, 32), np.dtype(np.uint8))]
         layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
         layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
+        if agents:  # a multi-agent batch's rows
+            layout += [(f"info:{k}", (n,), dt) for k, dt in AGENT_FIELDS.items()]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         if render is not None:
             layout += [("render", render, np.dtype(np.uint8))]
@@ -156,9 +163,11 @@ class Arrays:
 
     @classmethod
     def size(cls, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
-             render: tuple[int, ...] | None, final: bool = False, params: int = 0) -> int:
+             render: tuple[int, ...] | None, final: bool = False, params: int = 0,
+             agents: bool = False) -> int:
         """Bytes of the segment that holds them."""
-        name, shape, dtype, offset = cls._layout(n, obs, workers, render, final, params)[-1]
+        name, shape, dtype, offset = cls._layout(n, obs, workers, render, final, params,
+                                                 agents)[-1]
         return offset + int(np.prod(shape)) * dtype.itemsize
 
 
@@ -316,8 +325,11 @@ class Shard:
 
 def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers: int,
                env_kwargs: dict[str, Any], parent_pid: int, spin_s: float,
-               mode: str = NEXT_STEP, egl_device: str | None = None) -> None:
-    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1``.
+               mode: str = NEXT_STEP, egl_device: str | None = None,
+               robots_per_world: int | None = None) -> None:
+    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1`` (with
+    ``robots_per_world``, the rows ``lo`` to ``hi - 1``: whole multi-robot worlds,
+    :class:`~dmxshm.marl.shard.WorldShard`).
 
     The parent's command for this worker is one word, ``sequence << 8 |
     command``: a whole-shard command runs once per sequence number (a wake-up
@@ -334,18 +346,31 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
     env_kwargs = dict(env_kwargs)
     env_type = env_class(env_kwargs.pop("version", "v0"))
     try:
-        envs = [env_type(**env_kwargs) for _ in range(lo, hi)]
         seg = Segment.attach(ports.arrays)
         render = render_shape(n, env_kwargs)
-        arrays = Arrays(seg, n, fields(envs[0].observation_space), workers, render,
+        if robots_per_world is None:
+            envs = [env_type(**env_kwargs) for _ in range(lo, hi)]
+            space = envs[0].observation_space
+        else:
+            from dmxshm.marl.lanes import MultiLane, single_space
+
+            envs = [MultiLane(robots_per_world, **env_kwargs)  # type: ignore[misc]
+                    for _ in range(lo, hi, robots_per_world)]
+            space = single_space(envs[0])
+        arrays = Arrays(seg, n, fields(space), workers, render,
                         params=len(rand_names(envs[0])),
-                        final=mode == SAME_STEP)
+                        final=mode == SAME_STEP, agents=robots_per_world is not None)
         v = arrays.views
         go = posix_ipc.Semaphore(ports.go[index])
         done = posix_ipc.Semaphore(ports.done)
         finished = v["finished"]
-        shard = Shard(index, lo, hi, v, envs, render, posix_ipc.Semaphore(ports.ready),
-                      mode)
+        ready = posix_ipc.Semaphore(ports.ready)
+        if robots_per_world is None:
+            shard = Shard(index, lo, hi, v, envs, render, ready, mode)
+        else:
+            from dmxshm.marl.shard import WorldShard
+
+            shard = WorldShard(index, lo, hi, v, envs, robots_per_world, ready, mode)
         last_sequence = 0
 
         while True:

@@ -49,6 +49,20 @@ _TOF = STATE_FIELDS_V1.index("tof_m")
 _ACC = STATE_FIELDS_V1.index("acc_x")
 
 
+def single_space(core: MultiLane, which: str = "observation") -> Any:
+    """One robot's observation space (v1's state vector, its camera image, or both in a
+    ``Dict``), or its action space (PWM duties, ``Box(-1, 1, (2,))``)."""
+    from gymnasium import spaces
+
+    if which == "action":
+        return spaces.Box(-1.0, 1.0, (2,), np.float32)
+    vector = spaces.Box(core.state_low, core.state_high, dtype=np.float32)
+    w, h = core.camera_wh
+    image = spaces.Box(0, 255, (h, w, 3), np.uint8)
+    return {"state": vector, "camera": image,
+            "both": spaces.Dict({"state": vector, "camera": image})}[core.obs_kind]
+
+
 class MultiLaneError(DmxError, ValueError):
     """A multi-robot world that cannot be made: no robot, more robots than the map
     holds, an unknown observation kind; the message says which and what to do."""

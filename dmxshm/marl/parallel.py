@@ -37,7 +37,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from dmxshm.marl.lanes import MultiLane, MultiLaneError
+from dmxshm.marl.lanes import MultiLane, MultiLaneError, single_space
 
 AGENT_PREFIX = "duckiebot"
 STATES = ("poses", "top")
@@ -67,23 +67,15 @@ class DuckieParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         self.possible_agents = [f"{AGENT_PREFIX}{i}" for i in range(self.core.robots)]
         self.agents: list[str] = []
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
-        single = self._single_space()
+        single = single_space(self.core)
         self.observation_spaces = {a: single for a in self.possible_agents}
-        action = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        action = single_space(self.core, "action")
         self.action_spaces = {a: action for a in self.possible_agents}
         r = self.core.robots
         self.state_space = (spaces.Box(0, 255, (TOP_VIEW_PX, TOP_VIEW_PX, 3), np.uint8)
                             if state == "top" else
                             spaces.Box(-np.inf, np.inf, (r, 4), np.float32))
         self._top: Any = None
-
-    def _single_space(self) -> spaces.Space[Any]:
-        core = self.core
-        vector = spaces.Box(core.state_low, core.state_high, dtype=np.float32)
-        w, h = core.camera_wh
-        image = spaces.Box(0, 255, (h, w, 3), np.uint8)
-        return {"state": vector, "camera": image,
-                "both": spaces.Dict({"state": vector, "camera": image})}[core.obs_kind]
 
     # -- PettingZoo's API ---------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space[Any]:

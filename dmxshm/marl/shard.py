@@ -1,0 +1,156 @@
+"""A batch worker's shard of multi-robot worlds: ``make_vec(n, robots_per_world=R)``.
+
+:class:`WorldShard` is :class:`~dmxshm.batch.worker.Shard` for rows that are robots: the
+rows ``lo`` to ``hi - 1`` are the robots of whole :class:`~dmxshm.marl.lanes.MultiLane`
+worlds, world ``u`` of the shard holding the rows ``lo + u*R`` to ``lo + u*R + R - 1``.
+A world steps as one (the parent sends whole worlds), with the same shared arrays and
+the same two paths (a whole-shard command, or the worlds the parent sent).
+
+Per row: the robot's reward and flags as :class:`MultiLane` gives them (a stopped row,
+whose robot ended while its world goes on: reward 0, both flags False,
+``info:active`` False). Per world: autoreset in the batch's mode when every robot ended
+or at truncation (``NEXT_STEP``: at the world's next step, every row's action ignored;
+``SAME_STEP``: in the step that ended it; ``DISABLED``: the parent refuses to step it),
+a reset seeded by its first row's seed, and one digest of everything it did, published
+in each of its rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from dmxshm.batch.completions import Announcer
+from dmxshm.batch.worker import NEXT_STEP, RENDER, RESET, SAME_STEP, Shard, rand_names
+from dmxshm.marl.lanes import MultiLane
+
+
+class WorldShard(Shard):
+    """The worlds of one worker, ``robots`` rows each (see the module docstring)."""
+
+    def __init__(self, index: int, lo: int, hi: int, v: dict[str, np.ndarray],
+                 worlds: list[MultiLane], robots: int, ready: Any,
+                 mode: str = NEXT_STEP) -> None:
+        # Shard's state, set here: its envs are worlds of several rows
+        self.lo, self.hi = lo, hi
+        self.v, self.envs, self.render_shape = v, worlds, None
+        self.mode = mode
+        self.robots = robots
+        self.pending_reset = [False] * len(worlds)
+        self.keys = [k for k in v if k.startswith("obs:")]
+        self.announcer = Announcer(index, lo, hi, v, ready)
+        self.hashes = [hashlib.sha256() for _ in worlds]
+        self.rand_names = rand_names(worlds[0]) if worlds else []
+        self.camera_jobs: list[Any] = []
+
+    def run(self, command: int) -> None:
+        """One synchronous command for the whole shard (no ``RENDER``: refused by the
+        parent)."""
+        if command == RENDER:
+            return
+        rows = list(range(self.hi - self.lo))
+        self.step_envs(rows, [command] * len(rows))
+
+    def step_envs(self, js: list[int], commands: list[int]) -> None:
+        """Reset or step the worlds of the rows ``lo + j`` (whole worlds; a world's rows
+        share one command), and write their rows."""
+        r = self.robots
+        command_of: dict[int, int] = {}
+        for j, command in zip(js, commands, strict=True):
+            command_of.setdefault(j // r, command)
+        for u, command in command_of.items():
+            self._world(u, command)
+
+    def _world(self, u: int, command: int) -> None:
+        v, r, world = self.v, self.robots, self.envs[u]
+        first = self.lo + u * r
+        rows = slice(first, first + r)
+        actions: np.ndarray | None = None
+        final: np.ndarray | None = None
+        step_obs: Any = None
+        step_infos: list[dict[str, Any]] = []
+        if command == RESET or self.pending_reset[u]:
+            seed = int(v["seeds"][first]) if command == RESET else -1
+            obs, infos = world.reset(seed=None if seed < 0 else seed)
+            self.pending_reset[u] = False
+            rewards = np.zeros(r)
+            terminated = np.zeros(r, bool)
+            truncated = np.zeros(r, bool)
+            stepped = np.zeros(r, bool)
+            reset = True
+        else:
+            actions = v["actions"][rows].copy()
+            obs, rewards, terminated, truncated, infos = world.step(actions)
+            stepped = np.array([info["active"] for info in infos])
+            reset = False
+            if self.mode == SAME_STEP:
+                # as SyncVectorEnv: a row whose episode ended in this step has its
+                # last observation and info in final_obs and final_info, and a world
+                # whose robots all ended resets in the same step
+                final = terminated | truncated
+                if world.done:
+                    step_obs, step_infos = obs, infos
+                    obs, infos = world.reset()
+                    reset = True
+                else:
+                    step_obs, step_infos = obs, infos
+            elif self.mode == NEXT_STEP:
+                self.pending_reset[u] = world.done
+        if final is not None and final.any():
+            self._put_final(first, final, step_obs, step_infos)
+        self._put_obs(rows, obs)
+        v["rewards"][rows] = rewards
+        v["terminated"][rows] = terminated
+        v["truncated"][rows] = truncated
+        v["info:lane_offset_m"][rows] = [info["lane_offset_m"] for info in infos]
+        v["info:on_road"][rows] = [info["on_road"] for info in infos]
+        shown = stepped & (not reset)  # a reset's info has no progress
+        v["info:progress_m"][rows] = [info.get("progress_m", 0.0) if s else 0.0
+                                      for info, s in zip(infos, shown, strict=True)]
+        v["info:_progress_m"][rows] = shown
+        # active: the row acted in this step (a stopped row's False, also where its
+        # world resets in the same step); after a reset alone, every row
+        v["info:active"][rows] = stepped if actions is not None else True
+        v["info:collided"][rows] = [bool(info.get("collided", False)) for info in infos]
+        if self.mode == SAME_STEP:
+            v["final"][rows] = final if final is not None else False
+        if self.rand_names:
+            v["rand:_reset"][rows] = reset
+            if reset:
+                v["rand"][rows] = [[info["randomization"][p] for p in self.rand_names]
+                                   for info in infos]
+        self._hash(u, rows, actions, rewards, terminated, truncated, final)
+
+    def _put_obs(self, rows: slice, obs: Any, prefix: str = "") -> None:
+        for key in self.keys:
+            self.v[prefix + key][rows] = obs if key == "obs:" else obs[key[4:]]
+
+    def _put_final(self, first: int, final: np.ndarray, obs: Any,
+                   infos: list[dict[str, Any]]) -> None:
+        v = self.v
+        for i in np.flatnonzero(final).tolist():
+            for key in self.keys:
+                v["final:" + key][first + i] = (obs[i] if key == "obs:"
+                                                else obs[key[4:]][i])
+            v["final:info:lane_offset_m"][first + i] = infos[i]["lane_offset_m"]
+            v["final:info:on_road"][first + i] = infos[i]["on_road"]
+            v["final:info:progress_m"][first + i] = infos[i]["progress_m"]
+
+    def _hash(self, u: int, rows: slice, actions: np.ndarray | None, rewards: np.ndarray,
+              terminated: np.ndarray, truncated: np.ndarray, final: np.ndarray | None
+              ) -> None:
+        """Add what world ``u`` just did to its digest and publish it in each of its rows:
+        the actions (none for a reset), its state in full, every row's observation (and
+        an ended episode's last), rewards and flags."""
+        h, v = self.hashes[u], self.v
+        h.update(b"r" if actions is None else b"s" + actions.tobytes())
+        h.update(self.envs[u].world.state(copy=False).tobytes())
+        for key in self.keys:
+            h.update(v[key][rows].tobytes())
+            if final is not None and final.any():
+                h.update(v["final:" + key][rows][final].tobytes())
+        h.update(np.asarray(rewards, np.float64).tobytes())
+        h.update(np.asarray(terminated, bool).tobytes() + np.asarray(truncated, bool).tobytes())
+        v["digests"][rows] = np.frombuffer(h.digest(), np.uint8)
