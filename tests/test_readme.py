@@ -230,3 +230,12 @@ def test_the_network_randomisation_example_runs(tmp_path: Path) -> None:
 def test_the_gym_duckietown_example_runs_with_the_legacy_import(tmp_path: Path) -> None:
     out = _run_block(tmp_path, "from dmxshm.duckietown.legacy import").strip()
     assert out == "(120, 160, 3) True False"
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_the_multi_agent_example_runs(tmp_path: Path) -> None:
+    out = _run_block(tmp_path, "robots_per_world=4")
+    steps, rest = out.splitlines()[0].split(" ", 1)
+    assert int(steps) > 0 and "(4, 4)" in rest
+    last = out.splitlines()[1]
+    assert last.startswith("(16, 14) [0 0 0 0 1 1 1 1] [0 1 2 3 0 1 2 3]")

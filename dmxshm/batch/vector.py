@@ -62,6 +62,13 @@ worker with psutil every ``profile_interval_s`` (0.5 s) in a background
 thread; :meth:`DmxVectorEnv.profile` returns what it saw (see
 :mod:`dmxshm.profiling`).
 
+Multi-agent: ``make_vec(num_envs, robots_per_world=R)`` makes the rows the robots of
+``num_envs / R`` worlds of R robots (:mod:`dmxshm.marl`): row ``w * R + i`` is robot i of
+world w, a worker holds whole worlds, a robot whose episode ended while its world goes
+on is a stopped row (reward 0, flags False, ``info["active"]`` False), and a world
+autoresets in the batch's mode when all its robots ended or at truncation; resets,
+sends and ``recv`` go by whole worlds; world w is seeded with ``seed + w``.
+
 Determinism: sub-environment i is seeded with ``seed + i`` and owns its own
 random stream, so the same seed gives bit-identical observations and
 rewards whatever ``num_workers`` is.
