@@ -1,0 +1,134 @@
+"""The multi-agent batch against the standard path and against free-running workers
+(issue 31, item 2), in one run, on the same worlds.
+
+- ``dmxshm``: ``dmxshm.make_vec(W * R, robots_per_world=R)``, one worker per core;
+- ``supersuit``: PettingZoo's standard path, ``dmxshm.parallel_env(robots=R)`` through
+  SuperSuit's ``black_death_v3`` (robots that ended stay as zero rows, as the batch's
+  stopped rows), ``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1(vec, W,
+  num_cpus=cores, base_class="gymnasium")``;
+- ``free``: one process per core, each stepping its share of the W worlds
+  (``MultiLane.step``) in a loop with no handoff at all: the ceiling.
+
+All: state observations, the loop map's defaults, the same constant duties, episodes of
+1000 steps; env-steps are rows (robots) stepped. Each way runs ``--seconds`` per
+measurement, in the order A B C C B A, ``--rounds`` times (each round makes its envs
+afresh). Prints the medians and the ratios; ``--json FILE`` keeps the raw figures.
+
+    python scripts/bench_marl_vec.py --worlds 16 --robots 4 --json marl-vec.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+import dmxshm
+from dmxshm.proc.cpus import usable_cpus
+
+DUTY = 0.25
+
+
+def run_dmxshm(worlds: int, robots: int, cores: int, seconds: float) -> float:
+    envs = dmxshm.make_vec(worlds * robots, robots_per_world=robots, num_workers=cores,
+                           seed=0, map="loop")
+    try:
+        envs.reset()
+        a = np.full((worlds * robots, 2), DUTY, np.float32)
+        for _ in range(20):
+            envs.step(a)
+        steps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            envs.step(a)
+            steps += 1
+        return steps * worlds * robots / (time.perf_counter() - t0)
+    finally:
+        envs.close()
+
+
+def run_supersuit(worlds: int, robots: int, cores: int, seconds: float) -> float:
+    import supersuit as ss
+
+    env = ss.black_death_v3(dmxshm.parallel_env(robots=robots, map="loop"))
+    vec = ss.pettingzoo_env_to_vec_env_v1(env)
+    venv = ss.concat_vec_envs_v1(vec, worlds, num_cpus=cores, base_class="gymnasium")
+    try:
+        venv.reset(seed=0)
+        a = np.full((venv.num_envs, 2), DUTY, np.float32)
+        for _ in range(20):
+            venv.step(a)
+        steps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            venv.step(a)
+            steps += 1
+        return steps * venv.num_envs / (time.perf_counter() - t0)
+    finally:
+        venv.close()
+
+
+def _free_worker(args: tuple[int, int, float, int]) -> tuple[int, float]:
+    from dmxshm.marl.lanes import MultiLane
+
+    worlds, robots, seconds, seed = args
+    ws = [MultiLane(robots, map="loop") for _ in range(worlds)]
+    for i, w in enumerate(ws):
+        w.reset(seed=seed + i)
+    a = np.full((robots, 2), DUTY, np.float32)
+    for w in ws:
+        for _ in range(20):
+            w.step(a)
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for w in ws:
+            w.step(a)
+            if w.done:
+                w.reset()
+        steps += 1
+    return steps * worlds * robots, time.perf_counter() - t0
+
+
+def run_free(worlds: int, robots: int, cores: int, seconds: float) -> float:
+    shares = [len(s) for s in np.array_split(np.arange(worlds), cores)]
+    with mp.get_context("spawn").Pool(cores) as pool:
+        out = pool.map(_free_worker, [(n, robots, seconds, 100 * i)
+                                      for i, n in enumerate(shares)])
+    return sum(n / t for n, t in out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worlds", type=int, default=16)
+    parser.add_argument("--robots", type=int, default=4)
+    parser.add_argument("--cores", type=int, default=len(usable_cpus()))
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    ways = {"dmxshm": run_dmxshm, "supersuit": run_supersuit, "free": run_free}
+    rates: dict[str, list[float]] = {name: [] for name in ways}
+    order = list(ways)
+    for _ in range(args.rounds):
+        for name in order + order[::-1]:
+            rates[name].append(ways[name](args.worlds, args.robots, args.cores,
+                                          args.seconds))
+            print(f"  {name:9s} {rates[name][-1]:9.0f} env-steps/s", flush=True)
+    med = {name: statistics.median(v) for name, v in rates.items()}
+    print(f"{args.worlds} worlds x {args.robots} robots, state, {args.cores} cores "
+          f"(median env-steps/s): " + ", ".join(f"{k} {v:.0f}" for k, v in med.items()))
+    print(f"dmxshm / supersuit: {med['dmxshm'] / med['supersuit']:.2f} (target >= 1.2); "
+          f"dmxshm / free-running: {med['dmxshm'] / med['free']:.2f} (target >= 0.85)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                       "cpus": os.cpu_count(), "args": vars(args), "env_steps_s": rates,
+                       "median": med}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
