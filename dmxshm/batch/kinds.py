@@ -16,6 +16,11 @@ KINDS: dict[str, str] = {"v0": "dmxshm.batch.env:DuckieLaneEnv",
                          "simulator": "dmxshm.duckietown:Simulator"}
 """Each kind's class, as an entry point (as gymnasium registers envs): the drop-ins
 sit above the batch, which loads them only when a batch of them is made."""
+MULTI: dict[str, str] = {"world": "dmxshm.marl.lanes:MultiLane",
+                         "space": "dmxshm.marl.lanes:single_space",
+                         "shard": "dmxshm.marl.shard:WorldShard"}
+"""A multi-agent batch's parts (``make_vec(..., robots_per_world=R)``), as entry points:
+:mod:`dmxshm.marl` sits above the batch, which loads them only for such a batch."""
 VERSIONS = tuple(KINDS)
 DROP_INS = ("duckietown", "simulator")
 
@@ -58,3 +63,9 @@ def env_kwargs(version: str, obs: str, camera: tuple[int, int],
         raise ValueError("a batch of gym-duckietown drop-ins has no render(): its "
                          "observations are the images")
     return dict(kwargs)
+
+
+def multi(part: str) -> Any:
+    """A multi-agent batch's ``part`` (a key of :data:`MULTI`)."""
+    module, name = MULTI[part].split(":")
+    return getattr(importlib.import_module(module), name)

@@ -256,9 +256,9 @@ class DmxVectorEnv(VectorEnv):
         self._meter = BreakdownMeter(workers) if breakdown else None
         kwargs = kinds.env_kwargs(version, obs, camera, env_kwargs)
         if group:
-            from dmxshm.marl.lanes import MultiLane, single_space
-
-            probe: Any = MultiLane(group, **kwargs)  # refuses more robots than the map holds
+            single_space = kinds.multi("space")
+            # refuses more robots than the map holds
+            probe: Any = kinds.multi("world")(group, **kwargs)
             probe.observation_space = single_space(probe)
             probe.action_space = single_space(probe, "action")
         else:

@@ -352,11 +352,11 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
             envs = [env_type(**env_kwargs) for _ in range(lo, hi)]
             space = envs[0].observation_space
         else:
-            from dmxshm.marl.lanes import MultiLane, single_space
+            from dmxshm.batch.kinds import multi
 
-            envs = [MultiLane(robots_per_world, **env_kwargs)  # type: ignore[misc]
+            envs = [multi("world")(robots_per_world, **env_kwargs)
                     for _ in range(lo, hi, robots_per_world)]
-            space = single_space(envs[0])
+            space = multi("space")(envs[0])
         arrays = Arrays(seg, n, fields(space), workers, render,
                         params=len(rand_names(envs[0])),
                         final=mode == SAME_STEP, agents=robots_per_world is not None)
@@ -368,9 +368,7 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
         if robots_per_world is None:
             shard = Shard(index, lo, hi, v, envs, render, ready, mode)
         else:
-            from dmxshm.marl.shard import WorldShard
-
-            shard = WorldShard(index, lo, hi, v, envs, robots_per_world, ready, mode)
+            shard = multi("shard")(index, lo, hi, v, envs, robots_per_world, ready, mode)
         last_sequence = 0
 
         while True:
