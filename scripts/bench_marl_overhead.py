@@ -12,8 +12,9 @@ not count):
 - ``physics``: the bare ``World.step`` with the motors (no sensing, no rewards), for
   scale.
 
-Every way restarts from the same reset (seed 0) each ``episode`` steps, so each runs
-the same simulation. Prints a table and, with ``--json FILE``, writes the raw figures.
+Every way restarts from the same reset (seed 0) each ``episode`` steps (and the first
+two when every robot ended), so each runs the same simulation. Prints a table and,
+with ``--json FILE``, writes the raw figures.
 
     python scripts/bench_marl_overhead.py --robots 4 --rounds 6 --json marl-overhead.json
 """
@@ -41,14 +42,14 @@ def _ways(robots: int, episode: int):
 
     def parallel(steps: int) -> None:
         for k in range(steps):
-            if k % episode == 0:
+            if k % episode == 0 or not env.agents:
                 env.reset(seed=0)
             d = duties[k % episode]
             env.step({a: d[i] for i, a in enumerate(names) if a in env.agents})
 
     def bare_core(steps: int) -> None:
         for k in range(steps):
-            if k % episode == 0:
+            if k % episode == 0 or core.done:
                 core.reset(seed=0)
             core.step(duties[k % episode])
 

@@ -4,8 +4,9 @@
 - ``dmxshm``: ``dmxshm.make_vec(W * R, robots_per_world=R)``, one worker per core;
 - ``supersuit``: PettingZoo's standard path, ``dmxshm.parallel_env(robots=R)`` through
   SuperSuit's ``black_death_v3`` (robots that ended stay as zero rows, as the batch's
-  stopped rows), ``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1(vec, W,
-  num_cpus=cores, base_class="gymnasium")``;
+  stopped rows; one line of it fixed, see ``_black_death``),
+  ``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1(vec, W, num_cpus=cores,
+  base_class="gymnasium")``;
 - ``free``: one process per core, each stepping its share of the W worlds
   (``MultiLane.step``) in a loop with no handoff at all: the ceiling.
 
@@ -52,10 +53,35 @@ def run_dmxshm(worlds: int, robots: int, cores: int, seconds: float) -> float:
         envs.close()
 
 
+def _black_death(env):  # noqa: ANN001, ANN202
+    """SuperSuit's ``black_death_v3`` with one line fixed: SuperSuit 3.11 ends the episode
+    only when every agent is terminated *and* truncated (``(terminations &
+    truncations).all()``), so a world whose robots all left the road was stepped again
+    with no agent; here ``|``, as its own ``MarkovVectorEnv`` has it."""
+    from supersuit.multiagent_wrappers.black_death import black_death_par
+
+    class Fixed(black_death_par):  # type: ignore[misc, valid-type]
+        def step(self, actions):  # noqa: ANN001, ANN202
+            active_actions = {agent: actions[agent] for agent in self.env.agents}
+            obss, rews, terms, truncs, infos = self.env.step(active_actions)
+            black_obs = {agent: np.zeros_like(self.observation_space(agent).low)
+                         for agent in self.agents if agent not in obss}
+            black = {agent: 0.0 for agent in self.agents if agent not in obss}
+            black_infos = {agent: {} for agent in self.agents if agent not in obss}
+            done = not self.env.agents
+            dones = {agent: done for agent in self.agents}
+            if done:
+                self.agents.clear()
+            return ({**black_obs, **obss}, {**black, **rews}, dones, dones,
+                    {**black_infos, **infos})
+
+    return Fixed(env)
+
+
 def run_supersuit(worlds: int, robots: int, cores: int, seconds: float) -> float:
     import supersuit as ss
 
-    env = ss.black_death_v3(dmxshm.parallel_env(robots=robots, map="loop"))
+    env = _black_death(dmxshm.parallel_env(robots=robots, map="loop"))
     vec = ss.pettingzoo_env_to_vec_env_v1(env)
     venv = ss.concat_vec_envs_v1(vec, worlds, num_cpus=cores, base_class="gymnasium")
     try:
