@@ -177,7 +177,10 @@ def test_the_async_api_returns_whole_worlds_and_the_same_numbers() -> None:
             ref.step_world(w, step, out)
             expected[w] = np.stack(out["obs"])
             seen[w] += 1
-        assert min(seen.values()) > 0
+        # recv() returns whichever world finished first: on a loaded machine one
+        # worker's worlds can take every turn (EnvPool's semantics), so no world is
+        # promised a step; 60 steps were checked
+        assert sum(seen.values()) == 60
         envs.recv()  # the worlds in flight: three left
         with pytest.raises(ValueError, match="whole worlds"):
             envs.send(a[0, :2], info["env_id"][:2])
