@@ -199,10 +199,12 @@ class Shard:
         self.announcer = Announcer(index, lo, hi, v, ready)
         self.hashes = [hashlib.sha256() for _ in envs]
         self.rand_names = rand_names(envs[0]) if envs else []
-        # With the batch renderer, the shard's envs' cameras are drawn together.
+        # With the batch renderer, the shard's envs' cameras are drawn together (a
+        # multi-robot world draws its own robots' cameras in one call: no camera_jobs).
         self.camera_jobs: list[Any] = []
         for env in envs:
-            if getattr(env, "renderer", None) == "batch" and env.camera is not None:
+            if (hasattr(env, "camera_jobs") and getattr(env, "renderer", None) == "batch"
+                    and env.camera is not None):
                 env.camera_jobs = self.camera_jobs
 
     def put(self, i: int, obs: Any, prefix: str = "") -> None:

@@ -17,13 +17,11 @@ in each of its rows.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
 
-from dmxshm.batch.completions import Announcer
-from dmxshm.batch.worker import NEXT_STEP, RENDER, RESET, SAME_STEP, Shard, rand_names
+from dmxshm.batch.worker import NEXT_STEP, RENDER, RESET, SAME_STEP, Shard
 from dmxshm.marl.lanes import MultiLane
 
 
@@ -33,17 +31,8 @@ class WorldShard(Shard):
     def __init__(self, index: int, lo: int, hi: int, v: dict[str, np.ndarray],
                  worlds: list[MultiLane], robots: int, ready: Any,
                  mode: str = NEXT_STEP) -> None:
-        # Shard's state, set here: its envs are worlds of several rows
-        self.lo, self.hi = lo, hi
-        self.v, self.envs, self.render_shape = v, worlds, None
-        self.mode = mode
+        super().__init__(index, lo, hi, v, worlds, None, ready, mode)
         self.robots = robots
-        self.pending_reset = [False] * len(worlds)
-        self.keys = [k for k in v if k.startswith("obs:")]
-        self.announcer = Announcer(index, lo, hi, v, ready)
-        self.hashes = [hashlib.sha256() for _ in worlds]
-        self.rand_names = rand_names(worlds[0]) if worlds else []
-        self.camera_jobs: list[Any] = []
 
     def run(self, command: int) -> None:
         """One synchronous command for the whole shard (no ``RENDER``: refused by the
