@@ -9,14 +9,16 @@ from dmxshm.errors import DmxError
 if TYPE_CHECKING:
     from dmxshm.batch.vector import make_vec
     from dmxshm.client import NetworkEnded, connect
-    from dmxshm.marl import parallel_env
+    from dmxshm.marl import connect_parallel, parallel_env
 
 __version__ = "0.1.0"
 
-__all__ = ["DmxError", "NetworkEnded", "__version__", "connect", "make_vec", "parallel_env"]
+__all__ = ["DmxError", "NetworkEnded", "__version__", "connect", "connect_parallel", "make_vec",
+           "parallel_env"]
 
 _LAZY = {"make_vec": "dmxshm.batch.vector", "connect": "dmxshm.client",
-         "NetworkEnded": "dmxshm.client", "parallel_env": "dmxshm.marl"}
+         "NetworkEnded": "dmxshm.client", "parallel_env": "dmxshm.marl",
+         "connect_parallel": "dmxshm.marl"}
 """Names given here but defined in a module that ``import dmxshm`` does not load (the
 batch brings posix_ipc and the workers' machinery): the name is the function itself,
 so ``help(dmxshm.make_vec)`` shows its real signature and docstring."""

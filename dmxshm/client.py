@@ -157,6 +157,10 @@ class Connection:
         action: the units :meth:`act` takes: ``"wheel-speed"`` (rad/s) or ``"pwm"``
             (duty in [-1, 1]; ``dmxshm run --action pwm``).
         command_limit: the largest command magnitude the network accepts in those units.
+        episodes: the network scores this slot's robots (``dmxshm run --episodes``):
+            each observation comes with :attr:`scores`, and gym mode takes resets.
+        scores: the last observation's ``reward``, ``terminated`` and ``truncated``, one
+            entry per robot (a numpy record; all 0 without ``episodes``).
     """
 
     def __init__(self, segment: SlotSegment, run: RunInfo) -> None:
@@ -169,6 +173,9 @@ class Connection:
         self.network = run.name
         self.network_pid = run.pid
         self.record = segment.record
+        self.episodes = run.episodes
+        # the last observation's reserved fields: reward, terminated, truncated per robot
+        self.scores: np.ndarray = np.zeros((), segment.scores.dtype)
         self.step = -1
         self._last_seq = 0
         self._pending = False  # gym: an observation returned and not answered
@@ -209,7 +216,7 @@ class Connection:
                 # the network has yet to look at): wait for what the network does next.
                 got = None
             if got is not None:
-                self._last_seq, self.step, _, records = got
+                self._last_seq, self.step, _, records, self.scores = got
                 self._pending = self.mode == "gym"
                 return records
             if self._spin_s:  # gym: poll a while (yielding) for the next observation
@@ -232,7 +239,8 @@ class Connection:
         last observation. The network checks them (finite, within
         :attr:`command_limit`) and counts what it rejects. ``reset`` (realtime only):
         this slot's robots go back to their start poses, at rest, before the
-        commands apply (gym mode rejects it: the field is reserved there).
+        commands apply; in a gym run with ``episodes``, the same, and their
+        episodes start over (other gym runs reject it: the field is reserved there).
         ``sent_time_s``: when the commands were made, ``time.monotonic()`` (None: now),
         where the realtime command latency of the summary starts (a bridge passes on
         its agent's time). ``lights``: ``(len(robots), 4, 4)`` RGBA in [0, 1] of each
@@ -258,6 +266,9 @@ class Connection:
             raise ProtocolError("no observation to answer: call observe() first" if
                                 self.step < 0 else f"step {self.step} was answered already; "
                                 "call observe() for the next step (gym mode)")
+        if reset and self.mode == "gym" and not self.episodes:
+            raise ProtocolError("a gym run takes resets only with episodes (dmxshm run "
+                                "--episodes); this network was started without")
         self._send(seg, wheels, reset, sent_time_s, self._lights(lights), False)
         self._pending = False
 

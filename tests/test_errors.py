@@ -79,6 +79,12 @@ def _no_robots() -> object:
     return MultiLane(robots=0)
 
 
+def _bad_network_obs() -> object:
+    from dmxshm.marl.network_env import connect_parallel
+
+    return connect_parallel(obs="pixels")
+
+
 def _dropin_resolve(name: str) -> object:
     from dmxshm.duckietown import resolve_map
 
@@ -99,6 +105,7 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),
     "dmxshm.matrix.batch_render.BatchRenderError": _batch_too_big,
     "dmxshm.marl.lanes.MultiLaneError": _no_robots,
+    "dmxshm.marl.network_env.NetworkEnvError": _bad_network_obs,
 }
 """A public call that raises each leaf defined outside dmxshm.errors that
 declares a built-in base, so its built-in meaning is checked where callers see it."""

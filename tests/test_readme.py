@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import subprocess
@@ -191,6 +192,32 @@ def test_outside_agent_example_drives_a_run(tmp_path: Path) -> None:
         summary, err = net.communicate(timeout=60)
         assert net.returncode == 0, err
         assert "slot-0 (robots 0, 1): held by pid" in summary
+    finally:
+        if net.poll() is None:
+            net.kill()
+            net.wait(10)
+
+
+@pytest.mark.timeout(120)
+def test_connect_parallel_example_drives_a_run(tmp_path: Path) -> None:
+    """The README's ParallelEnv over a network, against the run its command line
+    starts (with fewer steps)."""
+    (line,) = [c for b in _blocks("sh") for c in b.splitlines() if "--name arena" in c]
+    args = line.split("#")[0].split()[1:]
+    args[args.index("--steps") + 1] = "400"
+    net = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", *args, "--camera", "0x0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=tmp_path)
+    try:
+        t0 = time.monotonic()
+        while not [r for r in live_runs() if r.name == "arena"]:
+            assert time.monotonic() - t0 < 30, "the run did not start"
+            time.sleep(0.05)
+        out = _run_block(tmp_path, 'dmxshm.connect_parallel("arena")')
+        returns = ast.literal_eval(out.strip().splitlines()[-1])
+        assert sorted(returns) == ["duckiebot0", "duckiebot1", "duckiebot2"]
+        net.terminate()  # the example left; the run would wait for another client
+        net.communicate(timeout=60)
     finally:
         if net.poll() is None:
             net.kill()

@@ -39,7 +39,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         log_path: str | None, view: bool, view_port: int, view_host: str,
         foxglove: bool, foxglove_port: int, foxglove_host: str,
         allow_remote: bool, renderer: str, name: str | None, external_agents: int | None,
-        connect_timeout_s: float, action: str, duckiematrix: bool, duckiematrix_port: int,
+        connect_timeout_s: float, episodes: bool, episode_steps: int, action: str,
+        duckiematrix: bool, duckiematrix_port: int,
         duckiematrix_host: str, robot_names: str | None) -> None:
     """Run a simulator network: engine, renderers and agents over shared memory.
 
@@ -71,7 +72,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         config = network.NetworkConfig(
             mode=mode, robots=robots, renderers=renderers, agents=agents, agent=agent,
             action=action, external_agents=external_agents or 0,
-            connect_timeout_s=connect_timeout_s,
+            connect_timeout_s=connect_timeout_s, episodes=episodes, episode_steps=episode_steps,
             steps=steps, duration_s=duration_s, camera=camera,
             camera_model=ctx.meta.get("camera_model", "pinhole"), seed=seed, map=map_name,
             route=route, noise=noise, motor_dynamics=motor_dynamics,

@@ -60,6 +60,16 @@ OPTIONS = [
                  default=_default("connect_timeout_s"), show_default=True,
                  help="Gym mode with --external-agents: seconds a slot may wait for a client "
                       "(at the start, or after its client left) before the run fails."),
+    click.option("--episodes", is_flag=True, default=False,
+                 help="Gym mode with --external-agents: score the slots' robots as "
+                      "episodes (a reward, off-road and collision terminations, truncation "
+                      "at --episode-steps) in the slots' reserved fields; an ended robot "
+                      "stands still until its slot asks for a reset. What "
+                      "dmxshm.connect_parallel() drives (docs/marl.md)."),
+    click.option("--episode-steps", type=click.IntRange(min=0),
+                 default=_default("episode_steps"), show_default=True,
+                 help="With --episodes: steps after which a robot's episode is truncated "
+                      "(0: never)."),
     click.option("--agent", default=_default("agent"), show_default=True,
                  help="Built-in agent (idle, random, lane-follow), module:callable (found in "
                       "--app-dir or on sys.path) or path/to/file.py:callable."),

@@ -5,7 +5,9 @@
 * :func:`parallel_env`: a PettingZoo ``ParallelEnv`` over one such world
   (:class:`~dmxshm.marl.parallel.DuckieParallelEnv`);
 * ``dmxshm.make_vec(num_envs, robots_per_world=R)``: a Gymnasium ``VectorEnv`` whose
-  rows are the robots of ``num_envs / R`` worlds, for parameter sharing.
+  rows are the robots of ``num_envs / R`` worlds, for parameter sharing;
+* :func:`connect_parallel`: a ``ParallelEnv`` over the robots of a running gym network's
+  agent slots (:class:`~dmxshm.marl.network_env.NetworkParallelEnv`).
 """
 
 from __future__ import annotations
@@ -22,4 +24,13 @@ def parallel_env(robots: int = 4, **kwargs: Any) -> Any:
     return DuckieParallelEnv(robots=robots, **kwargs)
 
 
-__all__ = ["parallel_env"]
+def connect_parallel(name: str | None = None, **kwargs: Any) -> Any:
+    """A PettingZoo ``ParallelEnv`` over the free agent slots of a running gym network
+    started with ``--external-agents N --episodes``
+    (:func:`dmxshm.marl.network_env.connect_parallel`)."""
+    from dmxshm.marl.network_env import connect_parallel as connect
+
+    return connect(name, **kwargs)
+
+
+__all__ = ["connect_parallel", "parallel_env"]

@@ -9,9 +9,11 @@ Each robot is ``DuckieLane-v1``'s (:mod:`dmxshm.batch.env_v1`): PWM duties throu
 Duckiebot's motor model, v1's state vector (:data:`~dmxshm.batch.env_v1.STATE_FIELDS_V1`)
 with the sensors' noise, or its camera, a route through intersections, and the same
 reward: progress along its lane less ``offset_penalty`` times its offset, per second.
-What the world adds: the robots meet. They collide with each other and with the map's
-objects (one Bullet world); a contact that begins costs ``collision_penalty``, and with
-``end_on_collision`` (the default) ends that robot's episode, as leaving the road does.
+The rule is :func:`dmxshm.world.scoring.lane_score`'s, which a network's engine
+scores its robots with too (``--episodes``). What the world adds: the robots meet.
+They collide with each other and with the map's objects (one Bullet world); a contact
+that begins costs ``collision_penalty``, and with ``end_on_collision`` (the default)
+ends that robot's episode, as leaving the road does.
 A robot whose episode ended has its motors stopped at once (no lag: it brakes, or skids
 to rest if it was spinning) and stays there, an obstacle for the others; its observation
 is the last it had; it is **inactive** until the world resets. The episode of the world
@@ -43,6 +45,7 @@ from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
+from dmxshm.world.scoring import COLLISION_PENALTY, OFFSET_PENALTY, lane_score
 from dmxshm.world.world import GRAVITY_M_S2, World
 
 _TOF = STATE_FIELDS_V1.index("tof_m")
@@ -95,8 +98,8 @@ class MultiLane:
 
     def __init__(self, robots: int = 4, *, obs: str = "state",
                  camera: tuple[int, int] = (160, 120), map: str = "grid",  # noqa: A002
-                 max_episode_steps: int = EPISODE_STEPS, offset_penalty: float = 2.0,
-                 collision_penalty: float = 1.0, end_on_collision: bool = True,
+                 max_episode_steps: int = EPISODE_STEPS, offset_penalty: float = OFFSET_PENALTY,
+                 collision_penalty: float = COLLISION_PENALTY, end_on_collision: bool = True,
                  pose_noise_m: float = 0.02, yaw_noise_rad: float = 0.1,
                  dt_s: float = 1.0 / 30.0, route: str | None = "seed", noise: bool = True,
                  motor_dynamics: bool = True, camera_model: str = "duckiebot",
@@ -261,12 +264,11 @@ class MultiLane:
                               "turn": None})
                 continue
             offset, heading, on_road = lanes[i]
-            progress = speeds[i] * math.cos(0.0 if heading != heading else heading) * dt
             collided = i in hit
-            rewards[i] = (progress - self.offset_penalty * abs(0.0 if offset != offset
-                                                               else offset) * dt
-                          - (self.collision_penalty if collided else 0.0))
-            terminated[i] = not on_road or (collided and self.end_on_collision)
+            rewards[i], progress, terminated[i] = lane_score(
+                speeds[i], heading, offset, on_road, collided, dt,
+                offset_penalty=self.offset_penalty, collision_penalty=self.collision_penalty,
+                end_on_collision=self.end_on_collision)
             truncated[i] = cut and not terminated[i]
             infos.append({"active": True, "lane_offset_m": offset, "on_road": on_road,
                           "progress_m": progress, "collided": collided,

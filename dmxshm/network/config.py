@@ -156,6 +156,17 @@ class NetworkConfig:
             (:attr:`robot_params`), so every process and a replay compute the same.
             The motor's parameters apply to PWM runs: with wheel speeds, True leaves
             them out and a config that names them is refused.
+        episodes: gym mode with ``external_agents``: the engine scores the slots'
+            robots as episodes, as :class:`~dmxshm.marl.lanes.MultiLane` scores its
+            robots (``--episodes``; :mod:`dmxshm.network.episodes`): each step a
+            reward, a termination (off the road, a collision) and a truncation per
+            robot, in the reserved fields of the slot's observation (docs/abi.md); a
+            robot whose episode ended stands still until its slot asks for a reset
+            (the reset word, reserved in gym mode without episodes), which puts the
+            slot's robots back at their start poses and starts their episodes over.
+            What :func:`dmxshm.connect_parallel` drives.
+        episode_steps: with ``episodes``: steps after which a robot's episode is
+            truncated (0: never).
     """
 
     mode: str = "gym"
@@ -194,6 +205,8 @@ class NetworkConfig:
     connect_timeout_s: float = 60.0
     action: str = "wheel-speed"
     randomize: Any = None
+    episodes: bool = False
+    episode_steps: int = settings.EPISODE_STEPS
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
     _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
@@ -228,6 +241,17 @@ class NetworkConfig:
                "--action pwm with --spine is not supported: the spine's CAN frames and its "
                "per-cycle records carry wheel speeds; use --action wheel-speed with --spine")
         object.__setattr__(self, "randomize", self._randomization())
+        _check(not self.episodes or (self.mode == "gym" and self.external_agents > 0),
+               "--episodes scores the robots of outside agents' slots in a gym run: give "
+               "--mode gym and --external-agents N")
+        _check(not (self.episodes and self.spine),
+               "--episodes with --spine is not supported: a spine's robots are observed two "
+               "cycles late, which an episode's reward would have to follow")
+        _check(not (self.episodes and self.log),
+               "--episodes with --log is not supported yet: the log does not record the "
+               "resets the slots ask for, so its replay would not be exact")
+        _check(isinstance(self.episode_steps, int) and self.episode_steps >= 0,
+               f"episode steps must be 0 (never truncate) or more, not {self.episode_steps!r}")
         _check(self.steps >= 1, f"steps must be at least 1, not {self.steps}")
         _check(math.isfinite(self.duration_s) and self.duration_s > 0,
                f"duration must be a positive number of seconds, not {self.duration_s}")

@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 from dmxshm.errors import RingClosedError
+from dmxshm.network.episodes import Episodes
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import EngineResult
 from dmxshm.network.role import Role, run_role
@@ -183,6 +184,17 @@ class Engine(Role[EngineResult]):
                   if turns is not None else None)
         self.digest = StateDigest(with_end=not spine_process)
         self.lanes = Lanes(world, routes, cfg.state_dt_s)
+        # --episodes: the slots' robots scored each step, their scores to their slots.
+        self.episodes: Episodes | None = None
+        self.score_rings: list[tuple[Ring, np.ndarray]] = []
+        if cfg.episodes:
+            slots = range(cfg.agents, cfg.total_agents)
+            self.episodes = Episodes(cfg.robots, [r for a in slots
+                                                  for r in plan.agent_robots[a]],
+                                     cfg.state_dt_s, cfg.episode_steps)
+            self.score_rings = [(self.port(f"score.slot.{j}", "writer"),
+                                 np.array(plan.agent_robots[a]))
+                                for j, a in enumerate(slots)]
         self.tap([self.pose_digest, self.digest, self.lanes,
                   StateLog(cfg.log) if cfg.log else None,
                   StatePoses(plan.ring("view.state"), lambda: self.late_steps)
@@ -220,6 +232,8 @@ class Engine(Role[EngineResult]):
     def finish(self, result: EngineResult) -> EngineResult:
         for ring in self.state_rings:
             ring.close_writer()
+        for ring, _ in self.score_rings:
+            ring.close_writer()
         if self.spine_reply is not None:
             self.spine_reply.close_writer()
         return self._ended(result)
@@ -244,6 +258,8 @@ class Engine(Role[EngineResult]):
             received_commands=rej.received.tolist(), first_rejections=rej.first,
             command_latency=self._latency(),
             lane=self.lanes.report(), late_steps=self.late_steps, max_lag_s=self.max_lag_s,
+            episodes=None if self.episodes is None else {
+                "ended": self.episodes.ended, "resets": self.episodes.resets},
             taps=self.taps.results())
 
     def _latency(self) -> dict[str, dict[str, float]] | None:
@@ -279,7 +295,8 @@ class Engine(Role[EngineResult]):
         wheels = np.zeros((cfg.robots, 2))
         everyone = np.arange(cfg.robots)
         sources = list(zip(self.cmd_rings, self.agent_rows, strict=True))
-        lights_seen = [0] * len(sources)
+        lights_seen, resets_seen = [0] * len(sources), [0] * len(sources)
+        episodes = self.episodes
         timeout_s = cfg.barrier_timeout_s  # with external slots: a client may come late
         t_start = clock()
         # --spine: Vulp's pipeline in lockstep (SimulationSpine): the observation
@@ -294,13 +311,26 @@ class Engine(Role[EngineResult]):
                 seen_at = world.sim_time_s if spine is None else spine.observed_time_s
                 _publish(self.state_rings, k, seen_at, states, timeout_s)
                 taps.state(k, seen_at, states)  # after the handoff: overlaps the renderers
+                if episodes is not None:  # the lane tap has just seen state k
+                    episodes.score(states, self.lanes.lanes, self.lanes.began)
+                    for ring, rows in self.score_rings:
+                        with ring.writing(timeout_s) as record:
+                            episodes.write(record, k, rows)
                 for i, (ring, rows) in enumerate(sources):
                     got = ring.read(timeout_s)
                     wheels[rows] = got["wheels"]
                     if got["lights_seq"] != lights_seen[i]:  # an outside agent's lights
                         lights_seen[i] = int(got["lights_seq"])
                         self._set_lights(k, seen_at, rows, got["lights"])
+                    if episodes is not None and got["resets"] != resets_seen[i]:
+                        resets_seen[i] = int(got["resets"])
+                        self._reset_robots(rows, episodes)
                 safe = self.rejections.check(wheels, everyone, k)  # framework, not physics
+                if episodes is not None:  # an ended episode's robot stands still
+                    stopped = episodes.stopped
+                    safe[stopped] = 0.0
+                    if self.motors is not None:
+                        self.motors.stop(np.flatnonzero(stopped))
                 if self.motors is not None:  # (no spine: refused with PWM)
                     safe = self.motors.step(safe)
                 taps.commands(k, seen_at, safe, None)
@@ -317,6 +347,15 @@ class Engine(Role[EngineResult]):
             taps.end(self.done, world.sim_time_s, states)
         finally:
             self.wall_s = clock() - t_start
+
+    def _reset_robots(self, rows: np.ndarray, episodes: Episodes) -> None:
+        """An outside agent asked for a reset (gym, ``--episodes``): its robots back at
+        their start poses, at rest, their motors stopped, their episodes new."""
+        self.world.return_to_start(rows.tolist())
+        if self.motors is not None:
+            self.motors.stop(rows)
+        self.lanes.moved(rows.tolist(), poses_2d(self.world.state(copy=False)))
+        episodes.reset(rows)
 
     def _spine(self) -> None:
         """Realtime with a spine: each CAN frame of the spine is one physics step.

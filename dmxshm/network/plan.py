@@ -58,6 +58,8 @@ PORTS = {
     "cmd.agent.N": "agent-N -> engine (or the spine): its robots' wheel commands (N: "
                    "the agent's index among built-in agents and slots, built-in first)",
     "slot.N": "an outside program <-> slot-N: the agent slot of docs/abi.md",
+    "score.slot.N": "engine -> slot-N: its robots' rewards and episode ends, each step "
+                     "(gym mode with --episodes)",
     "spine.frames": "spine -> engine: every robot's command, one frame per CAN cycle",
     "spine.replies": "engine -> spine: the wheel states after each frame's physics step",
     "spine.records": "spine -> anyone: its per-cycle timing records",

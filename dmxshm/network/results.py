@@ -44,6 +44,7 @@ class EngineResult:
     state_drops: int = 0
     taps: dict[str, Any] = field(default_factory=dict)
     command_latency: dict[str, dict[str, float]] | None = None
+    episodes: dict[str, int] | None = None
 
 
 @dataclass

@@ -95,6 +95,8 @@ class RunInfo:
     slots: tuple[SlotInfo, ...] = ()
     view: str | None = None  # the live view's address, where the run has one
     spin_us: float = 0.0  # how long the run's waits poll before they sleep
+    episodes: bool = False  # --episodes: the slots carry rewards and ends; gym resets
+    episode_steps: int = 0
 
     @property
     def free_slots(self) -> list[SlotInfo]:
@@ -141,7 +143,9 @@ def live_runs() -> list[RunInfo]:
             camera=(int(meta.get("camera", (0, 0))[0]), int(meta.get("camera", (0, 0))[1])),
             started=started, uptime_s=max(time.time() - started, 0.0),
             slots=slot_states(list(meta.get("slots", []))), view=meta.get("view"),
-            spin_us=float(meta.get("spin_us", 0.0))))
+            spin_us=float(meta.get("spin_us", 0.0)),
+            episodes=bool(meta.get("episodes", False)),
+            episode_steps=int(meta.get("episode_steps", 0))))
     return sorted(found, key=lambda r: r.started)
 
 

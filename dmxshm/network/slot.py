@@ -102,6 +102,8 @@ class Slot(Role[SlotResult]):
         self.obs_rings = [self.ring(link.ring, "reader") for link in links]
         self.where = [np.array([robots.index(r) for r in link.robots]) for link in links]
         self.cmd_ring = self.port(f"cmd.agent.{a}", "writer")
+        # --episodes: the engine's scores of this slot's robots, one record a step
+        self.score_ring = (self.port(f"score.slot.{j}", "reader") if cfg.episodes else None)
         self.slot = slot = self.own(SlotSegment.attach(plan.ring(f"slot.{j}")))
         slot.serve(os.getppid())
         self.result = SlotResult(index=j, robots=list(robots))
@@ -153,8 +155,9 @@ class Slot(Role[SlotResult]):
                     break
                 # Awaiting first: a client takes an observation only while its step is
                 # awaited, so a new client never answers a step its predecessor answered.
+                scores = self._scores(step)
                 self.slot.set_word(O_AWAITING, step)
-                self._publish(obs, step, sim)
+                self._publish(obs, step, sim, scores)
                 got = self._await(step)
                 self.slot.set_word(O_AWAITING, NOT_AWAITING)
                 got.into(cmd)
@@ -251,8 +254,19 @@ class Slot(Role[SlotResult]):
             sim = float(got["obs"]["sim_time_s"][0])
         return obs, step, sim
 
-    def _publish(self, obs: np.ndarray, step: int, sim: float) -> None:
-        self.slot.publish(self.q, step, sim, obs)
+    def _scores(self, step: int) -> np.ndarray | None:
+        """``--episodes``: the engine's scores of this slot's robots at ``step``."""
+        if self.score_ring is None:
+            return None
+        got = self.score_ring.read(self.cfg.barrier_timeout_s)
+        if int(got["step"]) != step:
+            raise SlotError(f"{self.name}: the engine's scores are of step {int(got['step'])}, "
+                            f"its observation of step {step}")
+        return got
+
+    def _publish(self, obs: np.ndarray, step: int, sim: float,
+                 scores: np.ndarray | None = None) -> None:
+        self.slot.publish(self.q, step, sim, obs, scores)
         self.q += 1
         self.published = step
 
@@ -281,7 +295,7 @@ class Slot(Role[SlotResult]):
             self.last_seq = seq
             slot.set_word(O_EXAMINED, seq)
             realtime = self.cfg.mode == "realtime"
-            resettable = reset == 1 and realtime
+            resettable = reset == 1 and (realtime or self.cfg.episodes)
             reason = ("sequence" if backwards else "reset" if reset and not resettable
                       else "flags" if flags & ~(LIGHTS_SET | LIGHTS_ONLY)
                       or (flags & LIGHTS_ONLY and not (realtime and lights is not None))
@@ -295,8 +309,9 @@ class Slot(Role[SlotResult]):
                 return Command(step, sent, wheels, resettable, flags, lights)
             self._reject(reason, {
                 "sequence": f"its sequence word went back to {seq}",
-                "reset": f"it asks for a reset ({reset}): 1 is a realtime run's reset, "
-                         "and gym mode reserves the field (0)",
+                "reset": f"it asks for a reset ({reset}): 1 is a reset in a realtime "
+                         "run or a gym run with --episodes, and other gym runs reserve "
+                         "the field (0)",
                 "time": f"its sent time is {sent!r}, not a finite number",
                 "flags": f"its flags are {flags} (1 lights, 2 lights only: realtime, with "
                          "lights)",

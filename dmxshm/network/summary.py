@@ -126,6 +126,8 @@ class Summary:
     a wheel-speed run. ``randomization`` is a randomised run's ``config`` (the ranges
     drawn from) and ``robots`` (each robot's parameters, drawn or nominal;
     :mod:`dmxshm.world.randomize`); empty without ``--randomize``.
+    ``episodes`` (``--episodes``): the slots' robots' episodes ``ended`` and the
+    ``resets`` their slots asked for (:mod:`dmxshm.network.episodes`); empty without.
     """
 
     mode: str
@@ -172,6 +174,7 @@ class Summary:
     noise: dict[str, Any] = field(default_factory=dict)
     motor: dict[str, Any] = field(default_factory=dict)
     randomization: dict[str, Any] = field(default_factory=dict)
+    episodes: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""
@@ -323,6 +326,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         noise=DUCKIEBOT_NOISE.to_dict() if cfg.noise else {},
         motor=cfg.motor.to_dict() if cfg.action == "pwm" else {},
         randomization=randomization(cfg),
+        episodes=eng.episodes or {},
     )
 
 

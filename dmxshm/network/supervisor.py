@@ -31,6 +31,7 @@ from dmxshm.network.agent import run_agent
 from dmxshm.network.camera import camera_slot_dtype, run_camera
 from dmxshm.network.config import NetworkConfig, role_name
 from dmxshm.network.engine import run_engine
+from dmxshm.network.episodes import score_dtype
 from dmxshm.network.plan import (
     Plan,
     TapSpec,
@@ -107,6 +108,9 @@ def view_meta(cfg: NetworkConfig, plan: Plan, extra: dict[str, Any] | None = Non
             "external_agents": cfg.external_agents,
             # How long a wait of this run polls before it sleeps (an outside client too).
             "spin_us": plan.spin_us_resolved,
+            # --episodes: rewards and ends in the slots, gym resets (connect_parallel)
+            "episodes": cfg.episodes, "episode_steps": cfg.episode_steps,
+            "action": cfg.action,
             "slots": [{"index": j, "robots": list(plan.agent_robots[cfg.agents + j]),
                        "segment": plan.rings.get(f"slot.{j}", "")}
                       for j in range(cfg.external_agents)],
@@ -323,6 +327,10 @@ class Network:
                                       robot_obs_dtype(cfg), MAX_WHEEL_SPEED_RAD_S, cfg.action)
             slots.append(slot.name)
             slot.close()
+        # --episodes: each slot's robots' scores, from the engine (dmxshm.network.episodes)
+        scores = [Ring.create(reg, f"score.{j}", score_dtype(
+            len(plan.agent_robots[cfg.agents + j])), nslots, disc)
+            for j in range(cfg.external_agents if cfg.episodes else 0)]
         spine = []  # commands to the engine, its replies (a spine process only)
         if cfg.spine_process:
             # The engine takes every frame in order: room for a stall of the
@@ -348,7 +356,7 @@ class Network:
             self.announce))
         start = Barrier.create(reg, "start", plan.parties)
         start.close()
-        for ring in [*rings[1:], *cmd, *spine, *view, *cameras]:
+        for ring in [*rings[1:], *cmd, *scores, *spine, *view, *cameras]:
             ring.close()
         ports = {f"state.renderer.{r}": ring.name for r, ring in
                  enumerate(rings[:cfg.renderers])}
@@ -357,6 +365,7 @@ class Network:
         ports.update({f"camera.{r}": ring.name for r, ring in enumerate(cameras)})
         ports.update({f"cmd.agent.{a}": ring.name for a, ring in enumerate(cmd)})
         ports.update({f"slot.{j}": name for j, name in enumerate(slots)})
+        ports.update({f"score.slot.{j}": ring.name for j, ring in enumerate(scores)})
         ports.update({name: ring.name for name, ring in
                       zip(("spine.frames", "spine.replies", "spine.records"), spine,
                           strict=False)})

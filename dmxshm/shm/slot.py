@@ -23,12 +23,14 @@ every offset in bytes from the start of the segment::
          char name[16]; u32 offset; u32 count; u8 kind ('u' 'i' 'f'); u8 size
     ...  u32 robot ids[n]; the record's numpy descr as JSON
     obs  observation (64-aligned): u64 step; f64 sim time; +64: n records;
-         then reserved: f64 reward[n]; u8 terminated[n]; u8 truncated[n]
+         then f64 reward[n]; u8 terminated[n]; u8 truncated[n] (a gym run with
+         --episodes writes them; otherwise reserved, 0)
     cmd  command (64-aligned, the client writes): u64 cmd_seq (2m+1 while
          command m is written, 2m+2 once complete); u64 step (the observation
          it answers); f64 sent (CLOCK_MONOTONIC s); u32 reset request
          (realtime: 1 puts the slot's robots back at their start poses before
-         the wheels apply; gym: reserved, 0); u32 flags (1: lights set, 2:
+         the wheels apply; gym with --episodes: the same, and their episodes
+         start over; gym without: reserved, 0); u32 flags (1: lights set, 2:
          lights only, no wheels); +64: f64 wheels[n][2], in the units of the
          network line; then f32 lights[n][4][4], RGBA of front left, front right,
          back left and back right
@@ -217,6 +219,11 @@ class SlotSegment:
                                       1, lay.obs)
         self.records = np.frombuffer(buf, self.record, n, lay.records)
         self.obs_bytes = np.frombuffer(buf, np.uint8, n * self.record.itemsize, lay.records)
+        # The reserved fields after the records: each robot's reward and episode flags
+        # (a gym run with --episodes fills them; otherwise 0).
+        self.scores = np.frombuffer(buf, np.dtype([("reward", "<f8", (n,)),
+                                                   ("terminated", "u1", (n,)),
+                                                   ("truncated", "u1", (n,))]), 1, lay.reward)
         self.cmd_head = np.frombuffer(
             buf, np.dtype([("seq", "<u8"), ("step", "<u8"), ("sent_time_s", "<f8"),
                            ("reset", "<u4"), ("flags", "<u4")]), 1, lay.cmd)
@@ -288,6 +295,7 @@ class SlotSegment:
         for bell in (self.obs_bell, self.cmd_bell):
             bell.close()
         self.records = self.obs_bytes = self.wheels = self.lights = None  # type: ignore[assignment]
+        self.scores = None  # type: ignore[assignment]
         self._u64 = self.obs_head = self.cmd_head = None  # type: ignore[assignment]
 
     # -- the words ---------------------------------------------------------------
@@ -330,14 +338,20 @@ class SlotSegment:
         self.set_word(O_AWAITING, NOT_AWAITING)
         self.set_word(O_STATUS, SERVING)
 
-    def publish(self, q: int, step: int, sim_time_s: float, obs: np.ndarray) -> None:
-        """Write observation number ``q`` (seqlock) and ring the client's bell."""
+    def publish(self, q: int, step: int, sim_time_s: float, obs: np.ndarray,
+                scores: np.ndarray | None = None) -> None:
+        """Write observation number ``q`` (seqlock) and ring the client's bell
+        (``scores``: a record with ``reward``, ``terminated`` and ``truncated`` per
+        robot, for the reserved fields; None leaves them 0)."""
         self.set_word(O_OBS_SEQ, 2 * q + 1)
         if NEEDS_FENCE:
             fence()
         self.obs_head["step"] = step
         self.obs_head["sim_time_s"] = sim_time_s
         self.obs_bytes[:] = np.frombuffer(obs, np.uint8)
+        if scores is not None:
+            for key in ("reward", "terminated", "truncated"):
+                self.scores[key][0] = scores[key]
         if NEEDS_FENCE:
             fence()
         self.set_word(O_OBS_SEQ, 2 * q + 2)
@@ -384,9 +398,11 @@ class SlotSegment:
         seq = int(self.cmd_head["seq"][0])
         return seq % 2 == 0 and seq != self.word(O_EXAMINED)
 
-    def read_obs(self, after: int) -> tuple[int, int, float, np.ndarray] | None:
+    def read_obs(self, after: int) -> tuple[int, int, float, np.ndarray, np.ndarray] | None:
         """The observation if its number is above ``after`` (a sequence word): ``(seq,
-        step, sim time, records copy)``; None if none is newer, or one is being written."""
+        step, sim time, records copy, scores copy)`` (``scores``: one record of the
+        reserved fields, ``reward``, ``terminated`` and ``truncated``, an entry per
+        robot); None if none is newer, or one is being written."""
         for _ in range(1000):
             before = self.word(O_OBS_SEQ)
             if before <= after or before % 2:
@@ -396,10 +412,11 @@ class SlotSegment:
             step = int(self.obs_head["step"][0])
             sim = float(self.obs_head["sim_time_s"][0])
             data = self.records.copy()
+            scores = self.scores[0].copy()
             if NEEDS_FENCE:
                 fence()
             if self.word(O_OBS_SEQ) == before:
-                return before, step, sim, data
+                return before, step, sim, data, scores
         return None
 
     def write_cmd(self, m: int, step: int, wheels: np.ndarray, reset: bool = False,

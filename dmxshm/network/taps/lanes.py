@@ -45,6 +45,11 @@ class Lanes(Tap):
         self._touching: tuple[set[tuple[int, int]], set[tuple[int, int]]] = (set(), set())
         # Nothing to collide with, nothing to look for: the contacts query costs.
         self._collisions = n > 1 or bool(world.object_ids)
+        # The state last counted: each robot's (offset, heading error, on road), and the
+        # robots whose contact with a robot or an object began there (what an
+        # episode's score reads: dmxshm.network.episodes).
+        self.lanes: list[tuple[float, float, bool]] = []
+        self.began: set[int] = set()
         self.seconds = 0.0  # the engine's time in this tap (the summary's metrics_s)
 
     def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
@@ -58,12 +63,16 @@ class Lanes(Tap):
         """Count each contact that began since the last call."""
         robots, objects = (set(p) for p in self.world.touching())
         before_r, before_o = self._touching
+        began: set[int] = set()
         for i, j in robots - before_r:
             self._robot_hits[i] += 1
             self._robot_hits[j] += 1
+            began.update((i, j))
         for i, _ in objects - before_o:
             self._object_hits[i] += 1
+            began.add(i)
         self._touching = (robots, objects)
+        self.began = began
 
     def update(self, poses: np.ndarray, step: int | None = None) -> None:
         """Count ``(R, 3)`` poses ``(x, y, yaw)`` (of state ``step``)."""
@@ -85,12 +94,21 @@ class Lanes(Tap):
         else:
             lane_pose = self.world.road_map.lane_pose
             lanes = [lane_pose(x, y, yaw) for x, y, yaw in rows]
+        self.lanes = lanes
         for i, (offset, _heading, on_road) in enumerate(lanes):
             if not on_road:
                 self._off_road_steps[i] += 1
             elif math.isfinite(offset) and abs(offset) > worst[i]:
                 worst[i] = abs(offset)
         self.seconds += time.perf_counter() - t0
+
+    def moved(self, robots: list[int], poses: np.ndarray) -> None:
+        """``robots`` were put at ``poses`` (``(R, 3)``, every robot's) between two
+        states (a reset): the jump is no distance driven, and no stand-still."""
+        if self._last is not None:
+            for i in robots:
+                self._last[i] = [float(v) for v in poses[i]]
+                self._still[i] = 0
 
     @property
     def max_abs_offset_m(self) -> np.ndarray:
