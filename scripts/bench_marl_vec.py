@@ -8,7 +8,9 @@
   ``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1(vec, W, num_cpus=cores,
   base_class="gymnasium")``;
 - ``free``: one process per core, each stepping its share of the W worlds
-  (``MultiLane.step``) in a loop with no handoff at all: the ceiling.
+  (``MultiLane.step``) in a loop with no handoff at all: the ceiling. Each process holds
+  the worlds a batch worker would, seeded as the batch seeds them, and resets a world
+  as the batch does (at its next step), so that the two do the same work.
 
 All: state observations, the loop map's defaults, the same constant duties, episodes of
 1000 steps; env-steps are rows (robots) stepped. Each way runs ``--seconds`` per
@@ -97,31 +99,38 @@ def run_supersuit(worlds: int, robots: int, cores: int, seconds: float) -> float
 
 
 def _free_worker(args: tuple[int, int, float, int]) -> tuple[int, float]:
+    """Worlds ``first`` to ``first + worlds - 1`` of the batch, as its workers hold them:
+    world w seeded w (``make_vec(seed=0)``), a world whose robots all ended reset at its
+    next step (NEXT_STEP: a step of the batch that resets it, counted as one)."""
     from dmxshm.marl.lanes import MultiLane
 
-    worlds, robots, seconds, seed = args
+    worlds, robots, seconds, first = args
     ws = [MultiLane(robots, map="loop") for _ in range(worlds)]
     for i, w in enumerate(ws):
-        w.reset(seed=seed + i)
+        w.reset(seed=first + i)
     a = np.full((robots, 2), DUTY, np.float32)
-    for w in ws:
-        for _ in range(20):
-            w.step(a)
-    steps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+
+    def step_all() -> None:
         for w in ws:
-            w.step(a)
             if w.done:
                 w.reset()
+            else:
+                w.step(a)
+
+    for _ in range(20):
+        step_all()
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        step_all()
         steps += 1
     return steps * worlds * robots, time.perf_counter() - t0
 
 
 def run_free(worlds: int, robots: int, cores: int, seconds: float) -> float:
-    shares = [len(s) for s in np.array_split(np.arange(worlds), cores)]
+    shares = np.array_split(np.arange(worlds), cores)
     with mp.get_context("spawn").Pool(cores) as pool:
-        out = pool.map(_free_worker, [(n, robots, seconds, 100 * i)
-                                      for i, n in enumerate(shares)])
+        out = pool.map(_free_worker, [(len(s), robots, seconds, int(s[0]))
+                                      for s in shares if len(s)])
     return sum(n / t for n, t in out)
 
 
