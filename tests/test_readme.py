@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,28 +176,35 @@ def test_async_example_learns(tmp_path: Path) -> None:
     assert "env-steps/s" in stdout.splitlines()[-1]
 
 
-@pytest.mark.timeout(120)
-def test_outside_agent_example_drives_a_run(tmp_path: Path) -> None:
-    """The README's outside agent, against the run its command line starts."""
-    net = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", "run", "--external-agents", "1",
-                            "--name", "demo", "--steps", "40", "--camera", "0x0"],
+@contextlib.contextmanager
+def _cli_run(tmp_path: Path, args: list[str], name: str) -> Iterator[subprocess.Popen[str]]:
+    """``dmxshm <args>`` started in the background; yields once the run named ``name``
+    is listed (an example's connect fails at once when no such run is there)."""
+    net = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", *args],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            cwd=tmp_path)
     try:
-        # The example's connect() fails at once when no such run is there: wait for it.
         t0 = time.monotonic()
-        while not [r for r in live_runs() if r.name == "demo"]:
+        while not [r for r in live_runs() if r.name == name]:
             assert time.monotonic() - t0 < 30, "the run did not start"
             time.sleep(0.05)
+        yield net
+    finally:
+        if net.poll() is None:
+            net.kill()
+            net.wait(10)
+
+
+@pytest.mark.timeout(120)
+def test_outside_agent_example_drives_a_run(tmp_path: Path) -> None:
+    """The README's outside agent, against the run its command line starts."""
+    with _cli_run(tmp_path, ["run", "--external-agents", "1", "--name", "demo", "--steps",
+                             "40", "--camera", "0x0"], "demo") as net:
         out = _run_block(tmp_path, 'dmxshm.connect("demo")')
         assert "the run ended after step 39" in out
         summary, err = net.communicate(timeout=60)
         assert net.returncode == 0, err
         assert "slot-0 (robots 0, 1): held by pid" in summary
-    finally:
-        if net.poll() is None:
-            net.kill()
-            net.wait(10)
 
 
 @pytest.mark.timeout(120)
@@ -205,23 +214,12 @@ def test_connect_parallel_example_drives_a_run(tmp_path: Path) -> None:
     (line,) = [c for b in _blocks("sh") for c in b.splitlines() if "--name arena" in c]
     args = line.split("#")[0].split()[1:]
     args[args.index("--steps") + 1] = "400"
-    net = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", *args, "--camera", "0x0"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           cwd=tmp_path)
-    try:
-        t0 = time.monotonic()
-        while not [r for r in live_runs() if r.name == "arena"]:
-            assert time.monotonic() - t0 < 30, "the run did not start"
-            time.sleep(0.05)
+    with _cli_run(tmp_path, [*args, "--camera", "0x0"], "arena") as net:
         out = _run_block(tmp_path, 'dmxshm.connect_parallel("arena")')
         returns = ast.literal_eval(out.strip().splitlines()[-1])
         assert sorted(returns) == ["duckiebot0", "duckiebot1", "duckiebot2"]
         net.terminate()  # the example left; the run would wait for another client
         net.communicate(timeout=60)
-    finally:
-        if net.poll() is None:
-            net.kill()
-            net.wait(10)
 
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 30)
