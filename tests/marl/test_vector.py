@@ -238,3 +238,36 @@ def test_bad_input_is_refused_before_anything_starts() -> None:
     with pytest.raises(ValueError, match="render"):
         dmxshm.make_vec(8, robots_per_world=4, render_mode="rgb_array")
     assert set(list_entries()) == before
+
+
+def test_a_bad_action_is_refused_a_killed_worker_named_and_nothing_leaks() -> None:
+    import os
+    import signal
+
+    from dmxshm.batch.vector import WorkerError
+
+    env = dmxshm.make_vec(2 * R, robots_per_world=R, num_workers=2, seed=SEED, **KW)
+    try:
+        env.reset()
+        bad = np.zeros((2 * R, 2), np.float32)
+        bad[R + 1] = np.nan  # world 1's second robot
+        with pytest.raises(ValueError, match=r"sub-environment\(s\) \[4\] are not finite"):
+            env.step(bad)  # refused in the parent: the worlds never saw it
+        obs, *_ = env.step(np.zeros((2 * R, 2), np.float32))
+        assert obs.shape[0] == 2 * R
+    finally:
+        env.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
+    env = dmxshm.make_vec(2 * R, robots_per_world=R, num_workers=2, seed=SEED, **KW)
+    try:
+        env.reset()
+        proc = env._workers[1]
+        env.timeout_s = 1e6  # only the liveness check can end the step
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.popen.wait()
+        with pytest.raises(WorkerError) as info:
+            env.step(np.zeros((2 * R, 2), np.float32))
+        assert f"pid {proc.pid}" in str(info.value) and "signal 9" in str(info.value)
+    finally:
+        env.close()
+    assert not [e for e in list_entries() if e.pid == os.getpid()]
