@@ -68,6 +68,25 @@ _TOF = STATE_FIELDS.index("tof_m")
 _ACC = STATE_FIELDS.index("acc_x")
 
 
+
+def sense_v1(vector: np.ndarray, noise: Noise | None, robot: int, k: int, dt_s: float,
+             max_range_m: float) -> None:
+    """v1's sensors on robot ``robot``'s exact state vector at step ``k``, in place: the
+    time-of-flight's no-target reading, the IMU's and the range's noise (``noise`` None:
+    exact), clipped to v1's bounds. :class:`DuckieLaneV1Env` and the multi-robot worlds
+    (:class:`dmxshm.marl.lanes.MultiLane`) both read their robots through it."""
+    hit = bool(vector[_TOF] < max_range_m)
+    if noise is None:
+        if not hit:
+            vector[_TOF] = NO_TARGET_M
+    else:
+        acc, gyro = noise.imu(robot, k, k * dt_s, vector[_ACC:_ACC + 3],
+                              vector[_ACC + 3:_ACC + 6])
+        vector[_ACC:_ACC + 3], vector[_ACC + 3:_ACC + 6] = acc, gyro
+        vector[_TOF] = noise.tof(robot, k, float(vector[_TOF]), hit)
+    np.minimum(np.maximum(vector, STATE_LOW_V1, out=vector), STATE_HIGH_V1, out=vector)
+
+
 class DuckieLaneV1Env(DuckieLaneEnv):
     """See the module docstring; keyword arguments are v0's, and ``route``,
     ``noise``, ``motor_dynamics`` and ``randomize`` (``camera_model`` defaults to
@@ -129,19 +148,9 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         obs, lane, speed = super()._measure(state)
         vector = obs if self.obs_kind == "state" else (
             obs["state"] if self.obs_kind == "both" else None)
-        noise, k = self._noise, self._steps
         if vector is not None:
-            hit = bool(vector[_TOF] < self.tof.max_range_m)
-            if noise is None:
-                if not hit:
-                    vector[_TOF] = NO_TARGET_M
-            else:
-                acc, gyro = noise.imu(0, k, k * self.world.dt_s, vector[_ACC:_ACC + 3],
-                                      vector[_ACC + 3:_ACC + 6])
-                vector[_ACC:_ACC + 3], vector[_ACC + 3:_ACC + 6] = acc, gyro
-                vector[_TOF] = noise.tof(0, k, float(vector[_TOF]), hit)
-                np.minimum(np.maximum(vector, self._state_low, out=vector), self._state_high,
-                           out=vector)
+            sense_v1(vector, self._noise, 0, self._steps, self.world.dt_s,
+                     self.tof.max_range_m)
         return obs, lane, speed
 
     def _image_finish(self) -> Callable[[np.ndarray], None] | None:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.batch.env import OBS_KINDS
-from dmxshm.batch.env_v1 import NO_TARGET_M, STATE_FIELDS_V1, STATE_HIGH_V1, STATE_LOW_V1
+from dmxshm.batch.env_v1 import STATE_FIELDS_V1, STATE_HIGH_V1, STATE_LOW_V1, sense_v1
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import Camera, quat_matrix
 from dmxshm.matrix.cameras import RobotCameras
@@ -47,9 +47,6 @@ from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
 from dmxshm.world.scoring import COLLISION_PENALTY, OFFSET_PENALTY, lane_score
 from dmxshm.world.world import GRAVITY_M_S2, World
-
-_TOF = STATE_FIELDS_V1.index("tof_m")
-_ACC = STATE_FIELDS_V1.index("acc_x")
 
 
 def single_space(core: MultiLane, which: str = "observation") -> Any:
@@ -328,17 +325,7 @@ class MultiLane:
                    r00 * wx + r10 * wy + r20 * wz, r01 * wx + r11 * wy + r21 * wz,
                    r02 * wx + r12 * wy + r22 * wz, ranges[n], *self._route_fields(i)]
             vector = np.array(row, np.float32)
-            hit = bool(vector[_TOF] < self.tof.max_range_m)
-            if noise is None:
-                if not hit:
-                    vector[_TOF] = NO_TARGET_M
-            else:
-                acc, gyro = noise.imu(i, k, k * self.world.dt_s, vector[_ACC:_ACC + 3],
-                                      vector[_ACC + 3:_ACC + 6])
-                vector[_ACC:_ACC + 3], vector[_ACC + 3:_ACC + 6] = acc, gyro
-                vector[_TOF] = noise.tof(i, k, float(vector[_TOF]), hit)
-            np.minimum(np.maximum(vector, STATE_LOW_V1, out=vector), STATE_HIGH_V1,
-                       out=vector)
+            sense_v1(vector, noise, i, k, self.world.dt_s, self.tof.max_range_m)
             vectors[i] = vector
         if self.obs_kind != "state" and robots:
             assert self._cameras is not None
