@@ -17,6 +17,19 @@ its per-key info arrays into SB3's list of per-env dicts, as
 SB3 wrapper of a ``VecEnv`` (``VecNormalize``, ``VecMonitor``,
 ``VecFrameStack``...) goes on top.
 
+Multi-agent (parameter sharing): ``make_vec_env(64, robots_per_world=4)`` makes the
+rows the robots of 16 worlds (:func:`dmxshm.make_vec`'s ``robots_per_world``), so one
+policy drives every robot. A row's info adds ``world``, ``agent`` (the robot
+``duckiebot{agent}`` of that world), ``active`` and ``collided``. A robot whose episode
+ended while its world goes on is a *stopped row*: its ``done`` (with its
+``terminal_observation``) comes once, in the step that ended it; after that SB3 sees
+reward 0, ``done`` False, ``info["active"]`` False and the robot's last observation, and
+its actions are ignored, until its world resets (when all its robots ended, or at
+truncation), after which the row is the robot's next episode without another ``done``.
+So SB3's ``VecMonitor`` counts a robot's episode's return right, while the episode
+after a stopped spell is counted from the stop: its length includes the stopped steps
+(their reward is 0), and the stopped steps are in PPO's rollouts (reward 0).
+
 The worlds live in worker processes: ``get_attr`` answers for what every
 world shares (``render_mode``, the spaces, ``spec``, ``metadata``),
 ``env_method`` and ``set_attr`` are refused with an ``AttributeError`` that
@@ -26,11 +39,13 @@ says so, and ``get_images`` gives the camera images of the first
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode
 
 try:
@@ -48,19 +63,47 @@ from dmxshm.batch.worker import RENDER_ENVS
 
 SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata")
 """What ``get_attr`` answers: the same for every world of the batch."""
+ROW_KEYS = ("world", "agent", "active", "collided")
+"""A multi-agent row's info keys besides DuckieLane's (``robots_per_world``)."""
+
+
+def row_spec(version: str, max_episode_steps: int | None = None) -> EnvSpec | None:
+    """The gymnasium spec of one row of a batch of ``version``: ``dmxshm/DuckieLane-v0``
+    or ``-v1`` (a multi-agent batch's robots are v1's), with the batch's
+    ``max_episode_steps`` where given; None for the gym-duckietown drop-ins, which
+    gymnasium does not know."""
+    env_id = f"dmxshm/DuckieLane-{version}"
+    if env_id not in gym.registry:
+        return None
+    spec = gym.spec(env_id)
+    if max_episode_steps is None:
+        return spec
+    return dataclasses.replace(spec, max_episode_steps=int(max_episode_steps))
 
 
 def make_vec_env(num_envs: int, num_workers: int | None = None, seed: int | None = None,
                  **kwargs: Any) -> DmxSB3VecEnv:
-    """A :class:`DmxSB3VecEnv` of ``num_envs`` DuckieLane worlds.
+    """A :class:`DmxSB3VecEnv` of ``num_envs`` DuckieLane worlds, or, with
+    ``robots_per_world=R``, of ``num_envs`` robots in ``num_envs / R`` worlds.
 
     Args:
-        num_envs: worlds.
+        num_envs: rows: worlds, or robots with ``robots_per_world``.
         num_workers: worker processes (default: one per CPU this process may use).
-        seed: world i starts from ``seed + i`` at the first reset (SB3's
-            ``VecEnv.seed``), as ``stable_baselines3.common.env_util.make_vec_env``.
-        kwargs: :func:`dmxshm.make_vec`'s (``obs``, ``camera``,
-            ``max_episode_steps``...), except ``autoreset_mode``.
+        seed: row i is given ``seed + i`` at the first reset (SB3's ``VecEnv.seed``),
+            as ``stable_baselines3.common.env_util.make_vec_env`` does: world i starts
+            from ``seed + i``; with ``robots_per_world=R`` a world takes its first
+            row's, so world w starts from ``seed + w * R``, the seed of
+            ``dmxshm.parallel_env(robots=R, ...).reset(seed=seed + w * R)``.
+        kwargs: :func:`dmxshm.make_vec`'s (``obs``, ``camera``, ``max_episode_steps``,
+            ``robots_per_world``...), except ``autoreset_mode``.
+
+    Example:
+        >>> from dmxshm.sb3 import make_vec_env
+        >>> venv = make_vec_env(4, robots_per_world=2, num_workers=1, seed=0)
+        >>> obs = venv.reset()
+        >>> obs.shape, [(i["world"], i["agent"]) for i in venv.reset_infos]
+        ((4, 14), [(0, 0), (0, 1), (1, 0), (1, 1)])
+        >>> venv.close()
     """
     venv = DmxSB3VecEnv(num_envs, num_workers, **kwargs)
     if seed is not None:
@@ -86,6 +129,7 @@ class DmxSB3VecEnv(VecEnv):
         self.batch: DmxVectorEnv = make_vec(num_envs, num_workers,
                                             autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
         self._actions: np.ndarray | None = None
+        self._spec = row_spec(self.batch.version, kwargs.get("max_episode_steps"))
         try:
             super().__init__(num_envs, self.batch.single_observation_space,
                              self.batch.single_action_space)
@@ -96,7 +140,8 @@ class DmxSB3VecEnv(VecEnv):
     # -- the stepping ----------------------------------------------------------
     def reset(self) -> VecEnvObs:
         if any(self._options):
-            raise ValueError("dmxshm/DuckieLane-v0 takes no reset options, got "
+            raise ValueError("a dmxshm batch under SB3 takes no reset options (its worlds "
+                             "reset on their own); got "
                              f"{[o for o in self._options if o]}")
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
         obs, info = self.batch.reset(seed=seeds)
@@ -120,7 +165,12 @@ class DmxSB3VecEnv(VecEnv):
         final = _per_env(info.get("final_info", {}), self.num_envs)
         for i in range(self.num_envs):
             if dones[i]:
-                step_info = final[i]
+                # the ended step's info (final_info has DuckieLane's keys) and a
+                # multi-agent row's world, agent, active and collided, as make_vec
+                # gives them; where the world reset in this same step, make_vec's
+                # collided is the reset's (False): its final_info lacks it
+                step_info = {key: now[i][key] for key in ROW_KEYS if key in now[i]}
+                step_info.update(final[i])
                 step_info["terminal_observation"] = info["final_obs"][i]
                 reset_infos.append(now[i])
             else:
@@ -143,7 +193,7 @@ class DmxSB3VecEnv(VecEnv):
         value = {"observation_space": self.batch.single_observation_space,
                  "action_space": self.batch.single_action_space,
                  "render_mode": self.batch.render_mode,
-                 "spec": gym.spec("dmxshm/DuckieLane-v0"),
+                 "spec": self._spec,
                  "metadata": {**self.batch.metadata}}[attr_name]
         return [value for _ in self._get_indices(indices)]
 
@@ -171,15 +221,17 @@ class DmxSB3VecEnv(VecEnv):
 
 
 def _per_env(info: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """Gymnasium's vector info (arrays with ``_key`` masks) as one dict per env,
-    with Python scalars, as SB3's VecEnvs give them."""
+    """Gymnasium's vector info (arrays with ``_key`` masks, a nested dict for a nested
+    info such as ``randomization``) as one dict per env, with Python scalars, as SB3's
+    VecEnvs give them."""
     out: list[dict[str, Any]] = [{} for _ in range(n)]
     for key, values in info.items():
         if key.startswith("_") or key in ("final_obs", "final_info"):
             continue
         mask = info.get(f"_{key}")
+        rows = _per_env(values, n) if isinstance(values, dict) else values
         for i in range(n):
             if mask is None or mask[i]:
-                value = values[i]
+                value = rows[i]
                 out[i][key] = value.item() if isinstance(value, np.generic) else value
     return out
