@@ -88,6 +88,97 @@ def test_env_config_sets_the_workers(local_ray: None) -> None:
         algo.stop()
 
 
+# -- many robots in one world: RLlib's MultiAgentEnv -----------------------------------
+
+MULTI = {"robots": 4, "map": "loop", "max_episode_steps": 100}
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_multi_agent_ppo_shares_one_policy(local_ray: None) -> None:
+    dmxshm.rllib.register_multi_agent()
+    config = (PPOConfig()
+              .environment(dmxshm.rllib.MULTI_ENV_ID, env_config=MULTI)
+              .multi_agent(policies={"shared"},
+                           policy_mapping_fn=lambda agent_id, episode, **kw: "shared")
+              .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
+              .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1))
+    algo = config.build_algo()
+    try:
+        results = train_twice(algo)
+
+        def facts(runner: Any) -> tuple[str, list[str], int]:
+            import os
+
+            env = runner.env.envs[0].unwrapped
+            return type(env).__name__, list(env.possible_agents), os.getpid()
+        runners = algo.env_runner_group.foreach_env_runner(facts, local_env_runner=False)
+        assert [f[:2] for f in runners] == [
+            ("DuckieMultiAgentEnv", [f"duckiebot{i}" for i in range(4)])]
+        sampled = results[-1]["env_runners"]
+        assert set(sampled["num_module_steps_sampled_lifetime"]) == {"shared"}  # one module
+        assert sampled["num_agent_steps_sampled_lifetime"]["duckiebot3"] > 0
+        assert sampled["num_env_steps_sampled_lifetime"] >= 2 * 256 / 4
+    finally:
+        algo.stop()
+    assert not [e for e in list_entries() if e.pid in {f[2] for f in runners}]
+
+
+def _drive(env: Any, steps: int) -> tuple[int, list[tuple[dict[str, Any], ...]]]:
+    """Robot 1 curves off the road, the others creep straight on: the steps it took
+    robot 1 to end (or ``steps``), and every step's returns."""
+    env.reset(seed=0)
+    out = []
+    for step in range(1, steps + 1):
+        actions = {a: ([0.5, 0.35] if a == "duckiebot1" else [0.2, 0.2]) for a in env.agents}
+        out.append(env.step(actions))
+        if "duckiebot1" not in env.agents or not env.agents:
+            return step, out
+    return steps, out
+
+
+def test_the_multi_agent_env_ends_a_world_once() -> None:
+    # "__all__" is set when the world's last robots ended, truncated if
+    # max_episode_steps cut it, also when one of them left the road in that same step
+    # (RLlib's ParallelPettingZooEnv would set neither: its "__all__" wants every
+    # robot ending in the step to end the same way).
+    free = dmxshm.rllib.multi_agent_env_creator({**MULTI, "max_episode_steps": 0})
+    k, steps = _drive(free, 200)
+    free.close()
+    *_, (obs, _, terms, truncs, _) = steps
+    assert terms["duckiebot1"] and not terms["__all__"] and not truncs["__all__"]
+    assert set(obs) == {f"duckiebot{i}" for i in range(4)}  # its last step reports it
+    for earlier in steps[:-1]:
+        assert not earlier[2]["__all__"] and not earlier[3]["__all__"]
+    cut = dmxshm.rllib.multi_agent_env_creator({**MULTI, "max_episode_steps": k})
+    try:
+        ended, steps = _drive(cut, k)
+        assert ended == k
+        _, _, terms, truncs, _ = steps[-1]
+        assert terms["duckiebot1"] and truncs["duckiebot0"] and not cut.agents
+        assert truncs["__all__"] and not terms["__all__"]
+    finally:
+        cut.close()
+
+
+def test_the_multi_agent_env_imports_ray_only_when_made() -> None:
+    import pickle
+    import subprocess
+    import sys
+
+    code = ("import sys, dmxshm.rllib; assert 'ray' not in sys.modules; "
+            "dmxshm.rllib.multi_agent_env_class(); assert 'ray' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=TIMEOUT_S)
+    env = dmxshm.rllib.DuckieMultiAgentEnv({"robots": 2, "map": "loop"})
+    copy = pickle.loads(pickle.dumps(env))  # found by name, as Ray's workers find it
+    try:
+        assert type(copy) is dmxshm.rllib.DuckieMultiAgentEnv
+        a, b = env.reset(seed=3)[0], copy.reset(seed=3)[0]
+        assert all((a[k] == b[k]).all() for k in a)
+    finally:
+        env.close()
+        copy.close()
+
+
 def test_the_creator_alone() -> None:
     single = dmxshm.rllib.env_creator({"max_episode_steps": 5})
     assert not isinstance(single, DmxVectorEnv)
