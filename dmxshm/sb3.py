@@ -167,8 +167,7 @@ class DmxSB3VecEnv(VecEnv):
             if dones[i]:
                 # the ended step's info (final_info has DuckieLane's keys) and a
                 # multi-agent row's world, agent, active and collided, as make_vec
-                # gives them; where the world reset in this same step, make_vec's
-                # collided is the reset's (False): its final_info lacks it
+                # gives them (of this step, also where its world reset in it)
                 step_info = {key: now[i][key] for key in ROW_KEYS if key in now[i]}
                 step_info.update(final[i])
                 step_info["terminal_observation"] = info["final_obs"][i]

@@ -53,7 +53,8 @@ class Reference:
     def step(self, a: np.ndarray) -> dict[str, Any]:
         """Every world, ``a`` one row per robot."""
         out: dict[str, list[Any]] = {k: [] for k in ("obs", "reward", "terminated",
-                                                     "truncated", "active", "final")}
+                                                     "truncated", "active", "collided",
+                                                     "final")}
         for w in range(len(self.envs)):
             self.step_world(w, a[w * R:(w + 1) * R], out)
         return out
@@ -67,11 +68,11 @@ class Reference:
             for agent in names:
                 for key, value in (("obs", obs[agent]), ("reward", 0.0),
                                    ("terminated", False), ("truncated", False),
-                                   ("active", True), ("final", None)):
+                                   ("active", True), ("collided", False), ("final", None)):
                     out[key].append(value)
             return
         live = list(env.agents)
-        obs, rewards, terms, truncs, _ = env.step(
+        obs, rewards, terms, truncs, infos = env.step(
             {agent: a[i] for i, agent in enumerate(names) if agent in live})
         self.last[w].update(obs)
         done = not env.agents
@@ -87,6 +88,8 @@ class Reference:
             out["terminated"].append(terms[agent] if acted else False)
             out["truncated"].append(truncs[agent] if acted else False)
             out["active"].append(acted)
+            # a contact that began in this step (also where the world resets in it)
+            out["collided"].append(bool(infos[agent]["collided"]) if acted else False)
             out["final"].append(self.last[w][agent] if ended else None)
             out["obs"].append(reset_obs[agent] if reset_obs is not None
                               else self.last[w][agent])
@@ -106,6 +109,7 @@ def _compare(mine: tuple, theirs: dict[str, Any], mode: AutoresetMode, k: int) -
     np.testing.assert_array_equal(terminated, theirs["terminated"], err_msg=where)
     np.testing.assert_array_equal(truncated, theirs["truncated"], err_msg=where)
     np.testing.assert_array_equal(info["active"], theirs["active"], err_msg=where)
+    np.testing.assert_array_equal(info["collided"], theirs["collided"], err_msg=where)
     if mode == AutoresetMode.SAME_STEP:
         final = [f is not None for f in theirs["final"]]
         assert list(info.get("_final_obs", np.zeros(len(final), bool))) == final, where
@@ -173,7 +177,8 @@ def test_the_async_api_returns_whole_worlds_and_the_same_numbers() -> None:
             step = a[seen[w] % STEPS, w % WORLDS * R:(w % WORLDS + 1) * R]
             envs.send(step, ids)
             out: dict[str, list[Any]] = {k: [] for k in ("obs", "reward", "terminated",
-                                                         "truncated", "active", "final")}
+                                                         "truncated", "active", "collided",
+                                                         "final")}
             ref.step_world(w, step, out)
             expected[w] = np.stack(out["obs"])
             seen[w] += 1
@@ -271,3 +276,29 @@ def test_a_bad_action_is_refused_a_killed_worker_named_and_nothing_leaks() -> No
     finally:
         env.close()
     assert not [e for e in list_entries() if e.pid == os.getpid()]
+
+
+def test_a_reset_of_a_world_that_ended_draws_as_if_it_had_not_been_reset_early() -> None:
+    # NEXT_STEP: a worker resets a world whose robots all ended while it waits for the
+    # next command (prefetch); a reset command (no seed: the world's generator goes
+    # on) that comes instead must draw as if that early reset had never been made.
+    a = actions()
+    ref = Reference(AutoresetMode.NEXT_STEP)
+    envs = dmxshm.make_vec(WORLDS * R, robots_per_world=R, num_workers=2, **KW)
+    try:
+        envs.reset(seed=SEED)
+        ref.reset([SEED + w for w in range(WORLDS)])
+        for k in range(STEPS):
+            envs.step(a[k])
+            ref.step(a[k])
+            if any(ref.pending):
+                break
+        assert any(ref.pending), "no world ended: the test's actions changed"
+        obs, _ = envs.reset()
+        np.testing.assert_array_equal(obs, ref.reset([None] * WORLDS))
+        for k in range(30):  # and on, as the reference
+            out = envs.step(a[k])
+            _compare(out, ref.step(a[k]), AutoresetMode.NEXT_STEP, k)
+    finally:
+        envs.close()
+        ref.close()
