@@ -308,10 +308,6 @@ class Shard:
         for key in INFO_FIELDS:
             self.v[f"final:info:{key}"][i] = info[key]
 
-    def prefetch(self) -> None:
-        """Between two commands, while the worker would wait: work the next command
-        will want, done early (none here: a DuckieLane env resets in 0.1 ms)."""
-
     def run_pending(self) -> None:
         """Step the envs of the shard that the parent sent, then announce them
         (:mod:`dmxshm.batch.completions`)."""
@@ -393,7 +389,6 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
                 break
             if command == PENDING:
                 shard.run_pending()
-                shard.prefetch()
                 continue
             if sequence == last_sequence:
                 continue  # a wake-up left from asynchronous sends
@@ -409,7 +404,6 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
             full_fence()
             if (finished == sequence).all():
                 done.release()
-            shard.prefetch()  # while the parent and the other workers are busy
     finally:
         # A dying parent sends its death signal once per thread that exits:
         # the clean-up below must not be cut short by the next one.

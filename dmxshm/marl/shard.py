@@ -33,23 +33,6 @@ class WorldShard(Shard):
                  mode: str = NEXT_STEP) -> None:
         super().__init__(index, lo, hi, v, worlds, None, ready, mode)
         self.robots = robots
-        # NEXT_STEP: worlds reset ahead of their next step (prefetch): each one's first
-        # observation, infos and its generator's state before that reset
-        self._early: dict[int, tuple[Any, list[dict[str, Any]], dict[str, Any]]] = {}
-
-    def prefetch(self) -> None:
-        """``NEXT_STEP``: reset now the worlds whose robots all ended, whose next step
-        reports their reset (a reset of R robots loads R fresh bodies: 15 ms for 4, some
-        13 steps' worth), so that it overlaps the learner's and the other workers' work
-        instead of holding up the batch's next step. The numbers are the same: the reset
-        draws from the world's generator as it would at that step; a reset command that
-        comes instead puts the generator back first."""
-        for u, pending in enumerate(self.pending_reset):
-            if pending and u not in self._early:
-                world = self.envs[u]
-                before = world.rng.bit_generator.state
-                obs, infos = world.reset(seed=None)
-                self._early[u] = (obs, infos, before)
 
     def run(self, command: int) -> None:
         """One synchronous command for the whole shard (no ``RENDER``: refused by the
@@ -78,14 +61,8 @@ class WorldShard(Shard):
         step_obs: Any = None
         step_infos: list[dict[str, Any]] = []
         if command == RESET or self.pending_reset[u]:
-            early = self._early.pop(u, None)
-            if command == RESET or early is None:
-                seed = int(v["seeds"][first]) if command == RESET else -1
-                if early is not None:  # not wanted after all: as if never made
-                    world.rng.bit_generator.state = early[2]
-                obs, infos = world.reset(seed=None if seed < 0 else seed)
-            else:
-                obs, infos = early[0], early[1]
+            seed = int(v["seeds"][first]) if command == RESET else -1
+            obs, infos = world.reset(seed=None if seed < 0 else seed)
             self.pending_reset[u] = False
             rewards = np.zeros(r)
             terminated = np.zeros(r, bool)

@@ -278,10 +278,10 @@ def test_a_bad_action_is_refused_a_killed_worker_named_and_nothing_leaks() -> No
     assert not [e for e in list_entries() if e.pid == os.getpid()]
 
 
-def test_a_reset_of_a_world_that_ended_draws_as_if_it_had_not_been_reset_early() -> None:
-    # NEXT_STEP: a worker resets a world whose robots all ended while it waits for the
-    # next command (prefetch); a reset command (no seed: the world's generator goes
-    # on) that comes instead must draw as if that early reset had never been made.
+def test_a_reset_command_for_a_world_whose_robots_all_ended() -> None:
+    # NEXT_STEP: a world whose robots all ended waits for its next step to reset; a
+    # reset command (no seed: the world's generator goes on) that comes first resets
+    # it once, as the reference does.
     a = actions()
     ref = Reference(AutoresetMode.NEXT_STEP)
     envs = dmxshm.make_vec(WORLDS * R, robots_per_world=R, num_workers=2, **KW)
