@@ -218,7 +218,7 @@ class World:
         else:
             for body in self.robot_ids:
                 pb.removeBody(body, physicsClientId=c)
-            self.robot_ids = [load_robot(c, x, y, yaw) for x, y, yaw in poses]
+            self.robot_ids = [load_robot(c, x, y, yaw, self.visuals) for x, y, yaw in poses]
             self._index_of = {body: i for i, body in enumerate(self.robot_ids)}
             self._body_physics, self._loaded = {}, {}  # fresh bodies, as loaded
             for i, physics in enumerate(self._physics):

@@ -246,7 +246,7 @@ def test_scene_is_few_bodies(world1: World) -> None:
 def test_a_world_without_visuals_moves_exactly_the_same() -> None:
     rng = np.random.default_rng(11)
     commands = rng.uniform(-MAX_WHEEL_SPEED_RAD_S, MAX_WHEEL_SPEED_RAD_S, (200, 2, 2))
-    runs = []
+    runs, shapes = [], []
     for visuals in (True, False):
         with World("loop", 2, seed=3, visuals=visuals) as world:
             states = []
@@ -255,9 +255,28 @@ def test_a_world_without_visuals_moves_exactly_the_same() -> None:
                 world.step()
                 states.append(world.state())
             runs.append(np.array(states))
+            shapes.append(len(pb.getVisualShapeData(world.robot_ids[0],
+                                                    physicsClientId=world.client)))
             if not visuals:
                 assert world.scene.visual_ids == {}
     assert np.array_equal(runs[0].view(np.float64), runs[1].view(np.float64))
+    # the robots too: loaded without their visual shapes (Bullet shows their
+    # collision shapes instead: 4, not 6)
+    assert shapes[1] < shapes[0]
+
+
+def test_the_collision_only_urdf_is_the_robot_without_its_visuals() -> None:
+    import re
+
+    from dmxshm.world.robot import COLLISION_URDF_PATH, URDF_PATH
+
+    def body(text: str) -> str:  # the XML, comments and visuals left out
+        text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+        return re.sub(r"\s+", "", re.sub(r"<visual>.*?</visual>", "", text, flags=re.S))
+
+    assert body(COLLISION_URDF_PATH.read_text()) == body(URDF_PATH.read_text())
+    assert "<visual>" not in re.sub(r"<!--.*?-->", "", COLLISION_URDF_PATH.read_text(),
+                                    flags=re.S)
 
 
 @pytest.mark.parametrize("robots", [1, 2, 4])
