@@ -15,7 +15,8 @@
 All: state observations, the loop map's defaults, the same constant duties, episodes of
 1000 steps; env-steps are rows (robots) stepped. Each way runs ``--seconds`` per
 measurement, in the order A B C C B A, ``--rounds`` times (each round makes its envs
-afresh). Prints the medians and the ratios; ``--json FILE`` keeps the raw figures.
+afresh). Prints the medians and the ratios; ``--anatomy`` adds where a step of the batch goes
+(:func:`anatomy`); ``--json FILE`` keeps the raw figures.
 
     python scripts/bench_marl_vec.py --worlds 16 --robots 4 --json marl-vec.json
 """
@@ -58,6 +59,37 @@ def run_dmxshm(worlds: int, robots: int, cores: int, seconds: float) -> float:
         return _rate(envs.step, worlds * robots, seconds)
     finally:
         envs.close()
+
+
+def anatomy(worlds: int, robots: int, cores: int, seconds: float) -> dict[str, float]:
+    """Where a step of the batch goes (ms, means over ``seconds`` of steps): each
+    worker's busy time (from taking the command to its shard's end, the workers' own
+    clocks in the shared arrays), the slowest worker's, the share no worker is busy
+    (handoff and wake-ups: the step's wall time less the slowest worker's), and the
+    imbalance (the slowest worker less the mean)."""
+    envs = dmxshm.make_vec(worlds * robots, robots_per_world=robots, num_workers=cores,
+                           seed=0, map="loop")
+    try:
+        envs.reset()
+        a = np.full((worlds * robots, 2), DUTY, np.float32)
+        for _ in range(20):
+            envs.step(a)
+        v = envs._arrays.views
+        walls, busy = [], []
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            envs.step(a)
+            walls.append(time.perf_counter() - t0)
+            busy.append(v["t_done"] - v["t_start"])
+    finally:
+        envs.close()
+    w, b = np.array(walls) * 1e3, np.array(busy) * 1e3
+    return {"steps": float(len(w)), "wall_ms": float(w.mean()),
+            "busy_ms": float(b.mean()), "slowest_ms": float(b.max(1).mean()),
+            "balanced_ms": float(b.sum(1).mean() / cores),
+            "imbalance_ms": float((b.max(1) - b.mean(1)).mean()),
+            "handoff_ms": float((w - b.max(1)).mean())}
 
 
 def _black_death(env):  # noqa: ANN001, ANN202
@@ -142,6 +174,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json")
+    parser.add_argument("--anatomy", action="store_true",
+                        help="also: where a step of the batch goes (anatomy())")
     args = parser.parse_args()
     ways = {"dmxshm": run_dmxshm, "supersuit": run_supersuit, "free": run_free}
     rates: dict[str, list[float]] = {name: [] for name in ways}
@@ -156,11 +190,19 @@ def main() -> None:
           f"(median env-steps/s): " + ", ".join(f"{k} {v:.0f}" for k, v in med.items()))
     print(f"dmxshm / supersuit: {med['dmxshm'] / med['supersuit']:.2f} (target >= 1.2); "
           f"dmxshm / free-running: {med['dmxshm'] / med['free']:.2f} (target >= 0.85)")
+    parts = anatomy(args.worlds, args.robots, args.cores, args.seconds) if args.anatomy else {}
+    if parts:
+        print(f"a step of the batch ({parts['steps']:.0f} steps): {parts['wall_ms']:.2f} ms; "
+              f"the slowest worker busy {parts['slowest_ms']:.2f} ms (mean "
+              f"{parts['busy_ms']:.2f}: imbalance {parts['imbalance_ms']:.2f}), no worker "
+              f"busy {parts['handoff_ms']:.2f} ms; the work spread evenly: "
+              f"{parts['balanced_ms']:.2f} ms ({parts['balanced_ms'] / parts['wall_ms']:.2f} "
+              "of the step)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                        "cpus": os.cpu_count(), "args": vars(args), "env_steps_s": rates,
-                       "median": med}, f, indent=1)
+                       "median": med, "anatomy": parts}, f, indent=1)
 
 
 if __name__ == "__main__":
