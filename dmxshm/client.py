@@ -237,7 +237,7 @@ class Connection:
         """Send ``commands``: ``(len(robots), 2)``, left then right, in the network's
         units (:attr:`action`: wheel speeds in rad/s, or PWM duties), answering the
         last observation. The network checks them (finite, within
-        :attr:`command_limit`) and counts what it rejects. ``reset`` (realtime only):
+        :attr:`command_limit`) and counts what it rejects. ``reset`` (realtime):
         this slot's robots go back to their start poses, at rest, before the
         commands apply; in a gym run with ``episodes``, the same, and their
         episodes start over (other gym runs reject it: the field is reserved there).

@@ -42,6 +42,7 @@ engine fills and reads with ``--episodes`` (:mod:`dmxshm.network.episodes`)::
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -49,8 +50,9 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
 from dmxshm import settings
-from dmxshm.client import Connection, NoNetworkError, _choose_run, connect
+from dmxshm.client import Connection, NoNetworkError, SlotTakenError, _choose_run, _claim
 from dmxshm.errors import DmxError
+from dmxshm.network.runs import RunInfo
 
 AGENT_PREFIX = "duckiebot"
 STATE_FIELDS = ("imu", "encoders", "tof_m", "lane")
@@ -74,7 +76,8 @@ def connect_parallel(name: str | None = None, *, obs: str = "state",
     Args:
         name: the network's ``--name``; None: the only running network with slots.
         obs: ``"state"``, ``"camera"`` or ``"both"``.
-        timeout_s: how long to wait for such a network to appear (None: not at all).
+        timeout_s: how long to wait for such a network and a free slot of it to appear
+            (None: not at all).
         step_timeout_s: the longest wait for an observation.
 
     Raises:
@@ -100,27 +103,18 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         self.obs_kind = obs
         self.step_timeout_s = step_timeout_s
         self._conns: list[Connection] = []
-        run = _choose_run(name)
-        if run.mode != "gym" or not run.episodes:
-            label = repr(run.name) if run.name else f"pid {run.pid}"
-            raise NetworkEnvError(
-                f"network {label} is a {run.mode} run without episodes: a ParallelEnv "
-                "needs a gym run that scores its slots' robots; start one with "
-                "dmxshm run --mode gym --external-agents N --episodes")
-        if obs != "state" and run.camera == (0, 0):
-            raise NetworkEnvError(f"obs={obs!r} needs a camera, and network "
-                                  f"{run.name or run.pid} has none (--camera 0x0)")
-        try:
-            for slot in run.free_slots:
-                self._conns.append(connect(run.name if name is not None else None,
-                                           robots=slot.robots, timeout_s=timeout_s,
-                                           client_name="connect_parallel"))
-        except BaseException:
-            self.close()
-            raise
-        if not self._conns:
-            raise NoNetworkError(f"every slot of network {run.name or run.pid} is held "
-                                 "('dmxshm ps' says by whom)")
+        self._closed = False
+        deadline = time.monotonic() + (timeout_s or 0.0)
+        while True:  # a network that is starting, slots that are being given back
+            try:
+                run = _choose_run(name)
+                self._check(run, obs)
+                self._conns = self._claim(run)
+                break
+            except (NoNetworkError, SlotTakenError):
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(settings.LIVENESS_POLL_S)
         self.network = run.name
         self.possible_agents = [f"{AGENT_PREFIX}{r}" for c in self._conns for r in c.robots]
         self.agents: list[str] = []
@@ -144,6 +138,37 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         self._pending = [False] * len(self._conns)
         self._state = np.zeros((len(self.possible_agents), width), np.float32)
 
+    @staticmethod
+    def _check(run: RunInfo, obs: str) -> None:
+        if run.mode != "gym" or not run.episodes:
+            label = repr(run.name) if run.name else f"pid {run.pid}"
+            raise NetworkEnvError(
+                f"network {label} is a {run.mode} run without episodes: a ParallelEnv "
+                "needs a gym run that scores its slots' robots; start one with "
+                "dmxshm run --mode gym --external-agents N --episodes")
+        if obs != "state" and run.camera == (0, 0):
+            raise NetworkEnvError(f"obs={obs!r} needs a camera, and network "
+                                  f"{run.name or run.pid} has none (--camera 0x0)")
+
+    @staticmethod
+    def _claim(run: RunInfo) -> list[Connection]:
+        """Every free slot of ``run`` (one taken meanwhile by another client is left)."""
+        conns: list[Connection] = []
+        try:
+            for slot in run.free_slots:
+                try:
+                    conns.append(_claim(run, slot.robots, "connect_parallel"))
+                except SlotTakenError:
+                    continue
+        except BaseException:
+            for conn in conns:
+                conn.close()
+            raise
+        if not conns:
+            raise NoNetworkError(f"every slot of network {run.name or run.pid} is held "
+                                 "('dmxshm ps' says by whom)")
+        return conns
+
     # -- PettingZoo's API ---------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space[Any]:
         return self.observation_spaces[agent]
@@ -155,6 +180,7 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
               ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Every robot of the env back at its start pose (see the module docstring);
         ``seed`` and ``options`` change nothing in the network's world."""
+        self._open()
         for j in range(len(self._conns)):  # a step to answer: the one waited on
             if not self._pending[j]:
                 self._observe(j)
@@ -170,14 +196,17 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
     def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float],
                                                      dict[str, bool], dict[str, bool],
                                                      dict[str, dict[str, Any]]]:
+        self._open()
         if not self.agents:
             raise NetworkEnvError("step() with no agent: reset() first (every agent's "
                                   "episode ended, or none began)")
         live = set(self.agents)
-        for agent in actions:
+        for agent, action in actions.items():
             if agent not in self.possible_agents:
                 raise NetworkEnvError(f"unknown agent {agent!r}; the agents are "
                                       f"{', '.join(self.possible_agents)}")
+            if not np.isfinite(np.asarray(action, np.float64)).all():
+                raise NetworkEnvError(f"{agent}'s action must be finite, not {action!r}")
         for j, conn in enumerate(self._conns):
             wheels = np.zeros((len(conn.robots), 2))
             for i, r in enumerate(conn.robots):
@@ -204,10 +233,17 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         return None
 
     def close(self) -> None:
-        """Give the slots back."""
+        """Give the slots back (the env cannot be used again)."""
         for conn in self._conns:
             conn.close()
         self._conns = []
+        self._closed = True
+        self.agents = []
+
+    def _open(self) -> None:
+        if self._closed:
+            raise NetworkEnvError("this env is closed: its slots were given back; "
+                                  "connect_parallel() again")
 
     # -- the slots ----------------------------------------------------------------------
     def _observe(self, j: int) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -178,5 +179,18 @@ def test_what_is_refused(networks: contextlib.ExitStack) -> None:
     try:
         with pytest.raises(NoNetworkError, match="held"):
             dmxshm.connect_parallel(scored)
+        env.reset()
+        with pytest.raises(NetworkEnvError, match="finite"):
+            env.step({"duckiebot0": [float("nan"), 0.0]})
     finally:
         env.close()
+    with pytest.raises(NetworkEnvError, match="closed"):
+        env.reset()
+    # a slot given back while connect_parallel waits for it (timeout_s): taken then
+    holder = dmxshm.connect(scored)
+    threading.Timer(0.5, holder.close).start()
+    later = dmxshm.connect_parallel(scored, timeout_s=20)
+    try:
+        assert later.possible_agents == ["duckiebot0"]
+    finally:
+        later.close()

@@ -47,9 +47,19 @@ def test_a_slot_reads_back_as_written_and_claims_exclude_each_other() -> None:
             obs["camera"] = 9
             obs["step"] = 3
             made.publish(0, 3, 0.1, obs)
-            seq, step, sim, got = a.read_obs(0)  # type: ignore[misc]
+            seq, step, sim, got, scores = a.read_obs(0)  # type: ignore[misc]
             assert (seq, step, sim) == (2, 3, 0.1) and (got == obs).all()
+            # the reward and flag fields: 0 unless the network scores (--episodes)
+            assert scores["reward"].tolist() == [0.0, 0.0]
+            assert scores["terminated"].tolist() == scores["truncated"].tolist() == [0, 0]
             assert a.read_obs(seq) is None  # nothing newer
+            given = np.zeros((), made.scores.dtype)
+            given["reward"], given["terminated"], given["truncated"] = [0.5, -1.0], [0, 1], [1, 0]
+            made.publish(1, 4, 0.2, obs, given)
+            seq, step, _, _, scores = a.read_obs(seq)  # type: ignore[misc]
+            assert step == 4 and scores["reward"].tolist() == [0.5, -1.0]
+            assert scores["terminated"].tolist() == [0, 1]
+            assert scores["truncated"].tolist() == [1, 0]
             a.claim(4321, "first")
             assert made.held() and made.holder()[0] == 4321
             with pytest.raises(SlotTakenError, match="held by pid 4321 \\(first\\)"):
@@ -103,7 +113,7 @@ def test_an_observation_read_while_it_is_overwritten_is_never_torn() -> None:
                 got = reader.read_obs(last)
                 if got is None:
                     continue
-                last, step, _, records = got
+                last, step, _, records, _ = got
                 data = records.view(np.uint8)
                 torn += int(data.min() != data.max() or data[0] != step % 251)
                 seen += 1

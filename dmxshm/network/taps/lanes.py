@@ -104,11 +104,17 @@ class Lanes(Tap):
 
     def moved(self, robots: list[int], poses: np.ndarray) -> None:
         """``robots`` were put at ``poses`` (``(R, 3)``, every robot's) between two
-        states (a reset): the jump is no distance driven, and no stand-still."""
+        states (a reset): the jump is no distance driven, no stand-still, and a contact
+        of theirs there begins anew."""
         if self._last is not None:
             for i in robots:
                 self._last[i] = [float(v) for v in poses[i]]
                 self._still[i] = 0
+        # a contact of theirs at the new poses begins anew (as in a world just reset)
+        moved = set(robots)
+        robot_pairs, object_pairs = self._touching
+        self._touching = ({p for p in robot_pairs if not moved & set(p)},
+                          {p for p in object_pairs if p[0] not in moved})
 
     @property
     def max_abs_offset_m(self) -> np.ndarray:
