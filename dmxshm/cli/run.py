@@ -179,6 +179,7 @@ def _refuse_unused(ctx: click.Context, config: network.NetworkConfig) -> None:
         name = given[field]
         flag, source = sources[name]
         applies, fix = (("realtime --spine runs", "--spine") if only == "spine"
+                        else ("runs with --episodes", "--episodes") if only == "episodes"
                         else (f"{only} mode", f"--mode {only}"))
         if source is ParameterSource.COMMANDLINE:
             raise RefusedError(f"{flag} applies to {applies} only: {why}. Drop it, or add "

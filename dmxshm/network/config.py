@@ -474,7 +474,8 @@ class NetworkConfig:
     def unused_fields(self, given: Iterable[str]) -> list[tuple[str, str, str]]:
         """The fields of ``given`` (those the caller set) that have no effect in this
         run, each as ``(field, where it applies, why)``; where it applies is a mode
-        (``gym``, ``realtime``) or ``spine`` (a realtime run with ``spine``). A caller
+        (``gym``, ``realtime``), ``spine`` (a realtime run with ``spine``) or
+        ``episodes`` (a run with ``episodes``). A caller
         refuses them, or says so: ``dmxshm run`` refuses such an option typed, and
         notes one set from the environment.
 
@@ -497,6 +498,8 @@ class NetworkConfig:
                 unused.append((name, only, why))
             elif name == "spine_reply_at_s" and not self.spine_process:
                 unused.append((name, "spine", "it is the network spine's T_o"))
+            elif name == "episode_steps" and not self.episodes:
+                unused.append((name, "episodes", "it truncates the slots' robots' episodes"))
         return unused
 
     @property

@@ -100,6 +100,9 @@ def test_a_run_whose_robots_never_moved_fails_after_its_summary(tmp_path) -> Non
     (["--mode", "realtime", "--rates", "lidar=10"], "unknown sensor"),
     (["--mode", "realtime", "--rates", "imu=-5"], "positive"),
     (["--rates", "imu"], "SENSOR=HZ"),
+    (["--episodes"], "--external-agents"),
+    (["--episode-steps", "50"], "applies to runs with --episodes only"),
+    (["--mode", "realtime", "--external-agents", "1", "--episodes"], "gym"),
 ])
 def test_run_refuses_impossible_values_clearly(args: list[str], words: str, capsys) -> None:  # noqa: ANN001
     with pytest.raises(SystemExit) as exc:
