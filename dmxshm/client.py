@@ -329,6 +329,12 @@ class Connection:
             pass
         return sent
 
+    @property
+    def answer_due(self) -> bool:
+        """Gym mode: the last observation returned is not answered yet (:meth:`act`
+        comes next, not :meth:`observe`)."""
+        return self._pending
+
     # -- the rest ---------------------------------------------------------------------
     def _open(self) -> SlotSegment:
         if self._seg is None:

@@ -684,13 +684,12 @@ class DmxVectorEnv(VectorEnv):
         again: an env whose episode ended, or every row of a world whose robots all
         ended (a robot that ended in a world that goes on is a stopped row)."""
         v = self._arrays.views
-        if not self._multi:
-            if ids is None:
-                return v["terminated"] | v["truncated"]
-            return v["terminated"][ids] | v["truncated"][ids]
         rows = slice(None) if ids is None else ids
+        ended = v["terminated"][rows] | v["truncated"][rows]
+        if not self._multi:
+            return ended
         # a robot goes on if it acted in this step and its episode did not end in it
-        going = v["info:active"][rows] & ~(v["terminated"][rows] | v["truncated"][rows])
+        going = v["info:active"][rows] & ~ended
         r = self.robots_per_world
         return np.repeat(~going.reshape(-1, r).any(axis=1), r)
 

@@ -207,7 +207,9 @@ class Shard:
                     and env.camera is not None):
                 env.camera_jobs = self.camera_jobs
 
-    def put(self, i: int, obs: Any, prefix: str = "") -> None:
+    def put(self, i: int | slice, obs: Any, prefix: str = "") -> None:
+        """Write ``obs`` into env ``i``'s rows of the observation arrays (``i`` a slice:
+        those envs', ``obs`` one per env), or of the ``prefix``-ed ones."""
         for key in self.keys:
             self.v[prefix + key][i] = obs[key[4:]] if key != "obs:" else obs
 

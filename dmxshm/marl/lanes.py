@@ -117,7 +117,8 @@ class MultiLane:
         self.motor = DUCKIEBOT if motor_dynamics else DUCKIEBOT.ideal()
         self.randomization = rand.parse(randomize)
         draws = obs != "state"
-        self.renderer = resolve_renderer(renderer, tuple(camera) if draws else None,
+        self.renderer = resolve_renderer(renderer, (int(camera[0]), int(camera[1]))
+                                         if draws else None,
                                          camera_model)
         # The robots see each other: they are drawn in their own world (tiny and EGL
         # need its visual shapes; the batch renderer draws from the states).

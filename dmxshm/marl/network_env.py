@@ -116,7 +116,9 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
                     raise
             time.sleep(settings.LIVENESS_POLL_S)
         self.network = run.name
-        self.possible_agents = [f"{AGENT_PREFIX}{r}" for c in self._conns for r in c.robots]
+        # each slot's agents, in its robots' order (the rows of its observations)
+        self._agents_of = [[f"{AGENT_PREFIX}{r}" for r in c.robots] for c in self._conns]
+        self.possible_agents = [a for names in self._agents_of for a in names]
         self.agents: list[str] = []
         first = self._conns[0]
         self.command_limit = float(first.command_limit)
@@ -126,16 +128,17 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         vector = spaces.Box(-np.inf, np.inf, (width,), np.float32)
         camera = (spaces.Box(0, 255, first.record["camera"].shape, np.uint8)
                   if "camera" in names else None)
-        single = {"state": vector, "camera": camera,
-                  "both": spaces.Dict({"state": vector, "camera": camera})
-                  if camera is not None else None}[obs]
+        single: spaces.Space[Any] | None = {
+            "state": vector, "camera": camera,
+            "both": spaces.Dict({"state": vector, "camera": camera})
+            if camera is not None else None}[obs]
+        assert single is not None  # (a camera observation without a camera: refused)
         self.observation_spaces = {a: single for a in self.possible_agents}
         action = spaces.Box(-self.command_limit, self.command_limit, (2,), np.float32)
         self.action_spaces = {a: action for a in self.possible_agents}
         self.state_space = spaces.Box(-np.inf, np.inf, (len(self.possible_agents), width),
                                       np.float32)
         self._records: list[np.ndarray | None] = [None] * len(self._conns)
-        self._pending = [False] * len(self._conns)
         self._state = np.zeros((len(self.possible_agents), width), np.float32)
 
     @staticmethod
@@ -181,12 +184,11 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         """Every robot of the env back at its start pose (see the module docstring);
         ``seed`` and ``options`` change nothing in the network's world."""
         self._open()
-        for j in range(len(self._conns)):  # a step to answer: the one waited on
-            if not self._pending[j]:
+        for j, conn in enumerate(self._conns):  # a step to answer: the one waited on
+            if not conn.answer_due:
                 self._observe(j)
-        for j, conn in enumerate(self._conns):
+        for conn in self._conns:
             conn.act(np.zeros((len(conn.robots), 2)), reset=True)
-            self._pending[j] = False
         for j in range(len(self._conns)):
             self._observe(j)
         self.agents = list(self.possible_agents)
@@ -207,15 +209,13 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
                                       f"{', '.join(self.possible_agents)}")
             if not np.isfinite(np.asarray(action, np.float64)).all():
                 raise NetworkEnvError(f"{agent}'s action must be finite, not {action!r}")
-        for j, conn in enumerate(self._conns):
-            wheels = np.zeros((len(conn.robots), 2))
-            for i, r in enumerate(conn.robots):
-                agent = f"{AGENT_PREFIX}{r}"
+        for conn, names in zip(self._conns, self._agents_of, strict=True):
+            wheels = np.zeros((len(names), 2))
+            for i, agent in enumerate(names):
                 if agent in live and agent in actions:
                     wheels[i] = np.clip(np.asarray(actions[agent], np.float64).reshape(2),
                                         -self.command_limit, self.command_limit)
             conn.act(wheels)
-            self._pending[j] = False
         for j in range(len(self._conns)):
             self._observe(j)
         before = self.agents
@@ -248,7 +248,6 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
     # -- the slots ----------------------------------------------------------------------
     def _observe(self, j: int) -> None:
         self._records[j] = self._conns[j].observe(timeout_s=self.step_timeout_s)
-        self._pending[j] = True
 
     def _collect(self, agents: list[str]) -> tuple[dict[str, Any], dict[str, float],
                                                    dict[str, bool], dict[str, bool],
@@ -261,22 +260,25 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         infos: dict[str, dict[str, Any]] = {}
         wanted = set(agents)
         row = 0
-        for conn, records in zip(self._conns, self._records, strict=True):
+        for conn, records, names in zip(self._conns, self._records, self._agents_of,
+                                        strict=True):
             assert records is not None
             scores = conn.scores
-            for i, r in enumerate(conn.robots):
+            for i, agent in enumerate(names):
                 rec = records[i]
                 vector = np.concatenate([np.asarray(rec[f], np.float32).reshape(-1)
                                          for f in self.fields])
                 np.nan_to_num(vector, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
                 self._state[row] = vector
                 row += 1
-                agent = f"{AGENT_PREFIX}{r}"
                 if agent not in wanted:
                     continue
-                image = rec["camera"] if self.obs_kind != "state" else None
-                obs[agent] = {"state": vector, "camera": image.copy()} if (
-                    self.obs_kind == "both") else (vector if image is None else image.copy())
+                if self.obs_kind == "state":
+                    obs[agent] = vector
+                elif self.obs_kind == "camera":
+                    obs[agent] = rec["camera"].copy()
+                else:
+                    obs[agent] = {"state": vector, "camera": rec["camera"].copy()}
                 rewards[agent] = float(scores["reward"][i])
                 terms[agent] = bool(scores["terminated"][i])
                 truncs[agent] = bool(scores["truncated"][i])

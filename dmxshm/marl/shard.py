@@ -79,17 +79,15 @@ class WorldShard(Shard):
                 # last observation and info in final_obs and final_info, and a world
                 # whose robots all ended resets in the same step
                 final = terminated | truncated
+                step_obs, step_infos = obs, infos
                 if world.done:
-                    step_obs, step_infos = obs, infos
                     obs, infos = world.reset()
                     reset = True
-                else:
-                    step_obs, step_infos = obs, infos
             elif self.mode == NEXT_STEP:
                 self.pending_reset[u] = world.done
         if final is not None and final.any():
             self._put_final(first, final, step_obs, step_infos)
-        self._put_obs(rows, obs)
+        self.put(rows, obs)
         v["rewards"][rows] = rewards
         v["terminated"][rows] = terminated
         v["truncated"][rows] = truncated
@@ -114,20 +112,12 @@ class WorldShard(Shard):
                                    for info in infos]
         self._hash(u, rows, actions, rewards, terminated, truncated, final)
 
-    def _put_obs(self, rows: slice, obs: Any, prefix: str = "") -> None:
-        for key in self.keys:
-            self.v[prefix + key][rows] = obs if key == "obs:" else obs[key[4:]]
-
     def _put_final(self, first: int, final: np.ndarray, obs: Any,
                    infos: list[dict[str, Any]]) -> None:
-        v = self.v
+        """The last observation and info of each robot whose episode ended (``final``)."""
         for i in np.flatnonzero(final).tolist():
-            for key in self.keys:
-                v["final:" + key][first + i] = (obs[i] if key == "obs:"
-                                                else obs[key[4:]][i])
-            v["final:info:lane_offset_m"][first + i] = infos[i]["lane_offset_m"]
-            v["final:info:on_road"][first + i] = infos[i]["on_road"]
-            v["final:info:progress_m"][first + i] = infos[i]["progress_m"]
+            row = {k: x[i] for k, x in obs.items()} if isinstance(obs, dict) else obs[i]
+            self.put_final(first + i, row, infos[i])
 
     def _hash(self, u: int, rows: slice, actions: np.ndarray | None, rewards: np.ndarray,
               terminated: np.ndarray, truncated: np.ndarray, final: np.ndarray | None

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from dmxshm.shm.slot import scores_dtype
 from dmxshm.world.scoring import forward_speed, lane_score
 
 
 def score_dtype(robots: int) -> np.dtype:
     """What the engine sends one slot each step: its robots' rewards and flags."""
-    return np.dtype([("step", "<u8"), ("reward", "<f8", (robots,)),
-                     ("terminated", "u1", (robots,)), ("truncated", "u1", (robots,))])
+    return np.dtype([("step", "<u8"), *scores_dtype(robots).descr])
 
 
 class Episodes:
@@ -67,10 +67,10 @@ class Episodes:
         self.terminated[:] = False
         self.truncated[:] = False
         rows = np.flatnonzero(self.active & ~self._fresh).tolist()
-        quat, vel = states["quat_xyzw"], states["lin_vel_m_s"]
+        quats, vels = states["quat_xyzw"].tolist(), states["lin_vel_m_s"].tolist()
         for i in rows:
             offset, heading, on_road = lanes[i]
-            speed = forward_speed(tuple(quat[i].tolist()), tuple(vel[i].tolist()))
+            speed = forward_speed(quats[i], vels[i])
             self.reward[i], _, self.terminated[i] = lane_score(
                 speed, heading, offset, on_road, i in began, self.dt_s)
             self.steps[i] += 1

@@ -103,6 +103,17 @@ class SlotTakenError(DmxError):
         self.pid = pid
 
 
+SCORE_FIELDS = ("reward", "terminated", "truncated")
+"""The fields after an observation's records (a gym run with --episodes fills them)."""
+
+
+def scores_dtype(robots: int) -> np.dtype:
+    """The fields after the records of ``robots``: f64 reward, u8 terminated, u8
+    truncated, one each per robot."""
+    return np.dtype([("reward", "<f8", (robots,)), ("terminated", "u1", (robots,)),
+                     ("truncated", "u1", (robots,))])
+
+
 def _align(n: int) -> int:
     return -(-n // 64) * 64
 
@@ -221,9 +232,7 @@ class SlotSegment:
         self.obs_bytes = np.frombuffer(buf, np.uint8, n * self.record.itemsize, lay.records)
         # The reserved fields after the records: each robot's reward and episode flags
         # (a gym run with --episodes fills them; otherwise 0).
-        self.scores = np.frombuffer(buf, np.dtype([("reward", "<f8", (n,)),
-                                                   ("terminated", "u1", (n,)),
-                                                   ("truncated", "u1", (n,))]), 1, lay.reward)
+        self.scores = np.frombuffer(buf, scores_dtype(n), 1, lay.reward)
         self.cmd_head = np.frombuffer(
             buf, np.dtype([("seq", "<u8"), ("step", "<u8"), ("sent_time_s", "<f8"),
                            ("reset", "<u4"), ("flags", "<u4")]), 1, lay.cmd)
@@ -350,7 +359,7 @@ class SlotSegment:
         self.obs_head["sim_time_s"] = sim_time_s
         self.obs_bytes[:] = np.frombuffer(obs, np.uint8)
         if scores is not None:
-            for key in ("reward", "terminated", "truncated"):
+            for key in SCORE_FIELDS:
                 self.scores[key][0] = scores[key]
         if NEEDS_FENCE:
             fence()

@@ -16,6 +16,7 @@ lasts costs once).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 OFFSET_PENALTY = 2.0
 """Reward lost per metre of lane offset per second."""
@@ -23,8 +24,7 @@ COLLISION_PENALTY = 1.0
 """Reward lost when a robot's contact with a robot or an object begins."""
 
 
-def forward_speed(quat_xyzw: tuple[float, float, float, float],
-                  velocity: tuple[float, float, float]) -> float:
+def forward_speed(quat_xyzw: Sequence[float], velocity: Sequence[float]) -> float:
     """Speed along the robot's own forward axis (m/s), from its orientation and its
     world-frame velocity.
 
