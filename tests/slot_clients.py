@@ -7,7 +7,7 @@ KIND: ``lane`` (the built-in lane follower through dmxshm.connect, to the end),
 slot through the raw ABI and writes ARG malformed commands, then well-formed ones
 to the end), ``pwm`` (duty 0.3 on both wheels to the end, and at step ARG a left duty
 of 1.5; prints the slot's ``action``). Prints ``claimed PID`` once it holds the slot
-and ``sent N`` at the end.
+and ``sent N`` at the end; ``ready`` on stderr once it starts looking for the network.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dmxshm.shm.slot import O_STATUS, SERVING, SlotSegment
 
 
 def main(kind: str, name: str, arg: int) -> None:
+    print("ready", file=sys.stderr, flush=True)  # imported: it looks for the network now
     with dmxshm.connect(name, timeout_s=30) as agent:
         print("claimed", os.getpid(), flush=True)
         if kind == "pwm":
