@@ -38,6 +38,7 @@ from dmxshm.view.server import (
     TOKEN_ENV,
     ViewError,
     check_host,
+    is_loopback,
     require_aiohttp,
 )
 from dmxshm.view.server import wait_for_url as server_wait_for_url
@@ -56,9 +57,9 @@ def view_process(pid: int | None, host: str, port: int, allow_remote: bool,
 
     Args:
         pid: the supervisor whose run it shows (None: the newest run going).
-        host, port: where it listens; a host beyond loopback needs ``allow_remote``,
-            and the URL then carries a token (passed in its environment, never on
-            its command line, which other users can read).
+        host, port: where it listens; a host beyond loopback needs ``allow_remote``.
+            The URL carries the server's token (made here and passed in its
+            environment, never on its command line, which other users can read).
         follow: go on to the next run when this one ends.
 
     Raises:
@@ -72,8 +73,7 @@ def view_process(pid: int | None, host: str, port: int, allow_remote: bool,
     args += ["--pid", str(pid)] if pid is not None else []
     args += ["--allow-remote"] if allow_remote else []
     args += ["--follow"] if follow else []
-    with serving("view", "dmxshm.view.server", args, "the view",
-                  env={TOKEN_ENV: token} if token else None) as url:
+    with serving("view", "dmxshm.view.server", args, "the view", env={TOKEN_ENV: token}) as url:
         yield url
 
 
@@ -105,7 +105,7 @@ def serve_view(pid: int | None, host: str, port: int, allow_remote: bool,
         pid: the supervisor whose run it shows; None: the newest run going, and
             the next one when it ends.
         host, port, allow_remote: as :func:`view_process`.
-        on_ready: called with the URL once it listens.
+        on_ready: called with the URL (with its token) once it listens.
 
     Raises:
         ViewRefusedError: the view extra is missing, or a host beyond loopback
@@ -139,7 +139,8 @@ def check_view(host: str, allow_remote: bool) -> None:
 
 def check_foxglove(host: str, allow_remote: bool) -> None:
     """A Foxglove server that can start on ``host``: foxglove-sdk installed, and a host
-    beyond loopback meant (it has no token: whoever reaches its port sees the run).
+    beyond loopback meant (it has no token: whoever reaches its port sees the run,
+    :func:`open_to`).
 
     Raises:
         ViewRefusedError: the extra is missing, or a host beyond loopback without
@@ -192,9 +193,30 @@ def next_free_port(taken: int, is_free: Callable[[int], bool]) -> int:
     raise RefusedError(f"no free port above {taken}: give --view-port and --foxglove-port")
 
 
+def open_to(host: str, does: str) -> str:
+    """Who can use a server without authentication listening on ``host`` (Foxglove's,
+    the Duckiematrix bridge's protocols have none), for its start message.
+
+    Example:
+        >>> open_to("127.0.0.1", "see the run")
+        'no authentication: any local user of this machine can connect and see the run'
+        >>> open_to("0.0.0.0", "see the run")
+        'no authentication: anyone who can reach 0.0.0.0 can connect and see the run'
+    """
+    who = "any local user of this machine" if is_loopback(host) else \
+        f"anyone who can reach {host}"
+    return f"no authentication: {who} can connect and {does}"
+
+
 def port_is_free(host: str, port: int) -> bool:
-    """Whether a server could listen on ``host:port`` now (it may be taken later)."""
+    """Whether a server could listen on ``host:port`` now (it may be taken later).
+
+    It asks as the servers bind (aiohttp's, the bridge's, with ``SO_REUSEADDR``): a
+    port whose only sockets are in TIME-WAIT, as a client's session leaves it for
+    60 s, is free to them, and so to this check.
+    """
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

@@ -2,11 +2,20 @@
 
 ``dmxshm run --view`` starts it beside a run, ``dmxshm view`` attaches it to
 a run already going. It serves one page on 127.0.0.1 (another host needs
-``--allow-remote`` and then a token in the URL): the map from above with
+``--allow-remote``): the map from above with
 every robot's pose and trail, each robot's camera image, each sensor's
 achieved rate and missed ticks, steps/s, and in a spine run the histograms
 of the spine's period error and of the age of the wheel states behind its
 frames.
+
+Every request needs the run's token, Jupyter's way: the URL printed at start
+ends in ``?token=...`` (made with :func:`secrets.token_urlsafe` for each server,
+compared with :func:`hmac.compare_digest`), the page passes it on to its
+websocket and its fetches, and a request without it, or with another, gets 403.
+The segments a run makes are 0600, but a port on loopback is open to every user
+of the machine: without the token any of them would see the run's camera
+images and poses. On loopback the Host and Origin headers are checked as well
+(no other website's script, no DNS rebinding).
 
 It reads the run only by peeking at overwrite rings
 (:mod:`dmxshm.view.rings`, :meth:`~dmxshm.shm.ring.Ring.peek`): it binds no
@@ -48,6 +57,9 @@ SPINE_RECORDS = 2000  # the newest spine cycles in the histograms
 HIST_BINS = 30
 FIND_TIMEOUT_S = 30.0
 TOKEN_ENV = "DMXSHM_VIEW_TOKEN"
+"""Where a view program started by a run finds its token (a command line is readable
+by every user of the machine, an environment only by its owner)."""
+TOKEN_BYTES = 24
 
 
 class ViewError(DmxError):
@@ -270,8 +282,10 @@ def open_run(pid: int | None, current: RunReader | None = None) -> RunReader | N
 class ViewServer:
     """The page, its websocket and the loop that pushes snapshots to every page."""
 
-    def __init__(self, pid: int | None, host: str, port: int, token: str | None,
+    def __init__(self, pid: int | None, host: str, port: int, token: str,
                  follow: bool, exit_with: int | None) -> None:
+        if not token:
+            raise ViewError("the view needs a token (check_host makes one)")
         self.pid, self.host, self.port, self.token = pid, host, port, token
         self.follow = follow  # attach to the next run when this one ended (dmxshm view)
         self.exit_with = exit_with  # stop when this process is gone (dmxshm run --view)
@@ -287,17 +301,10 @@ class ViewServer:
 
         @web.middleware
         async def check_access(request: Any, handler: Any) -> Any:
-            if self.token is not None:
-                if not hmac.compare_digest(request.query.get("token", "").encode(),
-                                           self.token.encode()):
-                    return web.Response(status=403, text="dmxshm view: a valid token is needed "
-                                                          "(the URL printed at start has it)\n")
-            elif not self.same_site(request.headers.get("Host", ""),
-                                    request.headers.get("Origin")):
-                # On loopback without a token: only this machine's own pages (no other
-                # website's script through a websocket, no DNS rebinding).
-                return web.Response(status=403, text="dmxshm view: refused (not from this "
-                                                      "machine's own page)\n")
+            refused = self.refusal(request.query.get("token"), request.headers.get("Host", ""),
+                                   request.headers.get("Origin"))
+            if refused is not None:
+                return web.Response(status=403, text=f"dmxshm view: {refused}\n")
             return await handler(request)
 
         app = web.Application(middlewares=[check_access])
@@ -307,6 +314,18 @@ class ViewServer:
         app.router.add_get("/snapshot", self.snapshot_json)
         app.router.add_get("/ws", self.websocket)
         return app
+
+    def refusal(self, token: str | None, host: str, origin: str | None) -> str | None:
+        """Why a request with ``token`` (its ``?token=``), ``Host`` and ``Origin`` is
+        refused; None: it is let in."""
+        if token is None:
+            return "a token is needed: open the URL printed at start (it ends in ?token=...)"
+        if not hmac.compare_digest(token.encode(), self.token.encode()):
+            return "wrong token: open the URL printed at start (it ends in ?token=...)"
+        if is_loopback(self.host) and not self.same_site(host, origin):
+            # Only this machine's own pages (no other website's script, no DNS rebinding).
+            return "refused: not from this machine's own page"
+        return None
 
     def same_site(self, host: str, origin: str | None) -> bool:
         """A request to a loopback name for this server, from no page or a page of it."""
@@ -421,7 +440,7 @@ class ViewServer:
 
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+        return f"http://{host}:{self.port}/?token={self.token}"
 
 
 def _map_png(name: str) -> bytes:
@@ -432,19 +451,17 @@ def _map_png(name: str) -> bytes:
     return encode_png(top_view(load_map(name).still(), 640))
 
 
-def check_host(host: str, allow_remote: bool, token: str | None) -> str | None:
-    """The token a server bound to ``host`` needs (None on loopback without one).
+def check_host(host: str, allow_remote: bool, token: str | None) -> str:
+    """The token a server bound to ``host`` needs: ``token``, or a new one.
 
     Raises:
         ViewRefusedError: a host beyond loopback without ``allow_remote``.
     """
-    if is_loopback(host):
-        return token
-    if not allow_remote:
+    if not is_loopback(host) and not allow_remote:
         raise ViewRefusedError(f"the view would be reachable from other machines on {host}; "
-                               "give --allow-remote to mean it (a token is then required in "
-                               "the URL)")
-    return token or secrets.token_urlsafe(16)
+                               "give --allow-remote to mean it (its URL's token is then all "
+                               "that keeps them out)")
+    return token or secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def command_line(prog: str, port: int) -> argparse.ArgumentParser:
@@ -462,7 +479,8 @@ def command_line(prog: str, port: int) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """``python -m dmxshm.view.server``: what ``dmxshm run --view`` starts."""
     args = command_line("dmxshm-view", DEFAULT_PORT).parse_args(argv)
-    # The token comes in the environment (another user can read a command line).
+    # The token comes in the environment (another user can read a command line);
+    # without one, it makes its own.
     try:
         token = check_host(args.host, args.allow_remote, os.environ.get(TOKEN_ENV) or None)
     except ViewError as exc:

@@ -62,6 +62,32 @@ def test_a_port_in_use_is_not_free() -> None:
     assert launch.port_is_free(settings.LOCAL_HOST, port)  # closed: free again
 
 
+def test_a_port_left_in_time_wait_by_a_session_is_free() -> None:
+    # What an SDK session leaves on the bridge's port (issue 42): the server closed
+    # first, so its side of the connection sits in TIME-WAIT for 60 s after the
+    # server is gone. The server binds with SO_REUSEADDR (aiohttp does), so the
+    # port is free to the next run's server, and the check must say so.
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind((settings.LOCAL_HOST, 0))
+        server.listen()
+        port = server.getsockname()[1]
+        with socket.create_connection((settings.LOCAL_HOST, port), timeout=10) as client:
+            conn, _ = server.accept()
+            conn.close()  # the server's side closes first: it goes to TIME-WAIT
+            assert client.recv(1) == b""  # the server's FIN arrived
+    assert time_wait_on(port), "the test did not leave a TIME-WAIT socket on the port"
+    assert launch.port_is_free(settings.LOCAL_HOST, port)
+
+
+def time_wait_on(port: int) -> bool:
+    """Whether a TCP socket of this machine on local ``port`` is in TIME-WAIT."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return any(int(local.rsplit(":", 1)[1], 16) == port and state == "06"  # TIME_WAIT
+               for _, local, _, state, *_ in rows)
+
+
 def test_the_live_view_is_a_child_of_the_process_layer() -> None:
     # Started by dmxshm.proc.program: named dmx-view, told to stop when we end.
     pytest.importorskip("aiohttp")

@@ -1,5 +1,5 @@
 """The live view: the page in a real browser (Debian's Chromium through Selenium),
-the token beyond loopback, and that the view never holds the run back."""
+the token every request needs, and that the view never holds the run back."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from dmxshm.view.server import (  # noqa: E402
     wait_for_url,
 )
 
+TOKEN = "dmxshm-test-token-" + os.urandom(8).hex()
+
 TIMEOUT_S = 180
 # CI sets this: there the browser test must run, not skip.
 REQUIRE_BROWSER = os.environ.get("DMXSHM_REQUIRE_BROWSER") == "1"
@@ -49,6 +51,45 @@ def start_view(pid: int, port: int, *extra: str,
     except BaseException:
         stop(proc)
         raise
+
+
+def at(url: str, path: str) -> str:
+    """``path`` of the view at ``url`` (the URL printed at start), with its token."""
+    base, _, query = url.partition("?")
+    return f"{base}{path}?{query}"
+
+
+def token_of(url: str) -> str:
+    """The token of the view's URL; fails when it has none."""
+    base, sep, token = url.partition("?token=")
+    assert sep and len(token) >= 32, f"no token in the view's URL {url}"
+    return token
+
+
+def status_of(url: str, headers: dict[str, str] | None = None) -> int:
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return exc.code
+
+
+def websocket_first_message(url: str) -> dict:
+    """The first message of the view's websocket at ``url`` (``ws://...``); raises
+    aiohttp's ``WSServerHandshakeError`` (with its ``status``) when refused."""
+    import asyncio
+    import json
+
+    import aiohttp
+
+    async def first() -> dict:
+        async with aiohttp.ClientSession() as session, \
+                session.ws_connect(url, timeout=aiohttp.ClientWSTimeout(ws_close=10)) as ws:
+            return json.loads((await ws.receive(timeout=10)).data)
+
+    return asyncio.run(first())
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -148,7 +189,7 @@ def test_the_view_binds_no_ring_and_a_run_without_a_page_is_the_same() -> None:
     try:
         net.start()
         view, url = start_view(os.getpid(), free_port())
-        with urllib.request.urlopen(url + "snapshot", timeout=10) as r:
+        with urllib.request.urlopen(at(url, "snapshot"), timeout=10) as r:
             assert b'"robots": 2' in r.read()
         seen = net.run()
         from dmxshm.shm.ring import Ring
@@ -186,7 +227,7 @@ def test_the_view_shows_moving_objects_where_they_are(tmp_path) -> None:  # noqa
         view, url = start_view(os.getpid(), free_port())
 
         def snapshot() -> dict | None:
-            with urllib.request.urlopen(url + "snapshot", timeout=10) as r:
+            with urllib.request.urlopen(at(url, "snapshot"), timeout=10) as r:
                 got = json.loads(r.read())
             return got if got.get("movers") and got["sim_time_s"] > 0.5 else None
 
@@ -194,7 +235,7 @@ def test_the_view_shows_moving_objects_where_they_are(tmp_path) -> None:  # noqa
         expected = Mover(m, m.objects[0], 0, 4).pose(snap["sim_time_s"])
         assert snap["movers"] == [[round(v, 4) for v in expected]]
         # The background is the map without it: the page draws it where it is.
-        with urllib.request.urlopen(url + "map.png", timeout=10) as r:
+        with urllib.request.urlopen(at(url, "map.png"), timeout=10) as r:
             assert r.status == 200
     finally:
         if view is not None:
@@ -203,10 +244,67 @@ def test_the_view_shows_moving_objects_where_they_are(tmp_path) -> None:  # noqa
 
 
 @pytest.mark.timeout(TIMEOUT_S)
+def test_every_endpoint_needs_the_token_on_loopback() -> None:
+    # Issue 42: the run's segments are 0600, but any user of the machine reaches a
+    # port on loopback; without the token they are refused, with it let in.
+    port = free_port()
+    proc, url = start_view(os.getpid(), port)  # as a run starts it: it makes its token
+    try:
+        token = token_of(url)
+        assert url == f"http://127.0.0.1:{port}/?token={token}"
+        base = f"http://127.0.0.1:{port}/"
+        for path in ("", "snapshot", "map.png", "ws"):
+            assert status_of(base + path) == 403, path
+            assert status_of(f"{base}{path}?token=wrong") == 403, path
+            assert status_of(f"{base}{path}?token=") == 403, path
+        assert status_of(at(url, "")) == 200
+        assert status_of(at(url, "snapshot")) == 200
+        assert status_of(at(url, "map.png")) == 404  # let in: no run yet, so no map
+        # A short reason: what is missing and where to find it.
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(base + "snapshot", timeout=10)
+        assert b"a token is needed" in info.value.read()
+        info.value.close()
+    finally:
+        stop(proc)
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_the_websocket_needs_the_token() -> None:
+    import aiohttp
+
+    port = free_port()
+    proc, url = start_view(os.getpid(), port)
+    try:
+        token = token_of(url)
+        ws = f"ws://127.0.0.1:{port}/ws"
+        for query in ("", "?token=wrong"):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as info:
+                websocket_first_message(ws + query)
+            assert info.value.status == 403
+        assert websocket_first_message(f"{ws}?token={token}")["kind"] == "waiting"  # no run
+    finally:
+        stop(proc)
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_a_view_without_a_token_given_makes_its_own() -> None:
+    a = check_host("127.0.0.1", allow_remote=False, token=None)
+    b = check_host("127.0.0.1", allow_remote=False, token=None)
+    assert a != b and len(a) >= 32  # secrets.token_urlsafe(24): 32 characters
+    assert check_host("127.0.0.1", allow_remote=False, token=TOKEN) == TOKEN
+    port = free_port()
+    proc, url = start_view(os.getpid(), port, token=TOKEN)  # as view_process gives it
+    try:
+        assert token_of(url) == TOKEN
+    finally:
+        stop(proc)
+
+
+@pytest.mark.timeout(TIMEOUT_S)
 def test_beyond_loopback_a_token_is_required() -> None:
     with pytest.raises(ViewError, match="--allow-remote"):
         check_host("0.0.0.0", allow_remote=False, token=None)
-    assert check_host("127.0.0.1", allow_remote=False, token=None) is None
     token = check_host("0.0.0.0", allow_remote=True, token=None)
     assert token and len(token) >= 16
     port = free_port()
@@ -237,20 +335,14 @@ def test_beyond_loopback_without_allow_remote_the_server_refuses_to_start() -> N
 
 @pytest.mark.timeout(TIMEOUT_S)
 def test_on_loopback_other_sites_are_refused() -> None:
-    # No token on loopback: then only this server's own pages, or no page at all
-    # (a script, curl), may ask; another website's script (its Origin) and a
-    # rebound DNS name (its Host) are refused.
+    # On loopback, even with the token: only this server's own pages, or no page
+    # at all (a script, curl), may ask; another website's script (its Origin) and
+    # a rebound DNS name (its Host) are refused.
     port = free_port()
-    proc, url = start_view(os.getpid(), port)
+    proc, url = start_view(os.getpid(), port, token=TOKEN)
     try:
         def status(headers: dict[str, str], path: str = "snapshot") -> int:
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", headers=headers)
-            try:
-                with urllib.request.urlopen(req, timeout=10) as r:
-                    return r.status
-            except urllib.error.HTTPError as exc:
-                exc.close()
-                return exc.code
+            return status_of(at(url, path), headers)
 
         assert status({}) == 200
         assert status({"Origin": f"http://127.0.0.1:{port}"}) == 200
@@ -268,7 +360,9 @@ def test_run_with_view_prints_the_url_and_stops_its_view(tmp_path) -> None:
                           "--camera", "16x12", "--view", "--view-port", str(port)],
                          capture_output=True, text=True, timeout=TIMEOUT_S / 2, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert f"view: http://127.0.0.1:{port}/" in out.stderr
+    line = next(x for x in out.stderr.splitlines() if x.startswith("view: "))
+    assert line.startswith(f"view: http://127.0.0.1:{port}/?token=")
+    token_of(line.strip())
     # The view went with the run: nothing listens on its port any more.
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
