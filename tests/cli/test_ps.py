@@ -34,6 +34,34 @@ def test_a_started_network_is_listed_by_name_and_its_name_is_taken() -> None:
     assert not [e for e in list_entries() if e.pid == os.getpid()]
 
 
+def test_ps_json_shows_the_views_url_with_its_token_to_its_owner_only() -> None:
+    # Issue 42: the view's URL carries the run's token; ps reads it from the run's
+    # view.meta segment, which only its owner can open (0600).
+    pytest.importorskip("aiohttp", reason="the view extra (pip install 'dmxshm[view]')")
+    import socket
+    import stat
+
+    from dmxshm import settings
+    from dmxshm.view import launch
+    from dmxshm.view import rings as vr
+
+    with socket.socket() as s:
+        s.bind((settings.LOCAL_HOST, 0))
+        port = s.getsockname()[1]
+    cfg = NetworkConfig(mode="realtime", robots=1, duration_s=30, camera=(0, 0),
+                        wait_timeout_s=5.0)
+    with launch.view_process(os.getpid(), settings.LOCAL_HOST, port, False,
+                             follow=False) as url, Network(cfg, announce={"view": url}):
+        base, sep, token = url.partition("?token=")
+        assert base == f"http://{settings.LOCAL_HOST}:{port}/" and sep and len(token) >= 32
+        rows = json.loads(CliRunner().invoke(cli, ["ps", "--json"]).output)
+        assert [row["view"] for row in rows if row["pid"] == os.getpid()] == [url]
+        metas = [e for e in list_entries() if e.pid == os.getpid() and e.what == vr.META]
+        assert len(metas) == 1
+        st = os.stat(metas[0].path)
+        assert st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o600
+
+
 def test_a_name_in_use_is_refused_before_anything_starts(tmp_path) -> None:
     cfg = NetworkConfig(mode="realtime", robots=1, duration_s=30, camera=(0, 0),
                         name="ps-taken", wait_timeout_s=5.0)
