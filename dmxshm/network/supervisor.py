@@ -510,9 +510,13 @@ class Network:
         """How this run's processes are watched and stopped: the process layer's one
         policy, with the spine first (SIGTERM makes it send its SHUTDOWN stops, which
         needs the engine still there to take them; the engine then ends with its
-        frames), then END_GRACE_S for the others to end by themselves."""
+        frames), then END_GRACE_S for the others to end by themselves; a process
+        stopped (SIGSTOP) for longer than ``--timeout`` fails the run in every mode."""
         return WatchPolicy(stop_first=("spine",), stop_first_grace_s=SPINE_STOP_GRACE_S,
-                           end_grace_s=END_GRACE_S)
+                           end_grace_s=END_GRACE_S,
+                           # Realtime: nobody waits for anybody, so nobody would time out
+                           # on a stopped process: the watch itself names it.
+                           stall_limit_s=self.config.wait_timeout_s)
 
     def _stop_spine(self) -> bool:
         """The spine first (the policy's ``stop_first``); whether the run has one."""

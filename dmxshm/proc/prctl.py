@@ -25,6 +25,11 @@ def set_process_name(name: str) -> None:
     _prctl(_PR_SET_NAME, name.encode()[:15])
 
 
-def die_with_parent(signum: int = signal.SIGTERM) -> None:
-    """Ask the kernel for ``signum`` when the parent dies, even by SIGKILL."""
+def die_with_parent(signum: int = signal.SIGKILL) -> None:
+    """Ask the kernel for ``signum`` when the parent dies, even by SIGKILL.
+
+    SIGKILL by default: a child stopped by SIGSTOP never acts on a SIGTERM (it
+    stays pending), so an orphan would stay, stopped, holding its mappings. Its
+    supervisor is gone, so nothing is left for a gentler end to report to; what
+    the run created is swept at the next start (``dmxshm clean``)."""
     _prctl(_PR_SET_PDEATHSIG, int(signum))

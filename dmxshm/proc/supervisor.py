@@ -60,6 +60,8 @@ class Child:
         reported_at, ended_at: when its report came and when its end was seen
             (monotonic clock).
         hung_for_s: set by :meth:`mark_hung` when it was stopped for not ending.
+        stalled_for_s: set by :meth:`mark_stalled` when it was seen stopped
+            (SIGSTOP) for longer than its watch allows.
     """
 
     def __init__(self, name: str, popen: subprocess.Popen[bytes], conn: Connection) -> None:
@@ -72,6 +74,7 @@ class Child:
         self.reported_at: float | None = None
         self.ended_at: float | None = None
         self.hung_for_s: float | None = None
+        self.stalled_for_s: float | None = None
 
     def __repr__(self) -> str:
         return f"<Child {self.name} pid {self.pid}>"
@@ -103,6 +106,9 @@ class Child:
         A child that reported success but then exited non-zero (a crash while
         tearing down, a kill) failed: its exit status is its outcome.
         """
+        if self.stalled_for_s is not None:
+            return Outcome(name=self.name, pid=self.pid, cause=Cause.STOPPED,
+                           message=f"stopped (SIGSTOP?) for {self.stalled_for_s:.1f} s")
         if self.hung_for_s is not None:
             return Outcome(name=self.name, pid=self.pid, cause=Cause.HUNG,
                            message=f"hung: no end {self.hung_for_s:.1f} s after the run's "
@@ -119,6 +125,10 @@ class Child:
     def mark_hung(self, waited_s: float) -> None:
         """Record that it did not end within ``waited_s`` (then stop it)."""
         self.hung_for_s = waited_s
+
+    def mark_stalled(self, stopped_s: float) -> None:
+        """Record that it was seen stopped for ``stopped_s`` on end (then stop it)."""
+        self.stalled_for_s = stopped_s
 
     # -- news -------------------------------------------------------------------------
     def refresh(self) -> bool:

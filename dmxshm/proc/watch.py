@@ -59,6 +59,10 @@ class WatchPolicy:
         end_grace_s: after those, how long the others get to end by themselves
             (their whole results, no stop racing their ends) before they are
             stopped.
+        stall_limit_s: a child seen stopped (SIGSTOP, a debugger) for longer
+            than this fails the run, named as the cause. Where its peers wait
+            for it (gym mode, a batch) they time out too; where nobody waits
+            (realtime) this is the only thing that notices. None: not watched.
     """
 
     interval_s: float = WATCH_INTERVAL_S
@@ -67,6 +71,7 @@ class WatchPolicy:
     stop_first: tuple[str, ...] = ()
     stop_first_grace_s: float = STOP_GRACE_S
     end_grace_s: float = 0.0
+    stall_limit_s: float | None = None
 
 
 class Watch:
@@ -83,6 +88,7 @@ class Watch:
         self.supervisor = supervisor
         self.policy = policy if policy is not None else WatchPolicy()
         self.failed_at: float | None = None
+        self._stopped_since: dict[str, float] = {}
 
     @property
     def failing(self) -> bool:
@@ -101,11 +107,33 @@ class Watch:
             return False
         sup.wait(self.policy.interval_s)
         now = time.monotonic()
+        if self.failed_at is None and self.policy.stall_limit_s is not None \
+                and self._look_for_stalls(now, self.policy.stall_limit_s):
+            # No report grace: nothing else failed, so the stalled one is the cause.
+            self.failed_at = now
+            return False
         if self.failed_at is None and self.failure() is not None:
             self.failed_at = now
         if self.failed_at is not None and now - self.failed_at >= self.policy.report_grace_s:
             return False
         return bool(sup.running())
+
+    def _look_for_stalls(self, now: float, limit_s: float) -> bool:
+        """Mark a child stopped for longer than ``limit_s`` (since it was first seen
+        stopped, and stopped at every look since) as the run's failure; whether one
+        was."""
+        stalled = False
+        for child in self.supervisor.running():
+            if child.name in self.policy.tolerated or child.report is not None:
+                continue
+            if not child.stopped():
+                self._stopped_since.pop(child.name, None)
+                continue
+            since = self._stopped_since.setdefault(child.name, now)
+            if now - since > limit_s:
+                child.mark_stalled(now - since)
+                stalled = True
+        return stalled
 
     def stop_first(self) -> bool:
         """Stop the policy's ``stop_first`` children (each given its grace), in order;
@@ -181,8 +209,11 @@ def explain(o: Outcome, longer_wait: str | None = None) -> str:
     """
     if o.cause is Cause.STOPPED:
         fix = f" or raise {longer_wait}" if longer_wait else ""
-        return (f"{o.name} (pid {o.pid}) is stopped and stalled the run; the others timed "
-                f"out waiting for it. Resume it with SIGCONT{fix}.")
+        # Its peers timed out waiting for it, or (nobody waits: realtime) the watch
+        # saw it stopped for longer than the run allows.
+        seen = o.message.removeprefix("stopped (SIGSTOP?)").strip()
+        return (f"{o.name} (pid {o.pid}) is stopped{' ' + seen if seen else ''} and stalled "
+                f"the run, which was ended. Resume it with SIGCONT{fix}.")
     if o.cause is Cause.HUNG:
         return f"{o.name} (pid {o.pid}) {o.message}"
     if o.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED):

@@ -162,7 +162,7 @@ def run(cfg: SpineConfig, *, profile_interval_s: float | None = None,
                              + total / cfg.frequency_hz + 2 * cfg.timeout_s,
                              profiler=profiler, on_profile=on_profile,
                              on_progress=(lambda: on_progress(records.stats().writes))
-                             if on_progress else None)
+                             if on_progress else None, stall_limit_s=cfg.timeout_s)
             shm_bytes = sum(shm_sizes(reg.names).values())
             rows = []
             while (item := records.try_read(newest=False)) is not None:
@@ -229,7 +229,8 @@ def _raise_unless_done(cfg: SpineConfig, done: SpineResult, spine_pid: int, bus_
 
 def _watch(sup: Supervisor, deadline: float, profiler: Profiler | None = None,
            on_profile: Callable[[Profiler], None] | None = None,
-           on_progress: Callable[[], None] | None = None) -> RunResults:
+           on_progress: Callable[[], None] | None = None,
+           stall_limit_s: float | None = None) -> RunResults:
     """Gather the children's results until all ended; the agent's failure is tolerated,
     and so is a bus that the spine found failed (it is stopped, not awaited).
 
@@ -243,7 +244,8 @@ def _watch(sup: Supervisor, deadline: float, profiler: Profiler | None = None,
             ``bus_failure``, and the run raises :class:`SpineBusError`).
         SpineError: the run overstayed ``deadline``.
     """
-    watch = Watch(sup, WatchPolicy(tolerated=frozenset({AGENT})))
+    # A process stopped (SIGSTOP) longer than stall_limit_s ends the run, named.
+    watch = Watch(sup, WatchPolicy(tolerated=frozenset({AGENT}), stall_limit_s=stall_limit_s))
     spine = sup.child("spine")
     spine_done_at: float | None = None
     agent_hung = False

@@ -3,6 +3,9 @@ and tolerated children never fail the run."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from dmxshm.proc.outcome import Cause, Outcome
@@ -64,6 +67,36 @@ def test_a_tolerated_failure_neither_opens_the_grace_nor_is_the_cause() -> None:
         assert watch.failure() is None
         failure = sup.failure()  # the supervisor itself still sees it
         assert failure is not None and failure.name == "spine-agent"
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_a_child_stopped_past_the_stall_limit_fails_the_run_where_nobody_waits() -> None:
+    with Supervisor() as sup:
+        victim = sup.start("camera-0", targets.sleeps, WAIT_S)
+        other = sup.start("engine", targets.sleeps, WAIT_S)
+        os.kill(victim.pid, signal.SIGSTOP)
+        watch = Watch(sup, WatchPolicy(report_grace_s=SHORT_GRACE_S, stall_limit_s=0.2))
+        watch_out(watch)  # nobody waits for the victim: without the limit, WAIT_S
+        cause = watch.failure()
+        assert cause is not None
+        assert (cause.name, cause.pid, cause.cause) == ("camera-0", victim.pid, Cause.STOPPED)
+        assert cause.message.startswith("stopped (SIGSTOP?) for ")
+        assert other.alive() and other.outcome is None  # the others did not fail
+        assert explain(cause).startswith("camera-0 (pid ")
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_a_child_resumed_within_the_stall_limit_does_not_fail_the_run() -> None:
+    with Supervisor() as sup:
+        victim = sup.start("agent-0", targets.sleeps, 0.5)
+        os.kill(victim.pid, signal.SIGSTOP)
+        watch = Watch(sup, WatchPolicy(stall_limit_s=WAIT_S))
+        while not watch._stopped_since:  # seen stopped at least once
+            assert watch.step()
+        os.kill(victim.pid, signal.SIGCONT)
+        watch_out(watch)
+        assert watch.failure() is None and victim.outcome is not None
+        assert victim.outcome.ok
 
 
 def test_the_message_names_who_how_and_what_to_do() -> None:
