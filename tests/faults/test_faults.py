@@ -73,7 +73,9 @@ def ended(proc: psutil.Process) -> bool:
 
 
 @pytest.mark.timeout(FAULT_TIMEOUT_S)
-def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up() -> None:
+@pytest.mark.parametrize("stop_one", [False, True], ids=["running", "one-stopped"])
+def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up(
+        stop_one: bool) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "1000000",
                              "--camera", "32x24"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -85,6 +87,8 @@ def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up() -> N
             time.sleep(0.05)
         children = [c for c in root.children() if c.name().startswith("dmx-")]
         assert [e for e in list_entries() if e.pid == proc.pid]  # its rings exist
+        if stop_one:  # a stopped child never acts on a SIGTERM: it must die all the same
+            os.kill(children[0].pid, signal.SIGSTOP)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         gone, alive = psutil.wait_procs(children, timeout=DETECT_S)
