@@ -96,7 +96,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         if foxglove:
             url = stack.enter_context(launch.foxglove_process(os.getpid(), foxglove_host,
                                                               foxglove_port, allow_remote))
-            click.echo(f"foxglove: {url}", err=True)
+            click.echo(f"foxglove: {url} ({launch.open_to(foxglove_host, 'see the run')})",
+                       err=True)
         announce: dict[str, Any] = {}
         if view:
             url = stack.enter_context(launch.view_process(os.getpid(), view_host, view_port,
@@ -109,7 +110,8 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             url = stack.enter_context(bridge_process(
                 config, names, duckiematrix_host, duckiematrix_port, allow_remote)).url
             click.echo(f"duckiematrix: {url} (robots {', '.join(names)}; "
-                       f"DB21J(name, simulated=True))", err=True)
+                       f"DB21J(name, simulated=True); "
+                       f"{launch.open_to(duckiematrix_host, 'drive the robots')})", err=True)
         with console.run_progress(f"{mode} run", config.planned_steps,
                                   live_table=profile) as (on_progress, on_profile):
             try:

@@ -16,12 +16,14 @@ from dmxshm.cli.group import Command
 @click.option("--host", default=settings.LOCAL_HOST, show_default=True,
               help="Address of the server; beyond loopback needs --allow-remote.")
 @click.option("--allow-remote", is_flag=True,
-              help="Listen beyond loopback; the URL then carries a token, and requests "
-                   "without it are refused.")
+              help="Listen beyond loopback; the URL's token is then all that keeps other "
+                   "machines out.")
 def view(pid: int | None, port: int, host: str, allow_remote: bool) -> None:
     """Serve a live view of a run already going, in the browser, until Ctrl-C.
 
-    It peeks at the run's shared memory and never slows it down.
+    It peeks at the run's shared memory and never slows it down. Open the URL it
+    prints: it carries the server's token (?token=...), without which every request
+    is refused.
     """
     from dmxshm.view.launch import serve_view
 

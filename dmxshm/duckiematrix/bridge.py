@@ -29,6 +29,13 @@ websocket an agent publishes through, every 5 ms and every 1 ms in the 30 ms aft
 each camera frame: without it a motors-only agent's commands are never sent.
 Messages are kept only until sent (``DTPS_DATA_AVAILABILITY_TIMEOUT`` 0, a swept
 store), not dtps-http's 60 s.
+
+Who can connect: anyone who reaches its port, and they drive the robots (PWM,
+lights, resets). The SDK's protocol has no authentication, and the SDK, which must
+run unchanged, sends none; so it listens on loopback unless ``--allow-remote``
+(any local user of this machine can connect there), refuses a ``Host`` that is not
+loopback there (DNS rebinding), and ``dmxshm run``'s start message says who can
+connect (:func:`dmxshm.view.launch.open_to`).
 """
 
 from __future__ import annotations

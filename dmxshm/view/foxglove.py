@@ -21,6 +21,14 @@ topic                  schema                rate
                        Image (png)           most :data:`~dmxshm.view.rings.OBS_HZ`
 =====================  ====================  ==================================
 
+Who can connect: anyone who reaches its port, with no token. foxglove-sdk's
+server (0.30) cannot authenticate a client: ``start_server`` takes no token or
+password and its listener has no hook that could refuse a connection (TLS
+only encrypts), and the Foxglove WebSocket protocol has no authentication. So
+it runs only when asked (``dmxshm run --foxglove``, off by default), and the
+run's start message says who can connect (on loopback: any local user of this
+machine; :func:`dmxshm.view.launch.open_to`).
+
 Like the live view, it binds no side of any ring: the run never waits for
 it, and a client that does not keep up loses messages in the SDK's buffer,
 not in the run. It needs the ``foxglove`` extra (``pip install

@@ -56,6 +56,9 @@ def start_run(port: int, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
             line = proc.stderr.readline()
             seen.append(line)
             if line.startswith("duckiematrix: http://"):
+                # Its exposure, in the start message (issue 42).
+                assert "no authentication: any local user of this machine can connect and " \
+                       "drive the robots" in line, line
                 return proc
         assert proc.poll() is None, "".join(seen) + proc.stderr.read()
     proc.kill()

@@ -224,3 +224,20 @@ def test_without_foxglove_sdk_the_error_names_the_extra(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "foxglove", None)  # import foxglove: ImportError
     with pytest.raises(ViewRefusedError, match=r"pip install 'dmxshm\[foxglove\]'"):
         require_foxglove()
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_a_run_says_who_can_connect_to_its_foxglove_server(tmp_path) -> None:  # noqa: ANN001
+    # foxglove-sdk's server cannot authenticate (issue 42): it runs only when asked,
+    # and the run's start message says that any local user can connect.
+    port = free_port()
+    out = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "30",
+                          "--camera", "0x0", "--foxglove", "--foxglove-port", str(port)],
+                         capture_output=True, text=True, timeout=TIMEOUT_S / 2, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (f"foxglove: ws://127.0.0.1:{port} (no authentication: any local user of this "
+            "machine can connect and see the run)") in out.stderr
+    plain = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "5",
+                            "--camera", "0x0"],
+                           capture_output=True, text=True, timeout=TIMEOUT_S / 2, cwd=tmp_path)
+    assert plain.returncode == 0 and "foxglove" not in plain.stderr  # off unless asked
