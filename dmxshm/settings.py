@@ -97,3 +97,42 @@ FOXGLOVE_PORT = 8765
 """The Foxglove live server's port (``dmxshm run --foxglove``): Foxglove's own
 default, and the view's; when both are asked for on their defaults, the view
 takes the next free port and prints it."""
+
+# -- limits: the finite, documented maximum of every count and duration an option takes
+# (docs/cli.md#limits). A value past one is refused before anything starts, naming the
+# option: an absurd value (--timeout inf, --steps 1e20) would otherwise be accepted and
+# then hang, overflow or end in a child's traceback.
+
+MAX_STEPS = 10**9
+"""The most steps of a run (``--steps``, ``--episode-steps``): some 9 hours at 30 000
+steps/s."""
+
+MAX_DURATION_S = 1e6
+"""The longest run against the wall clock (``--duration``), about 11.6 days."""
+
+MIN_TIMEOUT_S = 0.01
+"""The shortest wait timeout (``--timeout``, ``--connect-timeout``, ``--command-timeout``):
+below 10 ms a wait times out on an ordinary scheduling delay."""
+
+MAX_TIMEOUT_S = 3600.0
+"""The longest wait timeout: an hour. A longer one is no timeout at all (a stopped
+process would hold the run for that long)."""
+
+MAX_SEED = 2**64 - 1
+"""Seeds are 0 .. 2^64-1 (numpy's generators take 64-bit words)."""
+
+MAX_RATE_HZ = 10_000.0
+"""The highest frequency (``--spine-frequency``, sensor rates): a 100 us period."""
+
+MAX_COUNT = 10**9
+"""The most of any other count an option takes (a benchmark's rounds, repeats)."""
+
+MAX_PORT = 65535
+"""TCP ports are 1 .. 65535 (0: let the system choose, where an option says so)."""
+
+MAX_PID = 2**22
+"""Process ids are 1 .. 2^22 (Linux's largest ``pid_max``)."""
+
+MAX_CPU = 8191
+"""CPU numbers are 0 .. 8191 (the kernel's largest ``NR_CPUS``); a pin to a CPU this
+process may not use is refused by name."""

@@ -16,10 +16,12 @@ from dmxshm.cli.group import Group
 from dmxshm.cli.options import (
     arg_default,
     check_option,
+    count,
     fmt_wh,
     json_file_option,
     parse_wh,
     plot_option,
+    seconds,
 )
 
 IPC_QUICK = {"rounds": 2000, "repeats": 1, "warmup": 200}
@@ -41,10 +43,10 @@ def bench() -> None:
 
 @bench.command("ipc")
 @click.option("--quick", is_flag=True, help="Fewer rounds, one repeat: under 30 s.")
-@click.option("--rounds", type=click.IntRange(min=10), default=None,
+@click.option("--rounds", type=count(10), default=None,
               help="Timed round trips per cell and repeat [default: "
                    f"{IPC_FULL['rounds']}; --quick {IPC_QUICK['rounds']}].")
-@click.option("--repeats", type=click.IntRange(min=1), default=None,
+@click.option("--repeats", type=count(1), default=None,
               help="Interleaved passes over all cells [default: "
                    f"{IPC_FULL['repeats']}; --quick {IPC_QUICK['repeats']}].")
 @json_file_option("Write the rows as a JSON list to this file.", writable=True)
@@ -78,16 +80,16 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
 @bench.command("render")
 @click.option("--sizes", default=",".join(fmt_wh(wh) for wh in render.DEFAULT_SIZES),
               show_default=True, help="Image sizes, WxH, comma-separated.")
-@click.option("--seconds", type=click.FloatRange(min=0.01),
+@click.option("--seconds", type=seconds(0.01),
               default=arg_default(render.run, "seconds"), show_default=True,
               help="Least time each figure is measured over.")
 @click.option("--renderer", "renderers", type=click.Choice(list(render.RENDERERS)),
               multiple=True, help="Renderers to compare [default: "
                                   f"{', '.join(arg_default(render.run, 'renderers'))}].")
-@click.option("--cameras", type=click.IntRange(min=1), default=arg_default(render.run, "cameras"),
+@click.option("--cameras", type=count(1), default=arg_default(render.run, "cameras"),
               show_default=True, help="Views drawn per call (B): the batch renderer draws "
                                       "them at once, tiny and EGL one after another.")
-@click.option("--robots", type=click.IntRange(min=1), default=arg_default(render.run, "robots"),
+@click.option("--robots", type=count(1), default=arg_default(render.run, "robots"),
               show_default=True, help="Robots in the scene (the cameras are on the first).")
 @click.option("--images", "images_dir", type=click.Path(file_okay=False),
               help="Write each renderer's first view per size as PNG here.")
@@ -186,7 +188,7 @@ def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) 
 
 @bench.command("agents")
 @click.option("--quick", is_flag=True, help="2 pairs of 500 steps, 3 s realtime: about 30 s.")
-@click.option("--pairs", type=click.IntRange(min=1), default=None,
+@click.option("--pairs", type=count(1), default=None,
               help="Gym runs of each kind, alternating  [default: 5; 2 with --quick].")
 @json_file_option("Write the figures as JSON to this file.")
 @check_option
@@ -210,7 +212,7 @@ def bench_agents(quick: bool, pairs: int | None, json: str | None, check: bool) 
 
 
 @bench.command("duckiematrix")
-@click.option("--duration", "duration_s", type=click.FloatRange(min=2.0), default=10.0,
+@click.option("--duration", "duration_s", type=seconds(2.0), default=10.0,
               show_default=True, help="Seconds of the realtime run.")
 @click.option("--renderer", type=click.Choice(["tiny", "egl", "batch", "auto"]), default="egl",
               show_default=True, help="The camera renderer (640x480 frames).")
@@ -239,10 +241,10 @@ def bench_duckiematrix(duration_s: float, renderer: str, json: str | None,
 
 
 @bench.command("vector")
-@click.option("--num-envs", type=click.IntRange(min=1), multiple=True,
+@click.option("--num-envs", type=count(1), multiple=True,
               default=tuple(arg_default(vector.run, "num_envs")), show_default=True,
               help="Sub-environments in each vector env; repeat to measure several sizes.")
-@click.option("--workers", type=click.IntRange(min=1), multiple=True,
+@click.option("--workers", type=count(1), multiple=True,
               help="dmxshm worker processes [default: one per core]; repeat for a sweep "
                    "(dmxshm measured at each count, its peers once).")
 @click.option("--scaling-plot", "scaling_plot", type=click.Path(dir_okay=False),

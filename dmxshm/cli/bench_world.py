@@ -12,16 +12,22 @@ from dmxshm import console
 from dmxshm.bench.noise import CASES
 from dmxshm.cli.checks import check_outputs, check_targets
 from dmxshm.cli.group import Command
-from dmxshm.cli.options import check_option, json_file_option, parse_wh
+from dmxshm.cli.options import (
+    check_option,
+    count,
+    json_file_option,
+    parse_wh,
+    seconds,
+)
 
 
 @click.command("objects", cls=Command)
-@click.option("--objects", "n_objects", type=click.IntRange(min=1), default=50,
+@click.option("--objects", "n_objects", type=count(1), default=50,
               show_default=True, help="Objects on the map of the runs with objects.")
-@click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=600, show_default=True,
+@click.option("--robots", type=count(1), default=4, show_default=True)
+@click.option("--steps", type=count(1), default=600, show_default=True,
               help="Gym steps a run.")
-@click.option("--pairs", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--pairs", type=count(1), default=3, show_default=True,
               help="Runs of each kind, alternating.")
 @click.option("--camera", default="160x120", show_default=True,
               help="Camera size WxH (0x0: none).")
@@ -56,8 +62,8 @@ def bench_objects(n_objects: int, robots: int, steps: int, pairs: int, camera: s
 
 @click.command("routes", cls=Command)
 @click.option("--seeds", default="0,1,2", show_default=True, help="Seeds, one run each.")
-@click.option("--robots", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=3000, show_default=True)
+@click.option("--robots", type=count(1), default=8, show_default=True)
+@click.option("--steps", type=count(1), default=3000, show_default=True)
 @click.option("--map", "map_name", default="grid", show_default=True,
               help="A map with intersections (a name, a file or a folder).")
 @click.option("--route", default="seed", show_default=True,
@@ -107,19 +113,19 @@ def bench_routes(seeds: str, robots: int, steps: int, map_name: str, route: str,
 
 
 @click.command("noise", cls=Command)
-@click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--robots", type=count(1), default=4, show_default=True,
               help="Robots of the network runs.")
-@click.option("--steps", type=click.IntRange(min=1), default=600, show_default=True,
+@click.option("--steps", type=count(1), default=600, show_default=True,
               help="Gym steps a network run.")
 @click.option("--camera", default="160x120", show_default=True,
               help="The network's camera WxH in the camera case.")
-@click.option("--num-envs", type=click.IntRange(min=1), default=16, show_default=True,
+@click.option("--num-envs", type=count(1), default=16, show_default=True,
               help="Envs of the make_vec cases (DuckieLane-v1).")
 @click.option("--vec-camera", default="64x64", show_default=True,
               help="The make_vec camera case's image WxH.")
-@click.option("--seconds", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+@click.option("--seconds", type=seconds(0.1), default=2.0, show_default=True,
               help="Least time a make_vec figure is measured over.")
-@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--repeats", type=count(1), default=3, show_default=True,
               help="Measurements of each case each way, alternating on and off.")
 @click.option("--cases", default=",".join(CASES), show_default=True,
               help="Which cases, comma-separated.")
@@ -161,19 +167,19 @@ def bench_noise(robots: int, steps: int, camera: str, num_envs: int, vec_camera:
 
 
 @click.command("randomize", cls=Command)
-@click.option("--num-envs", type=click.IntRange(min=1), default=16, show_default=True,
+@click.option("--num-envs", type=count(1), default=16, show_default=True,
               help="Envs of the batch (DuckieLane-v1).")
 @click.option("--camera", default="64x64", show_default=True,
               help="The camera case's image WxH.")
-@click.option("--seconds", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+@click.option("--seconds", type=seconds(0.1), default=2.0, show_default=True,
               help="Least time an env-steps/s figure is measured over.")
-@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--repeats", type=count(1), default=3, show_default=True,
               help="Batches of each kind, alternating randomised and not.")
-@click.option("--resets", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--resets", type=count(1), default=5, show_default=True,
               help="Whole-batch resets timed per batch (their median).")
-@click.option("--robots", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--robots", type=count(1), default=4, show_default=True,
               help="Robots of the network case (gym, PWM, the lane follower).")
-@click.option("--steps", type=click.IntRange(min=10), default=300, show_default=True,
+@click.option("--steps", type=count(10), default=300, show_default=True,
               help="Gym steps of each network run.")
 @click.option("--network-camera", default="160x120", show_default=True,
               help="The network case's lens camera WxH.")

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
+from dmxshm import settings
 from dmxshm.cli.group import EXIT_TARGET_MISSED
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -133,7 +135,51 @@ def profile_options(help: str, interval_s: float) -> Callable[[F], F]:
     """``--profile`` and ``--profile-interval`` (default ``interval_s``)."""
     def apply(f: F) -> F:
         f = click.option("--profile-interval", "profile_interval_s",
-                         type=click.FloatRange(min=0.1), default=interval_s,
+                         type=seconds(0.1, settings.MAX_TIMEOUT_S), default=interval_s,
                          show_default=True, help="Seconds between two profile samples.")(f)
         return click.option("--profile", is_flag=True, help=help)(f)
     return apply
+
+
+class Bounded(click.FloatRange):
+    """A number within ``[min, max]``, finite: ``click.FloatRange`` lets NaN through
+    (every comparison with it is false), and an unbounded range lets ``inf`` in."""
+
+    name = "bounded float"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number; the range is "
+                      f"{self._describe_range()}.", param, ctx)
+        return rv
+
+
+def seconds(lo: float, hi: float = settings.MAX_DURATION_S) -> Bounded:
+    """A duration option's type: ``lo`` to ``hi`` seconds, finite."""
+    return Bounded(min=lo, max=hi)
+
+
+def count(lo: int = 1, hi: int = settings.MAX_COUNT) -> click.IntRange:
+    """A count option's type: ``lo`` to ``hi``."""
+    return click.IntRange(min=lo, max=hi)
+
+
+TIMEOUT = seconds(settings.MIN_TIMEOUT_S, settings.MAX_TIMEOUT_S)
+"""A wait timeout: 10 ms to an hour."""
+
+DURATION = seconds(settings.MIN_TIMEOUT_S, settings.MAX_DURATION_S)
+"""A run's duration on the wall clock."""
+
+STEPS = count(1, settings.MAX_STEPS)
+"""A run's steps."""
+
+SEED = click.IntRange(min=0, max=settings.MAX_SEED)
+"""A seed."""
+
+RATE_HZ = Bounded(min=0.0, max=settings.MAX_RATE_HZ, min_open=True)
+"""A frequency, Hz."""
+
+PORT = click.IntRange(min=0, max=settings.MAX_PORT)
+"""A TCP port (0: the system chooses)."""

@@ -10,6 +10,13 @@ import click
 
 from dmxshm import settings
 from dmxshm.cli.options import (
+    DURATION,
+    PORT,
+    RATE_HZ,
+    SEED,
+    STEPS,
+    TIMEOUT,
+    count,
     field_default,
     fmt_wh,
     json_file_option,
@@ -17,11 +24,13 @@ from dmxshm.cli.options import (
     parse_pin,
     parse_rates,
     profile_options,
+    seconds,
 )
 from dmxshm.duckiematrix import DEFAULT_PORT
 from dmxshm.network.config import (
     DEFAULT_SENSOR_RATES_HZ,
     DEFAULT_SPINE_REPLY_AT_S,
+    MAX_ROBOTS,
     MODES,
     NetworkConfig,
 )
@@ -44,19 +53,21 @@ OPTIONS = [
                  show_default=True,
                  help="gym: lockstep and reproducible; realtime: nobody waits, drops are "
                       "counted."),
-    click.option("--robots", type=int, default=_default("robots"), show_default=True,
+    click.option("--robots", type=count(1, MAX_ROBOTS), default=_default("robots"),
+                 show_default=True,
                  help="Robots in the world."),
-    click.option("--renderers", type=int, default=_default("renderers"), show_default=True,
+    click.option("--renderers", type=count(1, MAX_ROBOTS), default=_default("renderers"),
+                 show_default=True,
                  help="Renderer processes (robots are split between them)."),
-    click.option("--agents", type=int, default=None,
+    click.option("--agents", type=count(0, MAX_ROBOTS), default=None,
                  help=f"Built-in agent processes (robots are split between them and the "
                       f"external slots, built-in first)  [default: {_default('agents')}, or 0 "
                       "with --external-agents]"),
-    click.option("--external-agents", type=int, default=None,
+    click.option("--external-agents", type=click.IntRange(max=MAX_ROBOTS), default=None,
                  help="Agent slots for programs the network does not start: each takes one "
                       "with dmxshm.connect() (or the C ABI of docs/abi.md). Gym mode waits "
                       "for their commands; realtime: an unclaimed slot's robots stand still."),
-    click.option("--connect-timeout", "connect_timeout_s", type=float,
+    click.option("--connect-timeout", "connect_timeout_s", type=TIMEOUT,
                  default=_default("connect_timeout_s"), show_default=True,
                  help="Gym mode with --external-agents: seconds a slot may wait for a client "
                       "(at the start, or after its client left) before the run fails."),
@@ -66,7 +77,7 @@ OPTIONS = [
                       "at --episode-steps) in the slots' reserved fields; an ended robot "
                       "stands still until its slot asks for a reset. What "
                       "dmxshm.connect_parallel() drives (docs/marl.md)."),
-    click.option("--episode-steps", type=click.IntRange(min=0),
+    click.option("--episode-steps", type=count(0, settings.MAX_STEPS),
                  default=_default("episode_steps"), show_default=True,
                  help="With --episodes: steps after which a robot's episode is truncated "
                       "(0: never)."),
@@ -82,9 +93,9 @@ OPTIONS = [
     click.option("--app-dir", type=click.Path(exists=True, file_okay=False), default=".",
                  show_default=True,
                  help="Folder searched first for the --agent module (as uvicorn's --app-dir)."),
-    click.option("--steps", type=int, default=_default("steps"), show_default=True,
+    click.option("--steps", type=STEPS, default=_default("steps"), show_default=True,
                  help="Gym mode: steps."),
-    click.option("--duration", "duration_s", type=float, default=_default("duration_s"),
+    click.option("--duration", "duration_s", type=DURATION, default=_default("duration_s"),
                  show_default=True, help="Realtime mode: seconds to run."),
     click.option("--camera", default=fmt_wh(_default("camera")), show_default=True,
                  callback=parse_camera,
@@ -99,7 +110,7 @@ OPTIONS = [
                       "batch (dmxshm's own: every camera of a process in one call, 10-25x "
                       "tiny's frames/s per core; docs/renderers.md), or auto (the fastest "
                       "of these here for the camera, measured once)."),
-    click.option("--seed", type=int, default=_default("seed"), show_default=True,
+    click.option("--seed", type=SEED, default=_default("seed"), show_default=True,
                  help="Seed of world and agents."),
     click.option("--map", "map_name", default=_default("map"), show_default=True,
                  help="Bundled map name, a .json map, a gym-duckietown .yaml map or a "
@@ -148,24 +159,27 @@ OPTIONS = [
                       "Foxglove; replay a realtime run with 'dmxshm replay'). Needs "
                       "pip install 'dmxshm[log]'."),
     json_file_option("Write the summary as JSON to this file."),
-    click.option("--timeout", "timeout_s", type=float, default=_default("wait_timeout_s"),
+    click.option("--timeout", "timeout_s", type=TIMEOUT, default=_default("wait_timeout_s"),
                  show_default=True,
-                 help="Longest wait of any process for another before it gives up."),
+                 help="Longest wait of any process for another before it gives up; a "
+                      "process stopped (SIGSTOP) this long ends the run, in every mode "
+                      f"({settings.MIN_TIMEOUT_S:g} s to {settings.MAX_TIMEOUT_S:g} s)."),
     click.option("--spine", "use_spine", is_flag=True,
                  help="Realtime: put a pinned spine between the agents and the engine "
                       "(pin it with --pin spine=CPU; default the last CPU). Gym: step through "
                       "the spine's pipeline in lockstep, one physics step of 1/frequency a "
                       "step, each observation two cycles old (deterministic)."),
-    click.option("--spine-frequency", "spine_hz", type=float, default=_default("spine_hz"),
+    click.option("--spine-frequency", "spine_hz", type=RATE_HZ, default=_default("spine_hz"),
                  show_default=True, help="Frequency of the --spine, Hz."),
-    click.option("--spine-reply-at", "spine_reply_at_s", type=click.FloatRange(min=0.0),
+    click.option("--spine-reply-at", "spine_reply_at_s",
+                 type=seconds(0.0, settings.MAX_TIMEOUT_S),
                  default=None,
                  help="Realtime --spine: the instant after a frame's send, in seconds, at "
                       "which the engine's reply counts as the observation (T_o). The report "
                       "predicts t_send - t_obs from the frequency and this alone, beside the "
                       f"measured [default: {DEFAULT_SPINE_REPLY_AT_S:g}, "
                       "NetworkConfig.spine_reply_at_s]."),
-    click.option("--command-timeout", "command_timeout_s", type=float,
+    click.option("--command-timeout", "command_timeout_s", type=TIMEOUT,
                  default=_default("command_timeout_s"), show_default=True,
                  help="Realtime: a wheel command older than this stops its robot."),
     profile_options("Sample every process with psutil: a live table while it runs, CPU, "
@@ -180,7 +194,7 @@ OPTIONS = [
                  help="Serve a live view of the run in the browser (map, poses and trails, "
                       "cameras, sensor rates, steps/s; the spine's histograms). Needs "
                       "pip install 'dmxshm[view]'."),
-    click.option("--view-port", type=int, default=settings.VIEW_PORT, show_default=True,
+    click.option("--view-port", type=PORT, default=settings.VIEW_PORT, show_default=True,
                  help="Port of the --view server."),
     click.option("--view-host", default=settings.LOCAL_HOST, show_default=True,
                  help="Address of the --view server; beyond loopback needs --allow-remote."),
@@ -188,7 +202,7 @@ OPTIONS = [
                  help="Stream the run live to Foxglove (its WebSocket protocol, the topics "
                       "and schemas of --log): open ws://HOST:PORT in Foxglove. Needs "
                       "pip install 'dmxshm[log]'."),
-    click.option("--foxglove-port", type=int, default=settings.FOXGLOVE_PORT,
+    click.option("--foxglove-port", type=PORT, default=settings.FOXGLOVE_PORT,
                  show_default=True,
                  help="Port of the --foxglove server, Foxglove's default; with --view on the "
                       "same port by default, the view takes the next free one and says so."),
@@ -200,7 +214,7 @@ OPTIONS = [
                       "simulated=True)) over DTPS, as the Duckiematrix does: one agent slot a "
                       "robot, realtime mode, PWM commands (docs/duckiematrix.md). Needs pip "
                       "install 'dmxshm[duckiematrix]'."),
-    click.option("--duckiematrix-port", type=int, default=DEFAULT_PORT, show_default=True,
+    click.option("--duckiematrix-port", type=PORT, default=DEFAULT_PORT, show_default=True,
                  help="Port of the --duckiematrix server (the SDK's default)."),
     click.option("--duckiematrix-host", default=settings.LOCAL_HOST, show_default=True,
                  help="Address of the --duckiematrix server; beyond loopback needs "

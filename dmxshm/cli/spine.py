@@ -9,8 +9,18 @@ import click
 from dmxshm import console
 from dmxshm.cli.checks import add_app_dir, check_outputs, usage_errors
 from dmxshm.cli.group import Command
-from dmxshm.cli.options import field_default, json_file_option, plot_option, profile_options
+from dmxshm.cli.options import (
+    DURATION,
+    RATE_HZ,
+    TIMEOUT,
+    field_default,
+    json_file_option,
+    plot_option,
+    profile_options,
+    seconds,
+)
 from dmxshm.network.config import NetworkConfig
+from dmxshm.settings import MAX_CPU
 from dmxshm.spine.config import SpineConfig
 from dmxshm.spine.law import SCHEDULES
 
@@ -23,25 +33,26 @@ def _default(name: str) -> object:
 @click.option("--schedule", type=click.Choice(SCHEDULES), default=_default("schedule"),
               show_default=True,
               help="after-action: plan . (can // sleep); after-sleep: (plan // can) . sleep.")
-@click.option("--frequency", "frequency_hz", type=float, default=_default("frequency_hz"),
+@click.option("--frequency", "frequency_hz", type=RATE_HZ, default=_default("frequency_hz"),
               show_default=True, help="Spine frequency, Hz.")
-@click.option("--cpu", type=int, default=None, help="CPU of the spine [default: the last].")
+@click.option("--cpu", type=click.IntRange(0, MAX_CPU), default=None,
+              help="CPU of the spine [default: the last].")
 @click.option("--actuation", type=click.Choice(["mock", "sim"]), default=_default("actuation"),
               show_default=True,
               help="CAN actuation: mock (a simulated bus) or sim (pybullet, one step per cycle).")
-@click.option("--can-cycle", "can_cycle_s", type=float, default=_default("can_cycle_s"),
+@click.option("--can-cycle", "can_cycle_s", type=seconds(0.0, 1.0), default=_default("can_cycle_s"),
               show_default=True, help="Duration of a CAN cycle T_c, s.")
-@click.option("--reply-at", "reply_at_s", type=float, default=None,
+@click.option("--reply-at", "reply_at_s", type=seconds(0.0, 1.0), default=None,
               help="When the last servo reply comes within a CAN cycle, T_o, s [default: T_c].")
-@click.option("--jitter", "jitter_s", type=float, default=_default("jitter_s"),
+@click.option("--jitter", "jitter_s", type=seconds(0.0, 1.0), default=_default("jitter_s"),
               show_default=True, help="Standard deviation of the CAN cycle's jitter, s.")
-@click.option("--bus-delay", "bus_delay_s", type=click.FloatRange(min=0),
+@click.option("--bus-delay", "bus_delay_s", type=seconds(0.0, 1.0),
               default=_default("bus_delay_s"), show_default=True,
               help="Mock bus: how long after it receives a CAN frame it starts the cycle, s "
                    "(a slower link). It shows in the measured latencies, not in the law's.")
-@click.option("--plan-time", "plan_s", type=float, default=_default("plan_s"),
+@click.option("--plan-time", "plan_s", type=seconds(0.0, 1.0), default=_default("plan_s"),
               show_default=True, help="Work time of the built-in planner, T_p, s.")
-@click.option("--duration", "duration_s", type=float, default=_default("duration_s"),
+@click.option("--duration", "duration_s", type=DURATION, default=_default("duration_s"),
               show_default=True, help="Acting time, s (5 stop cycles come before and after).")
 @click.option("--agent", default=None,
               help="Take actions from an agent process (forward, module:callable or "
@@ -49,7 +60,7 @@ def _default(name: str) -> object:
                    "agent's round trip.")
 @click.option("--app-dir", type=click.Path(exists=True, file_okay=False), default=".",
               show_default=True, help="Folder searched first for the --agent module.")
-@click.option("--action-timeout", "action_timeout_s", type=float,
+@click.option("--action-timeout", "action_timeout_s", type=TIMEOUT,
               default=_default("action_timeout_s"), show_default=True,
               help="An agent's action is reused until this old, then stops.")
 @json_file_option("Write the report (and the law's prediction) as JSON.")

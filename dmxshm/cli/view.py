@@ -9,9 +9,11 @@ from dmxshm.cli.group import Command
 
 
 @click.command("view", cls=Command)
-@click.option("--pid", type=int, help="The run to show: its supervisor's pid "
-              "[default: the newest run going, and the next one when it ends].")
-@click.option("--port", type=int, default=settings.VIEW_PORT, show_default=True,
+@click.option("--pid", type=click.IntRange(1, settings.MAX_PID),
+              help="The run to show: its supervisor's pid [default: the newest run going, "
+                   "and the next one when it ends].")
+@click.option("--port", type=click.IntRange(0, settings.MAX_PORT), default=settings.VIEW_PORT,
+              show_default=True,
               help="Port of the server.")
 @click.option("--host", default=settings.LOCAL_HOST, show_default=True,
               help="Address of the server; beyond loopback needs --allow-remote.")

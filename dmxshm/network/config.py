@@ -232,9 +232,10 @@ class NetworkConfig:
                "(give more --robots, or fewer agents)" if self.external_agents else
                f"agents must be between 1 and the number of robots ({self.robots}), "
                f"not {self.agents}")
-        _check(math.isfinite(self.connect_timeout_s) and self.connect_timeout_s > 0,
-               f"connect timeout must be a positive number of seconds, "
-               f"not {self.connect_timeout_s}")
+        _check(_within(self.connect_timeout_s, settings.MIN_TIMEOUT_S,
+                       settings.MAX_TIMEOUT_S),
+               f"connect timeout must be {_span_s(settings.MIN_TIMEOUT_S, settings.MAX_TIMEOUT_S)}"
+               f", not {self.connect_timeout_s}")
         _check(self.action in ACTIONS,
                f"action must be one of {', '.join(ACTIONS)}, not {self.action!r}")
         _check(self.action == "wheel-speed" or not self.spine,
@@ -250,12 +251,17 @@ class NetworkConfig:
         _check(not (self.episodes and self.log),
                "--episodes with --log is not supported yet: the log does not record the "
                "resets the slots ask for, so its replay would not be exact")
-        _check(isinstance(self.episode_steps, int) and self.episode_steps >= 0,
-               f"episode steps must be 0 (never truncate) or more, not {self.episode_steps!r}")
-        _check(self.steps >= 1, f"steps must be at least 1, not {self.steps}")
-        _check(math.isfinite(self.duration_s) and self.duration_s > 0,
-               f"duration must be a positive number of seconds, not {self.duration_s}")
-        _check(self.seed >= 0, f"seed must be 0 or more, not {self.seed}")
+        _check(isinstance(self.episode_steps, int)
+               and 0 <= self.episode_steps <= settings.MAX_STEPS,
+               f"episode steps must be 0 (never truncate) to {settings.MAX_STEPS}, not "
+               f"{self.episode_steps!r}")
+        _check(isinstance(self.steps, int) and 1 <= self.steps <= settings.MAX_STEPS,
+               f"steps must be 1 to {settings.MAX_STEPS}, not {self.steps}")
+        _check(_within(self.duration_s, settings.MIN_TIMEOUT_S, settings.MAX_DURATION_S),
+               f"duration must be {_span_s(settings.MIN_TIMEOUT_S, settings.MAX_DURATION_S)}, "
+               f"not {self.duration_s}")
+        _check(isinstance(self.seed, int) and 0 <= self.seed <= settings.MAX_SEED,
+               f"seed must be 0 to 2^64-1, not {self.seed}")
         try:
             parse_route(self.route)
         except RouteError as exc:
@@ -275,18 +281,27 @@ class NetworkConfig:
         for name, hz in self.sensor_rates_hz.items():
             _check(name in DEFAULT_SENSOR_RATES_HZ,
                    f"unknown sensor {name!r}; sensors are {sorted(DEFAULT_SENSOR_RATES_HZ)}")
-            _check(isinstance(hz, (int, float)) and math.isfinite(hz) and hz > 0,
-                   f"sensor rate of {name} must be a positive number of Hz, not {hz!r}")
+            _check(isinstance(hz, (int, float)) and math.isfinite(hz)
+                   and 0 < hz <= settings.MAX_RATE_HZ,
+                   f"sensor rate of {name} must be above 0 and at most "
+                   f"{settings.MAX_RATE_HZ:g} Hz, not {hz!r}")
         # A sensor not named keeps its default: every process reads every sensor's rate.
         object.__setattr__(self, "sensor_rates_hz",
                            {**DEFAULT_SENSOR_RATES_HZ, **self.sensor_rates_hz})
-        _check(self.command_timeout_s > 0, "command timeout must be positive")
-        _check(self.wait_timeout_s > 0, "wait timeout must be positive")
+        _check(_within(self.command_timeout_s, settings.MIN_TIMEOUT_S, settings.MAX_TIMEOUT_S),
+               f"command timeout must be "
+               f"{_span_s(settings.MIN_TIMEOUT_S, settings.MAX_TIMEOUT_S)}, not "
+               f"{self.command_timeout_s}")
+        _check(_within(self.wait_timeout_s, settings.MIN_TIMEOUT_S, settings.MAX_TIMEOUT_S),
+               f"wait timeout must be {_span_s(settings.MIN_TIMEOUT_S, settings.MAX_TIMEOUT_S)}"
+               f", not {self.wait_timeout_s}")
         _check(self.record_every >= 1, "record_every must be at least 1")
         _check(self.record_dir is None or self.camera != (0, 0),
                "recording writes camera frames, and a 0x0 camera turns the camera off: give a "
                "camera size (e.g. --camera 160x120) or do not record")
-        _check(self.spine_hz > 0, "spine frequency must be positive")
+        _check(math.isfinite(self.spine_hz) and 0 < self.spine_hz <= settings.MAX_RATE_HZ,
+               f"spine frequency must be above 0 and at most {settings.MAX_RATE_HZ:g} Hz, "
+               f"not {self.spine_hz}")
         _check(math.isfinite(self.spine_reply_at_s) and self.spine_reply_at_s >= 0,
                f"spine reply instant must be 0 s or more, not {self.spine_reply_at_s}")
         _check(self.renderer in RENDERERS,
@@ -610,6 +625,16 @@ def probe_egl() -> str:
 
 def _ranges(cpus: list[int]) -> str:
     return ", ".join(str(c) for c in cpus) if cpus else "none"
+
+
+def _within(value: Any, lo: float, hi: float) -> bool:
+    """``value`` is a finite number from ``lo`` to ``hi``."""
+    return isinstance(value, (int, float)) and math.isfinite(value) and lo <= value <= hi
+
+
+def _span_s(lo: float, hi: float) -> str:
+    """``"0.01 s to 3600 s"``."""
+    return f"{lo:g} s to {hi:g} s"
 
 
 def _check(ok: bool, message: str) -> None:

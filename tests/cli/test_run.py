@@ -98,7 +98,18 @@ def test_a_run_whose_robots_never_moved_fails_after_its_summary(tmp_path) -> Non
     (["--map", "no-such-map"], "no-such-map"),
     (["--pin", "engine=9999"], "CPU 9999"),
     (["--mode", "realtime", "--rates", "lidar=10"], "unknown sensor"),
-    (["--mode", "realtime", "--rates", "imu=-5"], "positive"),
+    (["--mode", "realtime", "--rates", "imu=-5"], "above 0"),
+    # Every count and duration has a finite, documented maximum (docs/cli.md#limits).
+    (["--timeout", "inf"], "'--timeout'"), (["--timeout", "1e9"], "'--timeout'"),
+    (["--timeout", "nan"], "'--timeout'"), (["--timeout", "1e-6"], "'--timeout'"),
+    (["--connect-timeout", "1e300"], "'--connect-timeout'"),
+    (["--mode", "realtime", "--command-timeout", "inf"], "'--command-timeout'"),
+    (["--steps", str(10**20)], "'--steps'"), (["--steps", "1000000001"], "'--steps'"),
+    (["--mode", "realtime", "--duration", "1e12"], "'--duration'"),
+    (["--seed", str(2**64)], "'--seed'"), (["--seed", "-1"], "'--seed'"),
+    (["--spine", "--mode", "realtime", "--spine-frequency", "1e9"], "'--spine-frequency'"),
+    (["--view", "--view-port", "70000"], "'--view-port'"),
+    (["--mode", "realtime", "--rates", "imu=1e9"], "at most"),
     (["--rates", "imu"], "SENSOR=HZ"),
     (["--episodes"], "--external-agents"),
     (["--episode-steps", "50"], "applies to runs with --episodes only"),
@@ -110,6 +121,27 @@ def test_run_refuses_impossible_values_clearly(args: list[str], words: str, caps
     assert exc.value.code == EXIT_USAGE  # one rule: what cannot run is a usage error
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+def test_every_number_an_option_of_any_command_takes_has_a_finite_maximum() -> None:
+    import click
+
+    def commands(cmd: click.Command):  # noqa: ANN202
+        yield cmd
+        for sub in getattr(cmd, "commands", {}).values():
+            yield from commands(sub)
+
+    numbers = 0
+    for cmd in commands(cli):
+        for param in cmd.params:
+            if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType)):
+                numbers += 1
+                assert isinstance(param.type, click.types._NumberRangeBase) \
+                    and param.type.max is not None, f"{cmd.name} {param.opts}: no maximum"
+            if isinstance(param.type, click.types.FloatParamType):
+                with pytest.raises(click.BadParameter):  # NaN passes a plain FloatRange
+                    param.type.convert("nan", param, None)
+    assert numbers > 40  # the walk found the commands' options
 
 
 def test_an_exported_option_of_the_other_mode_is_noted_not_refused(monkeypatch) -> None:  # noqa: ANN001
