@@ -13,6 +13,12 @@ class DmxError(Exception):
     """Root of every error dmxshm raises on purpose."""
 
 
+class RefusedError(DmxError):
+    """What was asked cannot run, and nothing was started: an optional extra is
+    missing, a path cannot be used, a resource is held by a live run. The
+    ``dmxshm`` command exits 2 (``EXIT_USAGE``) on it, as on a bad option; the
+    message says what to change."""
+
 class ShmError(DmxError):
     """Something is wrong with a shared-memory segment or semaphore."""
 
@@ -25,8 +31,9 @@ class SegmentMissingError(ShmError, FileNotFoundError):
     """A segment or semaphore that should exist is gone."""
 
 
-class ShmSpaceError(ShmError, MemoryError):
-    """/dev/shm has not enough free space for a new segment."""
+class ShmSpaceError(ShmError, RefusedError, MemoryError):
+    """/dev/shm has not enough free space for a new segment. Segments are made before
+    any process starts, so this is a refusal (exit 2): nothing ran."""
 
     def __init__(self, message: str, *, size_bytes: int, free_bytes: int) -> None:
         super().__init__(message)
@@ -71,9 +78,3 @@ class BrokenBarrierError(DmxError):
 class RingClosedError(DmxError, EOFError):
     """The writer closed the ring and every written slot has been read."""
 
-
-class RefusedError(DmxError):
-    """What was asked cannot run, and nothing was started: an optional extra is
-    missing, a path cannot be used, a resource is held by a live run. The
-    ``dmxshm`` command exits 2 (``EXIT_USAGE``) on it, as on a bad option; the
-    message says what to change."""

@@ -64,3 +64,16 @@ def test_too_small_dev_shm_is_a_clear_error() -> None:
     assert "check: cannot create shared-memory segment" in out.stdout
     assert "fallocate: cannot create shared-memory segment" in out.stdout
     assert "clean" in out.stdout
+
+
+@pytest.mark.skipif(not _can_unshare(), reason="needs root and unshare -m (mount namespace)")
+@pytest.mark.timeout(CHILD_TIMEOUT_S + 10)
+def test_a_run_on_a_full_dev_shm_is_refused_before_anything_starts() -> None:
+    # 64 KiB: less than a 2-robot run's rings. Refused (exit 2), like a bad option.
+    shell = (f"mount -t tmpfs -o size=64k tmpfs /dev/shm && exec {sys.executable} -m dmxshm.cli "
+             "run --steps 5 --camera 32x24")
+    out = subprocess.run(["unshare", "-m", "sh", "-c", shell], capture_output=True,
+                         text=True, timeout=CHILD_TIMEOUT_S, cwd=os.getcwd())
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "cannot create shared-memory segment" in out.stderr
+    assert "Traceback" not in out.stderr
