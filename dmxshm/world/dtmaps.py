@@ -86,6 +86,20 @@ import math
 from pathlib import Path as FsPath
 from typing import Any, cast
 
+from dmxshm.world.map_limits import (
+    MAX_COORDINATE_M,
+    MAX_DEPTH,
+    check_angle,
+    check_grid,
+    check_height,
+    check_object_count,
+    check_point,
+    check_tile_index,
+    check_tile_size,
+    finite,
+    map_error,
+)
+from dmxshm.world.map_text import check_yaml_events, read_map_text
 from dmxshm.world.maperror import MapError
 from dmxshm.world.objects import DEFAULT_HEIGHT_M, KINDS, SIGN_KINDS, MapObject, ObjectError
 from dmxshm.world.tiles import ROTATIONS_DEG, Tile
@@ -146,10 +160,18 @@ class _List(list):
     lines: list[int]
 
 
+def _base_loader() -> Any:
+    import yaml
+
+    # libyaml's parser where PyYAML has it: about ten times the speed of the pure-Python
+    # one, which takes seconds over a 10 MB file
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _loader() -> Any:
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    class Loader(_base_loader()):  # type: ignore[misc]
         pass
 
     def mapping(loader: Any, node: Any) -> _Dict:
@@ -178,16 +200,19 @@ def _loader() -> Any:
 def read_yaml(path: FsPath) -> Any:
     """The document of a YAML file, its mappings and sequences remembering lines.
 
+    The file's size, its nodes, nesting, aliases and numbers are checked against
+    :mod:`dmxshm.world.map_limits` before the document is built
+    (:func:`~dmxshm.world.map_text.check_yaml_events`).
+
     Raises:
-        MapError: naming the file and the line where it is not valid YAML.
+        MapError: naming the file and the line where it is not valid YAML, or the
+            line and the field where it passes a limit.
     """
     import yaml
 
+    text = read_map_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MapError(f"map {path}: cannot read it: {exc}") from exc
-    try:
+        check_yaml_events(yaml.parse(text, Loader=_base_loader()), str(path))
         return yaml.load(text, Loader=_loader())  # noqa: S506 (a SafeLoader subclass)
     except RecursionError:
         raise MapError(f"map {path}: nested too deeply to be a map") from None
@@ -205,8 +230,7 @@ class _Where:
         self.source = source
 
     def error(self, line: int, field: str, msg: str) -> Exception:
-        at = f", line {line}" if line else ""
-        return MapError(f"map {self.source}{at}: field {field!r}: {msg}")
+        return map_error(self.source, field, msg, line)
 
 
 def _line(container: Any, key: Any) -> int:
@@ -219,12 +243,7 @@ def _line(container: Any, key: Any) -> int:
 
 def _number(w: _Where, container: Any, key: Any, field: str, *, positive: bool = False) -> float:
     value = container[key]
-    try:
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) \
-            and math.isfinite(value)
-    except OverflowError:  # an integer too big for a float
-        ok = False
-    if not ok:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not finite(value):
         text = repr(value) if len(repr(value)) < 40 else repr(value)[:40] + "..."
         raise w.error(_line(container, key), field, f"must be a number, not {text}")
     if positive and not value > 0:
@@ -289,9 +308,12 @@ def parse_gym(data: Any, source: str) -> tuple[list[list[Tile]], float, list[Map
         raise w.error(getattr(data, "line", 0), "tile_size",
                       "missing (gym-duckietown requires an explicit tile size, in metres)")
     size = _number(w, data, "tile_size", "tile_size", positive=True)
+    check_tile_size(size, w.source, "tile_size", _line(data, "tile_size"))
     rows = data.get("tiles")
     if not isinstance(rows, list) or not rows:
         raise w.error(_line(data, "tiles"), "tiles", "must be a non-empty list of rows")
+    check_grid(len(rows), len(rows[0]) if isinstance(rows[0], list) else 1, size, w.source,
+               "tiles", _line(data, "tiles"))
     grid: list[list[Tile]] = []
     for r, row in enumerate(rows):
         field = f"tiles[{r}]"
@@ -327,6 +349,8 @@ def _gym_objects(w: _Where, data: Any, rows: int, size: float) -> list[MapObject
     raw = data.get("objects")
     if raw is None:
         return []
+    if isinstance(raw, (dict, list)):
+        check_object_count(len(raw), w.source, "objects", _line(data, "objects"))
     if isinstance(raw, dict):
         named = [(str(name), raw[name], _line(raw, name)) for name in raw]
     elif isinstance(raw, list):
@@ -349,8 +373,15 @@ def _se2(w: _Where, holder: Any, key: str, field: str) -> tuple[float, float, fl
                       "must be {~SE2Transform: {p: [x, y], theta_deg: angle}}")
     f = field + ".~SE2Transform"
     x, y = _pair(w, inner, "p", f + ".p") if "p" in inner else (0.0, 0.0)
-    theta = _number(w, inner, "theta_deg", f + ".theta_deg") if "theta_deg" in inner else 0.0
+    theta = _angle(w, inner, "theta_deg", f + ".theta_deg") if "theta_deg" in inner else 0.0
     return x, y, math.radians(theta)
+
+
+def _angle(w: _Where, container: Any, key: Any, field: str) -> float:
+    """An angle in degrees, within :data:`~dmxshm.world.map_limits.MAX_ANGLE_DEG`."""
+    value = _number(w, container, key, field)
+    check_angle(value, w.source, field, _line(container, key))
+    return value
 
 
 def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
@@ -370,7 +401,7 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
     if not placements:  # duckietown-world's order: the first one given wins
         raise w.error(getattr(desc, "line", 0), field,
                       "needs a placement: pos, pose, place or attach")
-    rotate = math.radians(_number(w, desc, "rotate", f"{field}.rotate")) if "rotate" in desc \
+    rotate = math.radians(_angle(w, desc, "rotate", f"{field}.rotate")) if "rotate" in desc \
         else 0.0
     how = placements[0]
     if how == "pos":
@@ -396,6 +427,7 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
                 raise w.error(_line(spec, "slot"), f"{field}.attach.slot",
                               f"must be a slot 0 to 7, not {slot!r}") from None
             x, y, yaw = (sx + i) * size, (sy + j) * size, rotate
+    check_point(x, y, w.source, f"{field}.{how}", _line(desc, how))
     if "height" in desc and "scale" in desc:
         raise w.error(_line(desc, "scale"), f"{field}.scale",
                       "give height or scale, not both")
@@ -405,6 +437,9 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
     elif "scale" in desc:
         height = DEFAULT_HEIGHT_M[kind] * _number(w, desc, "scale", f"{field}.scale",
                                                   positive=True)
+    if height:
+        size_key = "height" if "height" in desc else "scale"
+        check_height(height, w.source, f"{field}.{size_key}", _line(desc, size_key))
     flags = {}
     for key, default in (("static", True), ("optional", False)):
         value = desc.get(key, default)
@@ -507,11 +542,15 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
         raise wtm.error(_line(tile_maps, map_name), f"tile_maps.{map_name}.tile_size",
                         "must be {x: metres, y: metres}")
     size = _number(wtm, ts, "x", f"tile_maps.{map_name}.tile_size.x", positive=True)
+    check_tile_size(size, wtm.source, f"tile_maps.{map_name}.tile_size.x", _line(ts, "x"))
     if "y" in ts and abs(_number(wtm, ts, "y", f"tile_maps.{map_name}.tile_size.y") - size) \
             > 1e-9:
         raise wtm.error(_line(ts, "y"), f"tile_maps.{map_name}.tile_size.y",
                         "must equal x: dmxshm's tiles are square")
-    poses = _Frames(frames, str(frames_path), str(map_name))
+    # Frames are in tiles or in metres (below): neither puts a frame 1 km away with
+    # a coordinate under this.
+    poses = _Frames(frames, str(frames_path), str(map_name),
+                    limit=MAX_COORDINATE_M / min(size, 1.0))
     wt = _Where(str(tiles_path))
     cells: dict[tuple[int, int], Tile] = {}
     centres = []
@@ -548,6 +587,7 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
             raise wt.error(_line(tiles, key), field, f"a second tile at ({i}, {j})")
         if i < 0 or j < 0:
             raise wt.error(_line(tiles, key), field, f"tile ({i}, {j}) is off the map")
+        check_tile_index(i, j, wt.source, field, _line(tiles, key))
         try:
             cells[(i, j)] = layered_tile(str(entry["type"]), yaw)
         except ValueError as exc:
@@ -556,12 +596,17 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
         raise wt.error(getattr(tiles, "line", 0), "tiles", "no tiles")
     cols = max(i for i, _ in cells) + 1
     nrows = max(j for _, j in cells) + 1
+    check_grid(nrows, cols, size, wt.source, "tiles", getattr(tiles, "line", 0))
     grid = [[cells.get((i, j), Tile("floor", 0)) for i in range(cols)] for j in range(nrows)]
     height_m = nrows * size
     unit = size if in_tiles else 1.0
+    layers = [(name, *_layer(folder, name, False)) for name in OBJECT_LAYERS]
+    count = 0
+    for layer_name, layer, path in layers:  # before any object is built
+        count += len(layer)
+        check_object_count(count, str(path), layer_name, getattr(layer, "line", 0))
     objects = []
-    for layer_name in OBJECT_LAYERS:
-        layer, path = _layer(folder, layer_name, False)
+    for layer_name, layer, path in layers:
         wl = _Where(str(path))
         for key in layer:
             entry = layer[key] if isinstance(layer[key], dict) else _Dict()
@@ -569,6 +614,11 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
             kind, tag_id, color = _layer_kind(wl, layer_name, key, entry, _line(layer, key))
             size_m = (_number(wl, entry, "height", f"{layer_name}.{key}.height", positive=True)
                       if layer_name == "decorations" and "height" in entry else 0.0)
+            if size_m:
+                check_height(size_m, wl.source, f"{layer_name}.{key}.height",
+                             _line(entry, "height"))
+            check_point(x * unit, height_m - y * unit, wl.source, f"{layer_name}.{key}",
+                        _line(layer, key))
             try:
                 objects.append(MapObject(
                     str(key).rsplit("/", 1)[-1], kind, x * unit, height_m - y * unit, -yaw,
@@ -613,11 +663,18 @@ def _layer_kind(w: _Where, layer: str, key: str, entry: Any,
 
 
 class _Frames:
-    """The frame tree of a layered map: world poses by composing ``relative_to``."""
+    """The frame tree of a layered map: world poses by composing ``relative_to``.
 
-    def __init__(self, frames: Any, source: str, root: str | None = None) -> None:
+    A chain is followed by a loop, not by recursion, and is at most
+    :data:`~dmxshm.world.map_limits.MAX_DEPTH` frames long; every frame lies within
+    ``limit`` (in the frames' own units) of the root.
+    """
+
+    def __init__(self, frames: Any, source: str, root: str | None = None,
+                 limit: float = MAX_COORDINATE_M) -> None:
         self.frames = frames
         self.root = root
+        self.limit = limit
         self.w = _Where(source)
         self.cache: dict[str, tuple[float, float, float]] = {}
 
@@ -625,15 +682,45 @@ class _Frames:
         """``(x, y, yaw)`` of frame ``key`` in the map's root frame."""
         if key not in self.frames:
             raise _Where(user).error(line, str(key), "has no frame in frames.yaml")
-        return self._resolve(key, set())
+        return self._resolve(key)
 
-    def _resolve(self, key: str, seen: set[str]) -> tuple[float, float, float]:
-        if key in self.cache:
-            return self.cache[key]
-        if key in seen:
-            raise self.w.error(_line(self.frames, key), f"frames.{key}.relative_to",
-                               "the frames' relative_to chain loops")
-        seen.add(key)
+    def _resolve(self, key: str) -> tuple[float, float, float]:
+        chain: list[tuple[str, float, float, float, Any]] = []  # key first, its root last
+        seen: set[str] = set()
+        k = key
+        while k not in self.cache:
+            if k in seen:
+                raise self.w.error(_line(self.frames, k), f"frames.{k}.relative_to",
+                                   "the frames' relative_to chain loops")
+            if len(chain) == MAX_DEPTH:
+                raise self.w.error(_line(self.frames, key), f"frames.{key}.relative_to",
+                                   f"its relative_to chain is longer than {MAX_DEPTH} frames")
+            seen.add(k)
+            local = self._local(k)
+            chain.append((k, *local))
+            if local[3] is None:
+                break
+            k = local[3]
+        for k, x, y, yaw, parent in reversed(chain):
+            if parent is None:
+                out = (0.0, 0.0, 0.0)  # the map's root: everything is measured from it
+            else:
+                px, py, pyaw = self.cache[parent]
+                if self.frames[parent].get("relative_to") is None:
+                    px, py, pyaw = 0.0, 0.0, 0.0
+                # The frames' y points south, their yaw turns clockwise from above: a
+                # frame-plane rotation all the same.
+                c, s = math.cos(pyaw), math.sin(pyaw)
+                out = (px + c * x - s * y, py + s * x + c * y, pyaw + yaw)
+                entry = self.frames[k]
+                check_point(out[0], out[1], self.w.source, f"frames.{k}.pose",
+                            _line(entry, "pose") or _line(self.frames, k), self.limit,
+                            "(tiles or m)")
+            self.cache[k] = out
+        return self.cache[key]
+
+    def _local(self, key: str) -> tuple[float, float, float, str | None]:
+        """Frame ``key``'s own ``x, y, yaw`` and the frame it is relative to."""
         entry = self.frames[key]
         field = f"frames.{key}"
         if not isinstance(entry, dict):
@@ -643,23 +730,16 @@ class _Frames:
             raise self.w.error(_line(entry, "pose"), f"{field}.pose", "must be a mapping")
         x, y, yaw = (_number(self.w, pose, k, f"{field}.pose.{k}") if k in pose else 0.0
                      for k in ("x", "y", "yaw"))
+        if "yaw" in pose:
+            check_angle(math.degrees(yaw), self.w.source, f"{field}.pose.yaw",
+                        _line(pose, "yaw"))
         parent = entry.get("relative_to")
         if parent is None:
             if self.root is not None and key != self.root:
                 raise self.w.error(_line(entry, "pose") or _line(self.frames, key),
                                    f"{field}.relative_to", f"missing: only the map's own "
                                    f"frame, {self.root!r}, stands on its own")
-            out = (0.0, 0.0, 0.0)  # the map's root: everything is measured from it
-        else:
-            if not isinstance(parent, str) or parent not in self.frames:
-                raise self.w.error(_line(entry, "relative_to"), f"{field}.relative_to",
-                                   f"names {parent!r}, which has no frame")
-            px, py, pyaw = self._resolve(parent, seen)
-            if self.frames[parent].get("relative_to") is None:
-                px, py, pyaw = 0.0, 0.0, 0.0
-            # The frames' y points south, their yaw turns clockwise from above: a
-            # frame-plane rotation all the same.
-            c, s = math.cos(pyaw), math.sin(pyaw)
-            out = (px + c * x - s * y, py + s * x + c * y, pyaw + yaw)
-        self.cache[key] = out
-        return out
+        elif not isinstance(parent, str) or parent not in self.frames:
+            raise self.w.error(_line(entry, "relative_to"), f"{field}.relative_to",
+                               f"names {parent!r}, which has no frame")
+        return x, y, yaw, parent

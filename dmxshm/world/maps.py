@@ -90,7 +90,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path as FsPath
@@ -99,6 +98,8 @@ from typing import Any
 import numpy as np
 
 from dmxshm.world.lanes import LanePose, Path, lane_pose_among
+from dmxshm.world.map_limits import check_grid, check_tile_size
+from dmxshm.world.map_text import loads_json, read_map_text
 from dmxshm.world.maperror import MapError, MapNotFoundError
 from dmxshm.world.movers import Mover
 from dmxshm.world.objects import MapObject, ObjectError, footprint_m
@@ -225,14 +226,7 @@ def load_map(name_or_path: str | FsPath) -> RoadMap:
         path = bundled
     if path.suffix in (".yaml", ".yml"):
         return _load_gym(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MapError(f"map {path}: invalid JSON at line {exc.lineno}, column {exc.colno}: "
-                       f"{exc.msg}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MapError(f"map {path}: cannot read it: {exc}") from exc
-    return parse_map(data, source=str(path))
+    return parse_map(loads_json(read_map_text(path), str(path)), source=str(path))
 
 
 def _load_gym(path: FsPath) -> RoadMap:
@@ -279,12 +273,15 @@ def parse_map(data: object, source: str = "<dict>") -> RoadMap:
     size = data.get("tile_size_m", TILE_SIZE_M)
     if isinstance(size, bool) or not isinstance(size, (int, float)) or not size > 0:
         raise MapError(f"map {source}: 'tile_size_m' must be a positive number, not {size!r}")
+    check_tile_size(size, source, "tile_size_m")
     for key in ("name", "description"):
         if not isinstance(data.get(key, ""), str):
             raise MapError(f"map {source}: {key!r} must be a string")
     rows = data.get("tiles")
     if not isinstance(rows, list) or not rows:
         raise MapError(f"map {source}: 'tiles' must be a non-empty list of rows")
+    check_grid(len(rows), len(rows[0]) if isinstance(rows[0], list) else 1, size, source,
+               "tiles")
     grid: list[tuple[Tile, ...]] = []
     for r, row in enumerate(rows):
         if not isinstance(row, list) or not row:
