@@ -191,6 +191,8 @@ def print_robots(s: Any) -> None:
         click.echo(f"{r:>5} {lane['distance_m'][r]:>11.2f} {lane['max_abs_offset_m'][r]:>15.3f} "
                    f"{lane['off_road_steps'][r]:>15} {hits:>10} {s.rejected_commands[r]:>9} "
                    f"{'-' if s.expired_commands is None else s.expired_commands[r]:>8}")
+    for line in s.held():  # robots that stood still long, and what held them
+        click.echo(line)
 
 
 def realtime_refused(r: dict[str, Any]) -> str | None:

@@ -145,7 +145,7 @@ class Summary:
     rejected_commands: list[int]
     expired_commands: list[int] | None
     timing: StepTiming
-    lane: dict[str, list[float]] = field(default_factory=dict)
+    lane: dict[str, Any] = field(default_factory=dict)
     late_steps: int | None = 0
     max_lag_s: float | None = 0.0
     missed_sensor_ticks: dict[str, int] = field(default_factory=dict)
@@ -175,6 +175,23 @@ class Summary:
     motor: dict[str, Any] = field(default_factory=dict)
     randomization: dict[str, Any] = field(default_factory=dict)
     episodes: dict[str, int] = field(default_factory=dict)
+
+    def held(self) -> list[str]:
+        """One line for each robot that stood still longer than
+        :data:`~dmxshm.network.taps.lanes.HELD_S`, with what held it at the end of that
+        standstill (``lane.held_by``): ``robot 3 still 14.2 s: robot 5 ahead 0.12 m``.
+
+        Example:
+            >>> s = Summary.__new__(Summary)
+            >>> s.lane = {"max_still_s": [2.0, 14.2], "held_by": [None, "robot 0 ahead 0.12 m"]}
+            >>> s.held()
+            ['robot 1 still 14.2 s: robot 0 ahead 0.12 m']
+        """
+        if "held_by" not in self.lane:  # a run without lane figures
+            return []
+        return [f"robot {r} still {still_s:.1f} s: {why}" for r, (still_s, why)
+                in enumerate(zip(self.lane["max_still_s"], self.lane["held_by"], strict=True))
+                if why is not None]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` schema of docs/json.md), with its ``schema_version``."""

@@ -45,6 +45,7 @@ from dmxshm.world.tiles import (
     opposite_edge,
     rotate_edge,
 )
+from dmxshm.world.traffic import STOP_GAP_M, Obstacle, ahead, lane_shift, static_discs
 
 TURNS = ("left", "straight", "right")
 """The turns a route is made of."""
@@ -55,6 +56,11 @@ TURN_CODE = {"left": -1.0, "straight": 0.0, "right": 1.0}
 STOP_ZONE_M = 0.2
 """A robot whose centre is this close to an intersection's edge, on its way in, has
 arrived at the stop line."""
+
+SHIFT_RAMP_M = 0.25
+"""Over this distance before an intersection (and after it) a robot whose lane through
+it is moved aside (:func:`~dmxshm.world.traffic.lane_shift`) moves over to it (and
+back)."""
 
 
 class RouteError(DmxError, ValueError):
@@ -137,6 +143,8 @@ class RouteState:
         entry: the edge it enters by; ``exit``: the edge it leaves by; ``turn``.
         inside: whether the robot is in the intersection now.
         arrived: the step at which it reached the stop line (None: not yet).
+        shift_m: how far left (+) or right (-) of its lane the robot drives through
+            the intersection, to pass an object standing there (0.0: none).
     """
 
     cell: tuple[int, int]
@@ -145,6 +153,7 @@ class RouteState:
     turn: str
     inside: bool = False
     arrived: int | None = None
+    shift_m: float = 0.0
 
 
 @dataclass
@@ -170,12 +179,32 @@ class Router:
     taken: list[dict[str, int]] = field(init=False)
     _visits: list[int] = field(init=False)
     _next: list[int] = field(init=False)
+    _left: list[RouteState | None] = field(init=False)
+    _shifts: dict[tuple[tuple[int, int], str, str], float | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self.states = [None] * self.robots
         self.taken = [dict.fromkeys(TURNS, 0) for _ in range(self.robots)]
         self._visits = [0] * self.robots
         self._next = [0] * self.robots
+        self._left = [None] * self.robots  # the intersection just left, if shifted
+        self.discs = static_discs(getattr(self.road_map, "objects", ()))
+        self._shifts = {}
+
+    def shift(self, cell: tuple[int, int], entry: str, exit_: str) -> float | None:
+        """How far aside of its lane a robot drives from ``entry`` to ``exit_`` through
+        the intersection ``cell`` to pass the map's objects there (None: it cannot)."""
+        key = (cell, entry, exit_)
+        if key not in self._shifts:
+            m = self.road_map
+            if not self.discs:
+                self._shifts[key] = 0.0
+            else:
+                cx, cy = m.tile_center(*cell)  # type: ignore[attr-defined]
+                path = turn_path(cx, cy, m.tile_size_m, entry, exit_)  # type: ignore[attr-defined]
+                self._shifts[key] = lane_shift(path, m.lane_offset_m,  # type: ignore[attr-defined]
+                                               self.discs)
+        return self._shifts[key]
 
     def _open_edges(self, cell: tuple[int, int]) -> frozenset[str]:
         return self.road_map.tiles[cell[0]][cell[1]].edges  # type: ignore[attr-defined]
@@ -189,6 +218,9 @@ class Router:
     def _decide(self, i: int, cell: tuple[int, int], entry: str) -> RouteState:
         edges = self._open_edges(cell)
         options = [t for t in TURNS if exit_of(entry, t) in edges]
+        # A turn that an object standing in the intersection bars is not offered.
+        passable = [t for t in options if self.shift(cell, entry, exit_of(entry, t)) is not None]
+        options = passable or options
         visit = self._visits[i]
         self._visits[i] += 1
         if not options:  # an intersection entered by a closed edge: straight on
@@ -206,7 +238,8 @@ class Router:
         else:
             rng = np.random.default_rng([self.seed, i, visit])
             turn = options[int(rng.integers(len(options)))]
-        return RouteState(cell, entry, exit_of(entry, turn), turn)
+        exit_ = exit_of(entry, turn)
+        return RouteState(cell, entry, exit_, turn, shift_m=self.shift(cell, entry, exit_) or 0.0)
 
     def update(self, i: int, x: float, y: float, yaw: float) -> RouteState | None:
         """Robot ``i`` is at ``(x, y, yaw)``: its decision for the intersection ahead of
@@ -219,6 +252,7 @@ class Router:
             if state is not None and state.inside and state.cell != cell:
                 # Straight from one intersection into the next: the first is done.
                 self.taken[i][state.turn] += 1
+                self._left[i] = None
             if state is None or state.cell != cell:
                 # Entered without being seen on the way in: by the edge it is nearest.
                 entry = self._nearest_edge(cell, x, y)
@@ -228,6 +262,7 @@ class Router:
             return state
         if state is not None and state.inside:  # just left it
             self.taken[i][state.turn] += 1
+            self._left[i] = state if state.shift_m else None
             state = self.states[i] = None
         ahead = self._ahead(cell, x, y, yaw)
         if ahead is None:
@@ -267,12 +302,22 @@ class Router:
 
     def lane(self, i: int, x: float, y: float, yaw: float) -> tuple[LanePose, float]:
         """Robot ``i``'s lane pose and curvature: against its turn's path in an
-        intersection, as :meth:`RoadMap.lane_pose` elsewhere. Call after
-        :meth:`update` for the same pose."""
+        intersection, as :meth:`RoadMap.lane_pose` elsewhere; where its lane through
+        the intersection is moved aside (:attr:`RouteState.shift_m`), against that line,
+        which it joins over :data:`SHIFT_RAMP_M` before and leaves over as much after.
+        Call after :meth:`update` for the same pose."""
         m = self.road_map
         state = self.states[i]
         if state is None or not state.inside:
-            return m._lane(x, y, yaw)  # type: ignore[attr-defined]
+            lane, curvature = m._lane(x, y, yaw)  # type: ignore[attr-defined]
+            if state is not None and state.shift_m:  # on its way in
+                return self._shifted(lane, state, x, y, -1.0), curvature
+            left = self._left[i]
+            if left is not None:  # on its way out
+                if self._beyond(left, left.exit, x, y) < SHIFT_RAMP_M:
+                    return self._shifted(lane, left, x, y, 1.0), curvature
+                self._left[i] = None
+            return lane, curvature
         cx, cy = m.tile_center(*state.cell)  # type: ignore[attr-defined]
         size = m.tile_size_m  # type: ignore[attr-defined]
         path = turn_path(cx, cy, size, state.entry, state.exit)
@@ -284,7 +329,30 @@ class Router:
         edges = self._open_edges(state.cell)
         on = all(h - ((x - cx) * dx + (y - cy) * dy) >= WHITE_LINE_WIDTH_M
                  for e, (dx, dy) in EDGE_VECTORS.items() if e not in edges)
-        return LanePose(lane.offset_m, lane.heading_err_rad, on), curvature
+        return LanePose(lane.offset_m - state.shift_m, lane.heading_err_rad, on), curvature
+
+    def _beyond(self, state: RouteState, edge: str, x: float, y: float) -> float:
+        """How far ``(x, y)`` is outside ``state``'s intersection, past ``edge``."""
+        m = self.road_map
+        cx, cy = m.tile_center(*state.cell)  # type: ignore[attr-defined]
+        dx, dy = EDGE_VECTORS[edge]
+        return (x - cx) * dx + (y - cy) * dy - m.tile_size_m / 2  # type: ignore[attr-defined]
+
+    def _shifted(self, lane: LanePose, state: RouteState, x: float, y: float,
+                 direction: float) -> LanePose:
+        """``lane`` against the line ``state.shift_m`` aside, reached in a half cosine
+        over :data:`SHIFT_RAMP_M` from the intersection's edge (``direction``: -1 on the
+        way in, the line coming nearer as the robot drives; 1 on the way out)."""
+        edge = state.entry if direction < 0 else state.exit
+        d = max(self._beyond(state, edge, x, y), 0.0)
+        if d >= SHIFT_RAMP_M or not math.isfinite(lane.offset_m):
+            return lane
+        u = math.pi * d / SHIFT_RAMP_M
+        weight = 0.5 * (1.0 + math.cos(u))
+        # The line's slope along the robot's way: its heading is turned by as much.
+        slope = -direction * state.shift_m * 0.5 * math.pi / SHIFT_RAMP_M * math.sin(u)
+        return LanePose(lane.offset_m - state.shift_m * weight,
+                        lane.heading_err_rad - math.atan(slope), lane.on_road)
 
 
 @dataclass
@@ -293,13 +361,16 @@ class RightOfWay:
 
     Attributes:
         waits: per robot, the steps it spent held at a stop line.
+        reasons: per robot, why it is held at a stop line now (None: it is not).
     """
 
     router: Router
     waits: list[int] = field(init=False)
+    reasons: list[str | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self.waits = [0] * self.router.robots
+        self.reasons = [None] * self.router.robots
 
     def update(self, step: int, poses: list[tuple[float, float, float]]) -> list[bool]:
         """Every robot's ``may_go`` after the router saw ``poses`` (the same step's)."""
@@ -312,7 +383,7 @@ class RightOfWay:
             if state is None:
                 continue
             if state.inside:
-                inside[state.cell] = inside.get(state.cell, 0) + 1
+                inside.setdefault(state.cell, i)
                 continue
             cx, cy = m.tile_center(*state.cell)  # type: ignore[attr-defined]
             dx, dy = EDGE_VECTORS[state.entry]
@@ -324,12 +395,16 @@ class RightOfWay:
                     state.arrived = step
                 waiting.setdefault(state.cell, []).append((state.arrived, i))
         go = [True] * len(poses)
+        self.reasons = [None] * len(poses)
         for cell, queue in waiting.items():
             first = min(queue)[1]
             for _, i in queue:
                 if i != first or cell in inside:
                     go[i] = False
                     self.waits[i] += 1
+                    who = (f"robot {inside[cell]} in it" if cell in inside
+                           else f"robot {first} arrived first")
+                    self.reasons[i] = f"waiting at the intersection ({who})"
         return go
 
 
@@ -339,15 +414,24 @@ class Routes:
     what a renderer's ``lane`` and ``route`` pseudo-sensors and the engine's lane
     figures read.
 
+    A robot may go when the right of way lets it and nothing is in its way: a robot or
+    an object of the map within :data:`~dmxshm.world.traffic.STOP_GAP_M` ahead of it
+    (:func:`~dmxshm.world.traffic.ahead`) holds it, as a Duckiebot waits behind what
+    blocks its lane; of two robots each in the other's way, the lower index goes.
+
     Attributes:
         lane: per robot, ``(offset_m, heading_err_rad, on_road)`` of the last step seen.
         route: per robot, ``(turn code, may_go)`` (:data:`TURN_CODE`; nan: none ahead).
+        holds: per robot, what holds it now (None: it may go): ``robot 5 ahead
+            0.08 m``, ``an object (cone) ahead 0.02 m``, ``waiting at the
+            intersection (robot 2 in it)``.
     """
 
     router: Router
     right_of_way: RightOfWay = field(init=False)
     lane: list[tuple[float, float, bool]] = field(init=False, default_factory=list)
     route: list[tuple[float, float]] = field(init=False, default_factory=list)
+    holds: list[str | None] = field(init=False, default_factory=list)
     _step: int | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -366,9 +450,27 @@ class Routes:
         r = self.router
         states = [r.update(i, x, y, yaw) for i, (x, y, yaw) in enumerate(poses)]
         go = self.right_of_way.update(step if step is not None else 0, poses)
+        holds = list(self.right_of_way.reasons)
+        blocked = [ahead(i, poses, r.discs) for i in range(len(poses))]
+        for i, obstacle in enumerate(blocked):
+            if obstacle is None or not _held_by(i, obstacle, blocked):
+                continue
+            go[i] = False
+            holds[i] = obstacle.describe()
+        self.holds = holds
         self.lane = []
         for i, (x, y, yaw) in enumerate(poses):
             lane, _ = r.lane(i, x, y, yaw)
             self.lane.append((lane.offset_m, lane.heading_err_rad, lane.on_road))
         self.route = [(TURN_CODE[s.turn] if s is not None else math.nan, float(g))
                       for s, g in zip(states, go, strict=True)]
+
+
+def _held_by(i: int, obstacle: Obstacle, blocked: list[Obstacle | None]) -> bool:
+    """Whether ``obstacle`` ahead of robot ``i`` holds it: always, but where it is a
+    robot that has ``i`` ahead of it in turn, which the lower index of the two passes."""
+    j = obstacle.robot
+    if j is None:
+        return True
+    other = blocked[j]
+    return other is None or other.robot != i or i > j

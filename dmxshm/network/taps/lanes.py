@@ -10,20 +10,30 @@ import numpy as np
 
 from dmxshm.network.taps import Tap, poses_of
 from dmxshm.world.routes import TURNS, Routes
+from dmxshm.world.traffic import ahead, static_discs
 from dmxshm.world.world import World
 
 STILL_M_S = 0.02
 """A robot slower than this from one state to the next stood still (2 cm/s: the lane
 follower cruises at 22)."""
 
+HELD_S = 10.0
+"""A robot that stood still longer than this (simulated) is named, with what held it."""
+
+LOOK_M = 0.2
+"""How far ahead of a held robot its cause is looked for (the lane follower stops
+0.15 m of range short of what its time of flight sees)."""
+
 
 class Lanes(Tap):
     """How well each robot kept its lane, over the published states: worst offset,
     states off the road, how far it drove (path length), its collisions (how often it
     came to touch another robot or an object; a contact that lasts counts once) and
-    the longest it stood still. With routes (:class:`~dmxshm.world.routes.Routes`) the
-    lane through an intersection is the robot's turn's, and the turns it took and the
-    states it waited at stop lines are counted."""
+    the longest it stood still, and, where that was longer than :data:`HELD_S`, what
+    held it (at the end of that standstill). With routes
+    (:class:`~dmxshm.world.routes.Routes`) the lane through an intersection is the
+    robot's turn's, and the turns it took and the states it waited at stop lines are
+    counted."""
 
     def __init__(self, world: World, routes: Routes | None = None,
                  state_dt_s: float = 0.0) -> None:
@@ -34,6 +44,9 @@ class Lanes(Tap):
         n = world.num_robots
         self._still = [0] * n
         self._max_still = [0] * n
+        self._held_steps = HELD_S / state_dt_s if state_dt_s > 0 else math.inf
+        self._held_by: list[str | None] = [None] * n
+        self._discs = static_discs(world.road_map.objects)
         # Plain lists: a realtime engine counts 240 states a second, and numpy's
         # per-call overhead was half of this tap's time at 4 robots.
         self._max_abs_offset_m = [0.0] * n
@@ -95,12 +108,32 @@ class Lanes(Tap):
             lane_pose = self.world.road_map.lane_pose
             lanes = [lane_pose(x, y, yaw) for x, y, yaw in rows]
         self.lanes = lanes
+        for i, still in enumerate(self._still):
+            if still > self._held_steps and still >= self._max_still[i]:  # its longest
+                self._held_by[i] = self._cause(i, rows)
         for i, (offset, _heading, on_road) in enumerate(lanes):
             if not on_road:
                 self._off_road_steps[i] += 1
             elif math.isfinite(offset) and abs(offset) > worst[i]:
                 worst[i] = abs(offset)
         self.seconds += time.perf_counter() - t0
+
+    def _cause(self, i: int, rows: list[list[float]]) -> str:
+        """What holds robot ``i`` still now: what the routes hold it for, what is ahead
+        of it, what it touches, or nothing (its commands)."""
+        if self.routes is not None and self.routes.holds and self.routes.holds[i]:
+            return str(self.routes.holds[i])
+        obstacle = ahead(i, rows, self._discs, LOOK_M)
+        if obstacle is not None:
+            return obstacle.describe()
+        robots, objects = self._touching
+        for a, b in sorted(robots):
+            if i in (a, b):
+                return f"touching robot {b if a == i else a}"
+        for robot, k in sorted(objects):
+            if robot == i:
+                return f"touching an object ({self.world.objects[k].kind})"
+        return "nothing in its way (its commands kept it still)"
 
     def moved(self, robots: list[int], poses: np.ndarray) -> None:
         """``robots`` were put at ``poses`` (``(R, 3)``, every robot's) between two
@@ -131,13 +164,14 @@ class Lanes(Tap):
         """Each robot's path length so far, m."""
         return np.array(self._distance_m)
 
-    def report(self) -> dict[str, list[float]]:
+    def report(self) -> dict[str, Any]:
         return {"max_abs_offset_m": list(self._max_abs_offset_m),
                 "off_road_steps": list(self._off_road_steps),
                 "distance_m": list(self._distance_m),
                 "robot_collisions": list(self._robot_hits),
                 "object_collisions": list(self._object_hits),
                 "max_still_s": [k * self.state_dt_s for k in self._max_still],
+                "held_by": list(self._held_by),
                 **self._routes_report()}
 
     def _routes_report(self) -> dict[str, Any]:
