@@ -105,11 +105,13 @@ OPTIONS = [
                       "summary as camera.calibration); 0x0 disables the camera."),
     click.option("--renderer", type=click.Choice(RENDERERS), default=_default("renderer"),
                  show_default=True,
-                 help="Camera renderer: tiny (pybullet's CPU renderer, the same pixels "
-                      "everywhere), egl (its EGL plugin: a GPU, or Mesa's software OpenGL), "
-                      "batch (dmxshm's own: every camera of a process in one call, 10-25x "
-                      "tiny's frames/s per core; docs/renderers.md), or auto (the fastest "
-                      "of these here for the camera, measured once)."),
+                 help="Camera renderer: batch (dmxshm's own: every camera of a process "
+                      "in one call, the same pixels everywhere; the default, the fastest "
+                      "measured: docs/renderers.md), tiny (pybullet's CPU renderer, the "
+                      "default before; its pixels are those of digests pinned then), egl "
+                      "(its EGL plugin: a GPU, or Mesa's software OpenGL), or auto (the "
+                      "fastest of these here for the camera, measured once on this "
+                      "machine)."),
     click.option("--seed", type=SEED, default=_default("seed"), show_default=True,
                  help="Seed of world and agents."),
     click.option("--map", "map_name", default=_default("map"), show_default=True,
@@ -223,8 +225,9 @@ OPTIONS = [
                  help="--duckiematrix: the robots' names, comma-separated, one per robot  "
                       "[default: duckiebot01, duckiebot02, ...]"),
     click.option("--allow-remote", is_flag=True,
-                 help="Let --view listen beyond loopback; its URL then carries a token. "
-                      "Let --foxglove and --duckiematrix too (they have no token)."),
+                 help="Let --view listen beyond loopback (its URL's token is then all "
+                      "that keeps other machines out). Let --foxglove and --duckiematrix "
+                      "too (they have no token: anyone who reaches the port connects)."),
 ]
 """The options, in the order ``dmxshm run --help`` lists them."""
 

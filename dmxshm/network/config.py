@@ -133,7 +133,13 @@ class NetworkConfig:
             :mod:`dmxshm.matrix.batch_render`) or ``"auto"`` (the fastest here for the
             camera, measured: :mod:`dmxshm.matrix.renderer_choice`); resolved when the
             configuration is made (:attr:`renderer_used`), so every process of the
-            run draws with the same.
+            run draws with the same. Default ``"batch"``, chosen by measurement: a
+            default run (2 robots, 160x120) made 1.2-3.2x the steps/s with it than
+            with tiny (3 alternated pairs, 2026-12-03, 2-core machine at load 4-5);
+            10-25x tiny's frames/s per core in ``dmxshm bench render``. Not
+            ``"auto"``: a choice measured on each machine would make the run's
+            images, and so its digest, depend on the machine. Runs before this
+            default drew with tiny (``--renderer tiny`` repeats them).
         name: the run's name, listed by ``dmxshm ps`` (:mod:`dmxshm.network.runs`);
             two running networks of one user never share one (refused at start).
             None: unnamed.
@@ -199,7 +205,7 @@ class NetworkConfig:
     profile: bool = False
     profile_interval_s: float = 0.5
     log: str | None = None
-    renderer: str = "tiny"
+    renderer: str = "batch"
     name: str | None = None
     external_agents: int = 0
     connect_timeout_s: float = 60.0
