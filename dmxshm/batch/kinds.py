@@ -6,6 +6,7 @@ drop-ins ``"duckietown"`` (:class:`dmxshm.duckietown.DuckietownEnv`) and
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from dmxshm.batch.env import DuckieLaneEnv
@@ -63,6 +64,39 @@ def env_kwargs(version: str, obs: str, camera: tuple[int, int],
         raise ValueError("a batch of gym-duckietown drop-ins has no render(): its "
                          "observations are the images")
     return dict(kwargs)
+
+
+def check_keywords(version: str, kwargs: dict[str, Any]) -> None:
+    """Refuse, before any env is made, an argument ``version``'s env does not take,
+    naming the version that does (``randomize`` is v1's, not v0's).
+
+    Raises:
+        TypeError: a keyword the env does not take (a ``TypeError``, as Python's own).
+    """
+    taken = _keywords(normalize(version))
+    unknown = sorted(set(kwargs) - taken)
+    if not unknown:
+        return
+    others = [v for v in KINDS if v != normalize(version) and v not in DROP_INS
+              and set(unknown) <= _keywords(v)]
+    hint = (f": they are {others[0]}'s, give version={others[0]!r}" if others
+            else f"; it takes {', '.join(sorted(taken))}")
+    raise TypeError(f"DuckieLane-{normalize(version)} takes no {', '.join(unknown)}{hint}")
+
+
+def _keywords(version: str) -> set[str]:
+    """The keywords ``version``'s env takes, its bases' too where it passes ``**kwargs``
+    on."""
+    names: set[str] = set()
+    for cls in env_class(version).__mro__:
+        if "__init__" not in vars(cls) or cls is object:
+            continue
+        parameters = inspect.signature(vars(cls)["__init__"]).parameters.values()
+        names |= {p.name for p in parameters if p.name != "self"
+                  and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
 
 
 def multi(part: str) -> Any:

@@ -262,6 +262,8 @@ class DmxVectorEnv(VectorEnv):
             probe.observation_space = single_space(probe)
             probe.action_space = single_space(probe, "action")
         else:
+            if kinds.normalize(version) not in kinds.DROP_INS:
+                kinds.check_keywords(version, env_kwargs)  # a TypeError naming the fix
             probe = env_type(**kwargs)
         if probe.camera is not None:
             # The renderer, auto resolved here once: every worker draws with the same.

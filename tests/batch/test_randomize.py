@@ -168,3 +168,14 @@ def test_the_calibration_in_info_is_the_episodes_lens() -> None:
     assert k[0] == pytest.approx(1.1 * k0[0]) and k[4] == pytest.approx(1.1 * k0[4])
     env.close()
     plain.close()
+
+
+def test_make_vec_of_v0_refuses_randomize_naming_the_version_that_takes_it() -> None:
+    import os
+
+    before = set(os.listdir("/dev/shm"))
+    with pytest.raises(TypeError, match=r"DuckieLane-v0 takes no randomize: .*version='v1'"):
+        make_vec(4, randomize=True, num_workers=1)  # v0 is the default version
+    with pytest.raises(TypeError, match=r"takes no colour; it takes camera, "):
+        make_vec(2, version="v1", colour="red", num_workers=1)
+    assert set(os.listdir("/dev/shm")) <= before  # refused before anything was made
