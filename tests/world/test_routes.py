@@ -4,6 +4,7 @@ across tile borders), route decisions by list and by seed, and who goes first.""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from dmxshm.world.routes import (
     RightOfWay,
     RouteError,
     Router,
+    Routes,
     RouteState,
     exit_of,
     parse_route,
@@ -191,3 +193,92 @@ def test_the_first_to_arrive_goes_first_and_ties_go_to_the_lower_index() -> None
     router.update(0, *poses[0])
     assert way.update(3, poses) == [True, True, False]
     assert way.waits == [0, 2, 3]
+
+
+def _lane_point(cell: tuple[int, int], entry: str, depth_m: float) -> tuple[float, float, float]:
+    """A pose on the lane into ``cell`` by ``entry``, ``depth_m`` outside its edge."""
+    cx, cy = GRID.tile_center(*cell)
+    ex, ey = EDGE_VECTORS[entry]
+    tx, ty = -ex, -ey
+    h, lo = GRID.tile_size_m / 2, GRID.lane_offset_m
+    return (cx + ex * (h + depth_m) + ty * lo, cy + ey * (h + depth_m) - tx * lo,
+            math.atan2(ty, tx))
+
+
+def test_a_robot_close_behind_another_is_held_and_says_by_whom() -> None:
+    routes = Routes.of(GRID, 3, 0, ("straight",))
+    back = _lane_point((3, 3), "W", 0.45)
+    front = _lane_point((3, 3), "W", 0.25)  # 0.2 m ahead: its disc 0.02 m from the front
+    routes.see(0, [back, front, (0.3, 0.3, 0.0)])
+    assert [g for _, g in routes.route] == [0.0, 1.0, 1.0]
+    assert routes.holds[0] == "robot 1 ahead 0.02 m" and routes.holds[1] is None
+
+
+def test_of_two_robots_each_in_the_others_way_the_lower_index_goes() -> None:
+    routes = Routes.of(GRID, 2, 0, ("straight",))
+    x, y, _ = _lane_point((3, 3), "W", 0.4)
+    routes.see(0, [(x + 0.2, y, math.pi), (x, y, 0.0)])  # nose to nose, 0.08 m apart
+    assert [g for _, g in routes.route] == [1.0, 0.0]
+    assert routes.holds == [None, "robot 0 ahead 0.08 m"]
+
+
+def test_a_robot_at_the_stop_line_says_whom_it_waits_for() -> None:
+    routes = Routes.of(GRID, 2, 0, ("straight",))
+    cx, cy = GRID.tile_center(3, 3)
+    routes.see(0, [(cx, cy, 0.0), _lane_point((3, 3), "S", 0.1)])
+    assert routes.holds == [None, "waiting at the intersection (robot 0 in it)"]
+
+
+@pytest.fixture(scope="module")
+def pole_map(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """A 4-way with a pole 0.18 m south-west of its centre (where duckietown-world's 4way
+    map stands its traffic light), in a ring of roads."""
+    path = tmp_path_factory.mktemp("maps") / "pole.yaml"
+    path.write_text(
+        "tiles:\n"
+        "  - [curve_left/W, straight/W, 3way_left/W, straight/W, curve_left/N]\n"
+        "  - [straight/S, asphalt, straight/N, asphalt, straight/N]\n"
+        "  - [3way_left/S, straight/W, 4way, straight/E, 3way_left/N]\n"
+        "  - [straight/S, asphalt, straight/S, asphalt, straight/N]\n"
+        "  - [curve_left/S, straight/E, 3way_left/E, straight/E, curve_left/E]\n"
+        "objects:\n  light:\n    kind: trafficlight\n"
+        "    place: {tile: [2, 2], relative: {~SE2Transform: {p: [-0.18, -0.18]}}}\n"
+        "    height: 0.4\n"
+        "tile_size: 0.585\n")
+    return load_map(str(path))
+
+
+def test_a_lane_through_an_intersection_moves_aside_to_pass_an_object(pole_map: object) -> None:
+    router = Router(pole_map, 1)
+    four = (2, 2)
+    # The right turn from the west runs round the pole's corner: it moves out (left) by
+    # the most; the straight lanes beside the pole move left; lanes far from it stay.
+    assert router.shift(four, "W", "S") == pytest.approx(0.1)
+    assert router.shift(four, "N", "S") == router.shift(four, "W", "E") == pytest.approx(0.06)
+    assert router.shift(four, "S", "N") == router.shift(four, "E", "N") == 0.0
+    # In the intersection, on the moved line, the robot is on its lane.
+    m = pole_map
+    cx, cy = m.tile_center(*four)  # type: ignore[attr-defined]
+    x = cx - m.lane_offset_m + 0.06  # type: ignore[attr-defined]
+    _inside(router, four, "N", "straight")
+    router.states[0].shift_m = router.shift(four, "N", "S")  # type: ignore[union-attr]
+    lane, _ = router.lane(0, x, cy, -math.pi / 2)
+    assert lane.offset_m == pytest.approx(0.0, abs=1e-9) and lane.on_road
+    # Half the ramp out of it (the south edge, then 0.125 m on), half way back.
+    router.update(0, cx, cy, -math.pi / 2)
+    router.update(0, x, cy - m.tile_size_m / 2 - 0.125, -math.pi / 2)  # type: ignore[attr-defined]
+    lane, _ = router.lane(0, x, cy - m.tile_size_m / 2 - 0.125, -math.pi / 2)  # type: ignore[attr-defined]
+    assert lane.offset_m == pytest.approx(0.03, abs=1e-3)
+
+
+def test_a_turn_an_object_bars_is_not_offered(tmp_path: Path) -> None:
+    path = tmp_path / "barred.yaml"  # a house in the middle of a 4-way
+    path.write_text(
+        "tiles:\n  - [straight/E, 4way, straight/E]\ntile_size: 0.585\n"
+        "objects:\n  - {kind: house, pose: {~SE2Transform: {p: [0.8775, 0.2925]}}, height: 0.3}\n")
+    router = Router(load_map(str(path)), 1, turns=("straight",))
+    assert router.shift((0, 1), "W", "E") is None
+    assert router.shift((0, 1), "W", "N") is None
+    assert router.shift((0, 1), "W", "S") is not None  # round the corner, inside the house
+    # The route's straight on is barred: the one turn that passes instead.
+    assert router._decide(0, (0, 1), "W").turn == "right"
