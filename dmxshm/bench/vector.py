@@ -20,6 +20,13 @@ env-steps per second of:
 
 Scaling efficiency = dmxshm / (cores x single). Each rate is the median of
 three equal windows after a half-second warm-up.
+
+Some ratios cannot exceed 1: the scaling efficiency of independent envs (a core
+cannot step more of them than one process alone), and ``recv()`` against the
+free-running workers (its ceiling). One above :data:`POSSIBLE` says that its
+reference was measured in a slow window (another process took the core), not that
+dmxshm won: :func:`measure_again` measures such a reference again, keeps its best
+window, and :func:`targets` refuses a figure still impossible after that.
 """
 
 from __future__ import annotations
@@ -197,12 +204,21 @@ PER_WORKERS = ("dmxshm", "dmx-recv", "free")
 IMPLS = ("dmxshm", "dmx-recv", "free", "sync", "async")
 TARGETS_AT = 16  # the issue's targets are set for 16 sub-environments on 2 cores
 
+POSSIBLE = 1.10
+"""The largest value a ratio with a ceiling of 1 may show and still count: 10% for a
+window's noise (caches, turbo). Above it, the reference's window was slow."""
+
+CEILINGS = {"scaling_efficiency": "single", "recv_vs_free": "free"}
+"""The summary's ratios that cannot exceed 1, each with the reference that bounds it.
+The efficiency only where each env is its own work (state, tiny's cameras): the batch
+renderer draws many views in one call, which one env alone cannot."""
+
 
 def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None = None,
         quick: bool = False,
         configs: Sequence[tuple[str, tuple[int, int]]] = OBS_CONFIGS,
         impls: Sequence[str] = IMPLS, seconds: float | None = None,
-        progress: Callable[[str], None] | None = None) -> list[Row]:
+        progress: Callable[[str], None] | None = None, recheck: bool = False) -> list[Row]:
     """Measure every implementation for every observation kind and batch size.
 
     Args:
@@ -217,6 +233,8 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
             at each worker count of the sweep, as ``dmxshm``).
         seconds: time per measurement (overrides ``quick``).
         progress: called with a label before each measurement.
+        recheck: measure again a reference whose ratio came out impossible
+            (:func:`measure_again`; ``--check`` does).
     """
     from dmxshm.batch.vector import make_vec
 
@@ -273,7 +291,7 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
                 finally:
                     env.close()
                 rows.append(Row(impl, obs, cam, n, nproc, rate, steps, split, cpu_us))
-    return rows
+    return measure_again(rows, seconds, progress=progress) if recheck else rows
 
 
 def _ratio(by: dict[str, float], a: str, b: str) -> float | None:
@@ -307,24 +325,65 @@ def summary(rows: list[Row]) -> list[dict[str, Any]]:
     return out
 
 
+def impossible(s: dict[str, Any]) -> list[str]:
+    """The ratios of summary line ``s`` above what they can be (:data:`CEILINGS`)."""
+    return [k for k in CEILINGS if s.get(k) is not None and s[k] > POSSIBLE
+            and not (k == "scaling_efficiency" and "/" in s["camera"])]
+
+
+def measure_again(rows: list[Row], seconds: float, tries: int = 2,
+            progress: Callable[[str], None] | None = None) -> list[Row]:
+    """Measure again, up to ``tries`` times, each reference whose ratio came out
+    impossible (:func:`impossible`), keeping its best window; the rows, updated."""
+    rows = list(rows)
+    for _ in range(tries):
+        redo = {(CEILINGS[k], s["obs"], s["camera"], s["num_envs"], s["workers"])
+                for s in summary(rows) for k in impossible(s)}
+        if not redo:
+            break
+        for impl, obs, cam, n, workers in sorted(redo):
+            size, _, renderer = cam.partition("/")
+            camera = tuple(int(v) for v in size.split("x")) if size != "-" else (160, 120)
+            if progress:
+                progress(f"again: {impl} {obs} {cam}")
+            for i, r in enumerate(rows):
+                if (r.impl, r.obs, r.camera) != (impl, obs, cam):
+                    continue
+                if impl == "single":
+                    rate = _time_single(obs, camera, seconds, renderer or "tiny").rate
+                elif (r.num_envs, r.num_workers) == (n, min(workers, n)):
+                    rate = _time_free(n, r.num_workers, obs, camera, seconds,
+                                      renderer or "tiny")[0]
+                else:
+                    continue
+                if rate > r.env_steps_per_s:
+                    rows[i] = Row(**{**asdict(r), "env_steps_per_s": rate})
+    return rows
+
+
 def targets(rows: list[Row]) -> list[tuple[str, float, bool]]:
-    """The issue's targets (16 sub-environments), where this run measured them."""
+    """The issue's targets (16 sub-environments), where this run measured them; a ratio
+    that cannot be (:func:`impossible`) is a miss, named so."""
     out = []
     for s in summary(rows):
         if s["num_envs"] != TARGETS_AT:
             continue
+        for k in impossible(s):
+            out.append((f"{s['obs']} {s['camera']}: {k} {s[k]:.2f} cannot be above 1: its "
+                        f"reference ({CEILINGS[k]}) was measured in a slow window; run again "
+                        "on a quieter machine", s[k], False))
         if s["obs"] == "state":
             if s["vs_async"] is not None:
                 out.append(("state: dmxshm / async >= 2.5", s["vs_async"],
                             s["vs_async"] >= 2.5))
             if s["recv_vs_free"] is not None:
                 out.append(("state: recv() at batch_size n/2 / free-running workers >= 0.95",
-                            s["recv_vs_free"], s["recv_vs_free"] >= 0.95))
+                            s["recv_vs_free"], 0.95 <= s["recv_vs_free"] <= POSSIBLE))
             out.append(("state: scaling efficiency >= 0.85", s["scaling_efficiency"],
-                        s["scaling_efficiency"] >= 0.85))
+                        0.85 <= s["scaling_efficiency"] <= POSSIBLE))
         elif s["camera"] == "64x64":
             out.append(("camera 64x64: scaling efficiency >= 0.9", s["scaling_efficiency"],
-                        s["scaling_efficiency"] >= 0.9))
+                        0.9 <= s["scaling_efficiency"] <= POSSIBLE))
             if s["vs_async"] is not None:
                 out.append(("camera 64x64: dmxshm / async >= 1", s["vs_async"],
                             s["vs_async"] >= 1.0))

@@ -281,7 +281,8 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
     with click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
         rows = vector.run(num_envs=num_envs, workers=workers or None, quick=quick,
-                          configs=configs, progress=lambda label: bar.update(1, label))
+                          configs=configs, progress=lambda label: bar.update(1, label),
+                          recheck=check)
     console.print_vector_rows(rows, vector.summary(rows))
     console.print_breakdowns(rows)
     from dmxshm.bench.plot import plot_scaling, plot_vector
