@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm import settings
-from dmxshm.errors import DmxError, DmxTimeoutError
+from dmxshm.errors import DmxError, DmxTimeoutError, LayoutError
 from dmxshm.network.runs import RunInfo, live_runs
 from dmxshm.shm.slot import (
     ENDED,
@@ -39,6 +39,7 @@ from dmxshm.shm.slot import (
     SERVING,
     SlotSegment,
     SlotTakenError,
+    first_command,
 )
 from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire, spin_until
 from dmxshm.world.motor import DUCKIEBOT
@@ -106,12 +107,14 @@ def connect(name: str | None = None, robots: Sequence[int] | None = None,
     Raises:
         NoNetworkError: no such network, no slot with those robots, or none free.
         SlotTakenError: the slot asked for is held (the message names its holder's pid).
+        LayoutError: the slot's header is not that of an agent slot of this ABI (a
+            departed client wrote over it, and the network has yet to write it back).
     """
     deadline = time.monotonic() + (timeout_s or 0.0)
     while True:
         try:
             return _claim(_choose_run(name), robots, client_name)
-        except (NoNetworkError, SlotTakenError):
+        except (NoNetworkError, SlotTakenError, LayoutError):
             if time.monotonic() >= deadline:
                 raise
         time.sleep(settings.LIVENESS_POLL_S)
@@ -127,8 +130,13 @@ def _claim(run: RunInfo, robots: Sequence[int] | None, client_name: str) -> Conn
             raise NoNetworkError(f"network {_describe(run)} has no slot of robots {list(want)} "
                                  f"({have})")
     taken: list[SlotTakenError] = []
+    damaged: list[LayoutError] = []
     for info in slots:
-        seg = SlotSegment.attach(info.segment)
+        try:
+            seg = SlotSegment.attach(info.segment)
+        except LayoutError as exc:  # written over: its network writes it back
+            damaged.append(exc)
+            continue
         try:
             seg.claim(os.getpid(), client_name)
         except SlotTakenError as exc:
@@ -139,6 +147,8 @@ def _claim(run: RunInfo, robots: Sequence[int] | None, client_name: str) -> Conn
             seg.close()
             raise
         return Connection(seg, run)
+    if damaged and not taken:
+        raise damaged[0]
     if len(taken) == 1:
         raise taken[0]
     raise SlotTakenError(f"every slot of network {_describe(run)} is held: "
@@ -179,8 +189,9 @@ class Connection:
         self.step = -1
         self._last_seq = 0
         self._pending = False  # gym: an observation returned and not answered
-        seq = int(segment.cmd_head["seq"][0])
-        self._m = (seq + 1) // 2  # the next command's number: after any before ours
+        # the next command's number: after any before ours, or 0 if what a departed
+        # client left is near 2^64 (the network takes a new holder's sequence afresh)
+        self._m = first_command(int(segment.cmd_head["seq"][0]))
         self._last: dict[str, Any] | None = None  # what our last command carried
         self._started = time.monotonic()
         # Gym mode: poll as the network's own waits do before sleeping on the bell.
@@ -304,7 +315,8 @@ class Connection:
                       lights_only)
         self._last = {"wheels": np.array(wheels), "sent": float(seg.cmd_head["sent_time_s"][0]),
                       "reset": reset, "lights": lights, "lights_only": lights_only}
-        self._m += 1
+        # 2^62 commands on from a start below 2^62 before the words run out: wrap then
+        self._m = self._m + 1 if self._m < 2**63 - 2 else 0
 
     def _lights(self, lights: Any) -> np.ndarray | None:
         if lights is None:

@@ -290,11 +290,12 @@ def print_targets(targets: list[tuple[str, float, bool]]) -> None:
 
 def print_ipc_table(rows: list[Any]) -> None:
     click.echo(f"{'transport':<12} {'payload':<8} {'pinning':<8} {'rtt_us median':>13} "
-               f"{'p10':>8} {'p90':>8} {'x semaphore':>12}")
+               f"{'p10':>8} {'p90':>8} {'p99':>8} {'max':>9} {'x semaphore':>12}")
     for r in sorted(rows, key=lambda r: (r.pinning, r.payload_bytes)):
         ratio = f"{r.ratio_to_semaphore:.2f}" if r.ratio_to_semaphore is not None else "-"
         click.echo(f"{r.transport:<12} {r.payload:<8} {r.pinning:<8} {r.rtt_us_median:>13.1f} "
-                   f"{r.rtt_us_p10:>8.1f} {r.rtt_us_p90:>8.1f} {ratio:>12}")
+                   f"{r.rtt_us_p10:>8.1f} {r.rtt_us_p90:>8.1f} {r.rtt_us_p99:>8.1f} "
+                   f"{r.rtt_us_max:>9.1f} {ratio:>12}")
 
 
 def print_info(info: SystemInfo) -> None:
@@ -564,7 +565,8 @@ def print_slots(slots: list[dict[str, Any]], mode: str) -> None:
     for sl in slots:
         robots = ", ".join(map(str, sl["robots"]))
         held = "; ".join(
-            f"pid {h['pid']}" + (f" ({h['name']})" if h.get("name") else "")
+            (f"pid {h['pid']}" if h["pid"] else "a client of unknown pid")
+            + (f" ({h['name']})" if h.get("name") else "")
             + f" from step {h['claimed_step']}"
             + (f" to step {h['left_step']}" if h.get("left_step") is not None else " to the end")
             for h in sl["holders"])

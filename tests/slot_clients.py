@@ -6,8 +6,13 @@ KIND: ``lane`` (the built-in lane follower through dmxshm.connect, to the end),
 ``die`` (the same, then SIGKILL itself after ARG commands), ``garbage`` (claims the
 slot through the raw ABI and writes ARG malformed commands, then well-formed ones
 to the end), ``pwm`` (duty 0.3 on both wheels to the end, and at step ARG a left duty
-of 1.5; prints the slot's ``action``). Prints ``claimed PID`` once it holds the slot
-and ``sent N`` at the end; ``ready`` on stderr once it starts looking for the network.
+of 1.5; prints the slot's ``action``), ``reasons`` (at its first step, ARG commands
+malformed for each reason the network rejects, one reason each, then the lane
+follower to the end), ``leave-<what>`` (the lane follower for ARG steps, then leaves
+garbage of :data:`LEAVINGS` and SIGKILLs itself; ``leave-pid`` claims the slot with
+its parent's pid in the holder line). Prints ``claimed PID`` once it holds the slot
+(``left`` before a leaver dies) and ``sent N`` at the end; ``ready`` on stderr once it
+starts looking for the network.
 """
 
 from __future__ import annotations
@@ -20,13 +25,24 @@ import time
 import numpy as np
 
 import dmxshm
+from dmxshm.client import Connection
+from dmxshm.network.runs import live_runs
 from dmxshm.policies import load_policy
+from dmxshm.shm import slot as abi
 from dmxshm.shm.slot import O_STATUS, SERVING, SlotSegment
+
+REASONS = ("step", "sequence", "reset", "time", "flags")
+"""The reasons the network rejects a command for (docs/abi.md), as ``reasons`` sends."""
+LEAVINGS = ("seq", "header", "line", "commands", "observation", "pid", "everything")
+"""What a ``leave-`` client leaves behind: ``cmd_seq`` at 2^64-2; random bytes over
+the header (with the field table and descr), the network line, the command area or the
+observation area; a holder line naming another live process (its parent); random
+bytes over the whole segment."""
 
 
 def main(kind: str, name: str, arg: int) -> None:
     print("ready", file=sys.stderr, flush=True)  # imported: it looks for the network now
-    with dmxshm.connect(name, timeout_s=30) as agent:
+    with (liar(name) if kind == "leave-pid" else dmxshm.connect(name, timeout_s=30)) as agent:
         print("claimed", os.getpid(), flush=True)
         if kind == "pwm":
             print("action", agent.action, agent.command_limit, flush=True)
@@ -36,6 +52,8 @@ def main(kind: str, name: str, arg: int) -> None:
             policy = load_policy("lane-follow", agent.robots, 0)
         if kind == "garbage":
             garbage(agent, arg)
+        if kind == "reasons":
+            reasons(agent, arg)
         sent = 0
         try:
             while True:
@@ -44,6 +62,8 @@ def main(kind: str, name: str, arg: int) -> None:
                 sent += 1
                 if kind == "die" and sent == arg:
                     os.kill(os.getpid(), signal.SIGKILL)
+                if kind.startswith("leave-") and sent == arg:
+                    leave(agent, kind.removeprefix("leave-"))
         except dmxshm.NetworkEnded:
             pass
         print("sent", sent, flush=True)
@@ -79,6 +99,83 @@ def garbage(agent: dmxshm.client.Connection, count: int) -> None:
         examined(seg)
     # Well-formed from here: after any sequence word the garbage left.
     agent._m = int(seg.cmd_head["seq"][0]) // 2 + 1
+
+
+def liar(name: str) -> Connection:
+    """A connection whose holder line names this process's parent (a live process
+    that does not hold the claim) instead of itself."""
+    deadline = time.monotonic() + 30
+    while True:
+        runs = [r for r in live_runs() if r.name == name and r.free_slots]
+        if runs or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)  # polling for the network to appear, as connect's timeout_s does
+    (run,) = runs
+    seg = SlotSegment.attach(run.free_slots[0].segment)
+    seg.claim(os.getppid(), "liar")
+    return Connection(seg, run)
+
+
+def command(seg: SlotSegment, m: int, step: int, *, seq: int | None = None,
+            sent_time_s: float = 1.0, reset: int = 0, flags: int = 0) -> None:
+    """Command ``m`` with these fields (``seq``: its sequence word, if not 2m+2), wheels
+    0; then wait until the network has looked at it."""
+    head = seg.cmd_head
+    head["seq"] = 2 * m + 1
+    head["step"], head["sent_time_s"] = step, sent_time_s
+    head["reset"], head["flags"] = reset, flags
+    seg.wheels[...] = 0.0
+    head["seq"] = 2 * m + 2 if seq is None else seq
+    seg.ring(seg.cmd_bell)
+    examined(seg)
+
+
+def reasons(agent: dmxshm.client.Connection, count: int) -> None:
+    """``count`` commands for each of :data:`REASONS`, each wrong in that one way only
+    (the others answer the step the network waits for, and would be taken but for
+    it), in rounds, so that a sequence word can go back each round."""
+    seg = agent._seg
+    assert seg is not None
+    agent.observe()  # gym: the step the network waits for is agent.step now
+    step, m = agent.step, 1000
+    for i in range(count):
+        command(seg, m, step + 1000)  # step
+        command(seg, m + 1, step, seq=2 * i + 2)  # sequence: back below the last
+        command(seg, m + 2, step, reset=2)  # reset: neither 0 nor 1
+        command(seg, m + 3, step, sent_time_s=float("nan"))  # time
+        command(seg, m + 4, step, flags=4)  # flags: a bit that means nothing
+        m += 5
+    agent._m = m
+    agent._pending = False
+    agent._last_seq = 0  # the step's observation again: it is still awaited
+
+
+def leave(agent: dmxshm.client.Connection, what: str) -> None:
+    """Leave ``what`` of :data:`LEAVINGS` behind, say so, and die."""
+    seg = agent._seg
+    assert seg is not None
+    examined(seg)  # its last command taken: what it leaves is all garbage
+    lay, rng = seg.layout, np.random.default_rng(11)
+
+    def scribble(start: int, stop: int) -> None:
+        seg.buf[start:stop] = rng.integers(0, 256, stop - start, dtype=np.uint8).tobytes()
+
+    if what == "seq":
+        seg.cmd_head["seq"] = 2**64 - 2
+    elif what == "header":
+        scribble(0, abi.NET_LINE)
+        scribble(abi.TABLE, lay.obs)
+    elif what == "line":
+        scribble(abi.NET_LINE, abi.HOLDER_LINE)
+    elif what == "commands":
+        scribble(lay.cmd, lay.size)
+    elif what == "observation":
+        scribble(lay.obs, lay.cmd)
+    elif what == "everything":
+        scribble(0, lay.size)
+    seg.ring(seg.cmd_bell)
+    print("left", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def examined(seg: SlotSegment, timeout_s: float = 5.0) -> None:

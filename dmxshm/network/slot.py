@@ -20,6 +20,14 @@ slot but sends no command for ``wait_timeout_s`` fails the run too.
 *Realtime mode*: observations are published as they come (a thread) and each
 new command is passed on at once; an unclaimed slot's robots stand still
 (their commands expire) and the run goes on.
+
+*Garbage left behind*: a holder may write anywhere in the segment. Every
+:data:`POLL_S` while it waits, and whenever a holder comes or goes, the slot
+writes back what was written over of its own (the header, its line, the last
+observation); a slot found free gets a clean command area and holder line, and
+a new holder's sequence words are judged from its own first command on. A pid
+from the holder line is named only once the kernel shows that process holding
+the claim: otherwise the holder is "of unknown pid".
 """
 
 from __future__ import annotations
@@ -109,9 +117,13 @@ class Slot(Role[SlotResult]):
         self.result = SlotResult(index=j, robots=list(robots))
         self._obs = np.zeros(len(robots), slot.record)  # _read fills, publish copies
         self.holding: dict[str, Any] | None = None  # the present holder's record
-        self.last_seq = int(slot.cmd_head["seq"][0])
+        self._holder_word = 0  # the holder line's pid when the present holder was seen
+        self._doubt = 0.0  # since when the holder line names a pid nobody is shown to own
+        self.last_seq = int(slot.cmd_head["seq"][0])  # the last cmd_seq examined
+        self.prev_seq = 0  # ... of the present holder: its sequence words only grow
+        self._restored_at = time.monotonic()  # when the slot last wrote back its own parts
+        self._told_restored = False
         self.published = -1  # the step of the newest observation published
-        self.q = 0  # observations published
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._ended = threading.Event()
@@ -185,7 +197,8 @@ class Slot(Role[SlotResult]):
                     told = self._announce(step)
                 if now - since > cfg.connect_timeout_s:
                     left = self.result.holders[-1] if self.result.holders else None
-                    why = (f"its client (pid {left['pid']}) left at step {left['left_step']} "
+                    who = f"pid {left['pid']}" if left and left["pid"] else "of unknown pid"
+                    why = (f"its client ({who}) left at step {left['left_step']} "
                            "and no other claimed it" if left else "nobody claimed it")
                     raise SlotError(f"{self.name} (robots {self._robots()}): {why} within "
                                     f"{cfg.connect_timeout_s:g} s (--connect-timeout)")
@@ -196,7 +209,7 @@ class Slot(Role[SlotResult]):
                                 f"first: {next(iter(self.result.first_rejections.values()))}"
                                 if self.result.rejected else "")
                     raise SlotError(
-                        f"{self.name}: its client (pid {self.holding['pid']}) sent no command "
+                        f"{self.name}: its client ({self._who()}) sent no command "
                         f"for step {step} within {cfg.wait_timeout_s:g} s (--timeout)"
                         + rejected)
             self._sleep(slot)
@@ -266,8 +279,7 @@ class Slot(Role[SlotResult]):
 
     def _publish(self, obs: np.ndarray, step: int, sim: float,
                  scores: np.ndarray | None = None) -> None:
-        self.slot.publish(self.q, step, sim, obs, scores)
-        self.q += 1
+        self.slot.publish(step, sim, obs, scores)
         self.published = step
 
     def _take(self, step_ok: Any, why_not: str) -> Command | None:
@@ -289,10 +301,10 @@ class Slot(Role[SlotResult]):
             lights = slot.lights.copy() if flags & LIGHTS_SET else None
             if int(head["seq"][0]) != seq:
                 continue
-            if self.holding is None:
-                self._look(self.published)  # a command came before its sender was seen
-            backwards = seq < self.last_seq
-            self.last_seq = seq
+            if self.holding is None or slot.holder()[0] != self._holder_word:
+                self._look(self.published)  # its sender is seen before it is judged
+            backwards = seq < self.prev_seq
+            self.last_seq = self.prev_seq = seq
             slot.set_word(O_EXAMINED, seq)
             realtime = self.cfg.mode == "realtime"
             resettable = reset == 1 and (realtime or self.cfg.episodes)
@@ -325,8 +337,7 @@ class Slot(Role[SlotResult]):
         res.rejections[reason] = res.rejections.get(reason, 0) + 1
         self.slot.set_word(O_REJECTED, res.rejected)
         if reason not in res.first_rejections:
-            who = f"pid {self.holding['pid']}" if self.holding else "a client"
-            res.first_rejections[reason] = f"from {who}: {what}"
+            res.first_rejections[reason] = f"from {self._who('a client of unknown pid')}: {what}"
             print(f"\ndmxshm: warning: {self.name} rejected a command "
                   f"{res.first_rejections[reason]} (docs/abi.md); rejected commands are "
                   "counted in the summary.",
@@ -334,32 +345,98 @@ class Slot(Role[SlotResult]):
 
     def _look(self, step: int, final: bool = False) -> bool:
         """Note a client that came or left (``final``: only one that came; a client
-        leaves at the end, when told the run ended); whether one did."""
-        held = self.slot.held()
-        if held and self.holding is not None and not final:
-            # Another client may have taken the slot between two looks (its holder dead,
-            # the next one quick): its pid, written once its claim holds, says so.
-            pid = self.slot.holder()[0]
-            if pid and pid != self.holding["pid"]:
-                self.holding.update(left_at=time.time(), left_step=max(step, 0))
-                self.holding = None
+        leaves at the end, when told the run ended); whether one did. Between holders
+        the slot is made clean again, and the network's own parts are checked."""
+        slot = self.slot
+        word, changed = slot.holder()[0], False
+        if self.holding is not None and not final and word and word != self._holder_word:
+            self._renamed(word, step)
+        held = slot.held()
         if held and self.holding is None:
-            pid, at, who = self.slot.holder()
-            if not pid:
+            if not word:
                 return False  # still claiming: its record is not written yet
-            self.holding = {"pid": pid, "name": who, "claimed_at": at or time.time(),
-                            "claimed_step": max(step, 0), "left_at": None, "left_step": None}
+            self._restore(force=True)  # a new holder finds the network's parts whole
+            self.prev_seq = 0  # and its sequence words are its own
+            self._holder_word, self._doubt = word, 0.0
+            _, at, who = slot.holder()
+            self.holding = {"pid": word if slot.holds(word) else None, "name": who,
+                            "claimed_at": at or time.time(), "claimed_step": max(step, 0),
+                            "left_at": None, "left_step": None}
             self.result.holders.append(self.holding)
             return True
         if not held and self.holding is not None and not final:
             self.holding.update(left_at=time.time(), left_step=max(step, 0))
             if not self._ended.is_set() and self.cfg.mode == "gym":
-                print(f"\ndmxshm: warning: {self.name}'s client (pid {self.holding['pid']}) "
-                      f"left at step {step}; waiting up to {self.cfg.connect_timeout_s:g} s "
-                      "for another.", file=sys.stderr, flush=True)
+                print(f"\ndmxshm: warning: {self.name}'s client ({self._who()}) left at step "
+                      f"{step}; waiting up to {self.cfg.connect_timeout_s:g} s for another.",
+                      file=sys.stderr, flush=True)
             self.holding = None
-            return True
-        return False
+            changed = True
+        if not held and not final:
+            self._clean()
+        self._restore(force=changed)
+        return changed
+
+    def _renamed(self, word: int, step: int) -> None:
+        """The holder line names another pid than the holder seen: the pid is taken for
+        the holder's if that holder still holds the claim (it wrote over its own pid),
+        or if the holder's was never shown and this one holds the claim (a claim
+        completed); a pid that holds the claim is a successor that took the slot
+        between two looks (the holder dead, the next one quick). Neither shown and the
+        slot held: a holder dying (its claim outlives its descriptors for a moment) or
+        a successor of another PID namespace, told apart by whether it lasts."""
+        slot, known = self.slot, self.holding["pid"] if self.holding else None
+        if known and slot.holds(known):
+            self._holder_word = word
+        elif slot.holds(word):
+            if known is None and self.holding is not None:
+                self.holding.update(pid=word, name=slot.holder()[2])
+                self._holder_word = word
+            else:
+                self._left(step)
+        elif slot.held():
+            now = time.monotonic()
+            self._doubt = self._doubt or now
+            if now - self._doubt >= POLL_S:
+                self._left(step)
+        # else: it left; the caller says so
+
+    def _left(self, step: int) -> None:
+        """The present holder is gone (another holds the slot: no warning)."""
+        if self.holding is not None:
+            self.holding.update(left_at=time.time(), left_step=max(step, 0))
+        self.holding = None
+        self._doubt = 0.0
+
+    def _clean(self) -> None:
+        """A free slot: a clean command area and holder line for the next client,
+        unless a command is there that the network has yet to judge (the last one of a
+        client that left: it is judged first)."""
+        slot = self.slot
+        seq = int(slot.cmd_head["seq"][0])
+        if seq != self.last_seq and seq % 2 == 0:
+            return
+        if (self.last_seq or not slot.commands_clean()) and slot.reset_commands():
+            self.last_seq = self.prev_seq = 0
+
+    def _restore(self, force: bool = False) -> None:
+        """Write back what a client wrote over of the network's own parts (every
+        :data:`POLL_S` at most, unless ``force``), and say so once."""
+        now = time.monotonic()
+        if not force and now - self._restored_at < POLL_S:
+            return
+        self._restored_at = now
+        damaged = self.slot.restore()
+        if damaged and not self._told_restored:
+            self._told_restored = True
+            print(f"\ndmxshm: warning: {self.name}: a client wrote over the network's "
+                  f"{', '.join(damaged)}; written back (docs/abi.md, what the network "
+                  "rewrites).", file=sys.stderr, flush=True)
+
+    def _who(self, unknown: str = "of unknown pid") -> str:
+        """The present holder as messages name it: its pid, if shown to be its."""
+        pid = self.holding["pid"] if self.holding else None
+        return f"pid {pid}" if pid else unknown
 
     def _announce(self, step: int) -> bool:
         """Say, once per wait, how to take the slot."""

@@ -41,17 +41,27 @@ what is new. Claims are Linux open-file-description locks (``F_OFD_SETLK``),
 which the kernel drops when their holder dies, in any PID namespace: the
 network holds byte 0 while it serves the slot, the client byte 1 while it
 holds it. Taking the lock is the claim: no check-then-set race.
+
+The whole segment is writable by its holder (ABI 1), so the network trusts none
+of it: it keeps its own copy of what it wrote (the header, the field table and
+descr, the network line, the last observation) and writes back whatever a client
+wrote over (:meth:`SlotSegment.restore`); it gives each new holder a clean command
+area and holder line (:meth:`SlotSegment.reset_commands`, under byte 1 so that
+no claim lands half way); and it names a holder's pid only once the kernel's lock
+table shows that process holding the claim (:func:`holds_claim`).
 """
 
 from __future__ import annotations
 
-import fcntl
+import functools
 import json
 import math
 import mmap
 import os
 import struct
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +73,7 @@ from dmxshm.shm.names import SHM_DIR
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import _tuplify
 from dmxshm.shm.segment import REMOVE_IPC_HINT, Segment
+from dmxshm.shm.slot_lock import holds_claim, is_locked, try_lock, unlock
 
 MAGIC = b"DMXSLOT\x01"
 ABI_VERSION = 1
@@ -88,14 +99,38 @@ LIGHTS_SET, LIGHTS_ONLY = 1, 2
 """Bits of a command's ``flags``: it carries lights; it carries lights only (the
 network keeps the robots' last wheel command and its expiry)."""
 OBS_HEAD = 64
-_FLOCK = struct.Struct("=hh4xqqi4x")  # Linux struct flock, 64-bit off_t
+
+
+SEQ_WRAP = 2**62
+"""A client that finds ``cmd_seq`` at or above this at its claim starts its
+commands at 0 (see :func:`first_command`)."""
+
+
+def first_command(seq: int) -> int:
+    """The number ``m`` of the first command of a client that finds ``cmd_seq`` at
+    ``seq`` when it claims the slot: after whatever is there (``(seq + 1) // 2``), or
+    0 if that is so close to 2^64 that the sequence words would run out (what a
+    departed client left; the network takes a new holder's sequence afresh).
+
+    Example:
+        >>> first_command(0), first_command(7), first_command(2**64 - 2)
+        (0, 4, 0)
+    """
+    m = (seq + 1) // 2
+    return m if 2 * m < SEQ_WRAP else 0
+
+
+def _printable(text: str) -> str:
+    """``text`` with what is not printable replaced (a holder's name is the client's)."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 class SlotTakenError(DmxError):
     """Another client holds the slot.
 
     Attributes:
-        pid: the holder's pid as it wrote it (0 while it is still claiming).
+        pid: the holder's pid, once shown to hold the claim (0: it could not be, e.g.
+            a holder still claiming or of another PID namespace).
     """
 
     def __init__(self, message: str, *, pid: int) -> None:
@@ -169,30 +204,6 @@ class Layout:
         return self.records + self.robots * self.record.itemsize
 
 
-def _lock(fd: int, byte: int, kind: int, cmd: int) -> tuple[int, int]:
-    """fcntl(fd, cmd, struct flock{kind, SEEK_SET, byte, 1}); its (l_type, l_pid)."""
-    got = fcntl.fcntl(fd, cmd, _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0))
-    l_type, _, _, _, l_pid = _FLOCK.unpack(got[:_FLOCK.size])
-    return l_type, l_pid
-
-
-def try_lock(fd: int, byte: int) -> bool:
-    """Take the write lock on ``byte`` of ``fd``'s file (an OFD lock); False if held."""
-    try:
-        _lock(fd, byte, fcntl.F_WRLCK, fcntl.F_OFD_SETLK)
-        return True
-    except OSError as exc:
-        if exc.errno in (11, 13):  # EAGAIN, EACCES: held by another description
-            return False
-        raise
-
-
-def is_locked(fd: int, byte: int) -> bool:
-    """Whether another open file description holds a lock on ``byte`` (never takes it)."""
-    l_type, _ = _lock(fd, byte, fcntl.F_WRLCK, fcntl.F_OFD_GETLK)
-    return l_type != fcntl.F_UNLCK
-
-
 class SlotSegment:
     """One agent slot: the segment, its bells and its lock descriptor.
 
@@ -206,11 +217,22 @@ class SlotSegment:
         self.buf = buf
         self.fd = fd
         self.obs_bell, self.cmd_bell = bells
+        # The network's side (serve): what it wrote, to write back what a client
+        # wrote over; the lock orders publish (a thread in realtime) and restore.
+        self._guard = threading.Lock()
+        self._line: np.ndarray | None = None  # the network line as the network wrote it
+        self._own: tuple[bytes, bytes] = (b"", b"")  # header; field table to the obs area
+        self._obs_copy: np.ndarray | None = None  # the observation area as last published
+        self._q = 0  # observations published
         head = HEADER.unpack_from(buf, 0)
         (magic, abi, mode, index, robots, record_bytes, nfields, table, ids, obs, cmd,
          descr, descr_bytes, self.max_wheel_speed) = head
         if magic != MAGIC or abi != ABI_VERSION:
-            raise LayoutError(f"{name} is not a dmxshm agent slot of ABI {ABI_VERSION}")
+            raise LayoutError(
+                f"{name} is not a dmxshm agent slot of ABI {ABI_VERSION} (magic {magic!r}, "
+                f"abi {abi}). If its network runs, a departed client wrote over the header "
+                "and the network writes it back when it next looks at the slot (within "
+                "50 ms): connect again, or give dmxshm.connect a timeout_s")
         self.mode = "gym" if mode == 0 else "realtime"
         units = struct.unpack_from("<Q", buf, O_UNITS)[0]
         self.action = next((a for a, u in UNITS.items() if u == units), None)
@@ -297,7 +319,10 @@ class SlotSegment:
             raise
 
     def close(self) -> None:
-        """Let go of everything (a lock held through this descriptor is dropped)."""
+        """Let go of everything (a lock held through this descriptor is dropped); a
+        second call does nothing."""
+        if self._u64 is None:
+            return
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -312,18 +337,29 @@ class SlotSegment:
         return int(self._u64[(offset - NET_LINE) // 8])
 
     def set_word(self, offset: int, value: int) -> None:
-        self._u64[(offset - NET_LINE) // 8] = value
+        i = (offset - NET_LINE) // 8
+        self._u64[i] = value
+        if self._line is not None and i < len(self._line):
+            self._line[i] = value  # the network's own copy of its line
 
     @property
     def status(self) -> int:
         return self.word(O_STATUS)
 
     def holder(self) -> tuple[int, float, str]:
-        """``(pid, claimed at, name)`` as the holder last wrote them (stale once it left)."""
+        """``(pid, claimed at, name)`` as the holder last wrote them (stale once it left;
+        the pid unverified: see :meth:`holds`; a time that is not a plausible Unix
+        time is 0, a name's unprintable characters ``?``)."""
         raw = bytes(self.buf[O_HOLDER_NAME:O_HOLDER_NAME + HOLDER_NAME_BYTES])
         at = float(np.frombuffer(self.buf, "<f8", 1, O_HOLDER_AT)[0])
-        return (self.word(O_HOLDER_PID), at if math.isfinite(at) else 0.0,
-                raw.split(b"\0")[0].decode("utf-8", "replace"))
+        plausible = math.isfinite(at) and 0 < at < time.time() + 86400
+        return (self.word(O_HOLDER_PID), at if plausible else 0.0,
+                _printable(raw.split(b"\0")[0].decode("utf-8", "replace")))
+
+    def holds(self, pid: int) -> bool:
+        """Whether process ``pid`` holds the client's claim on this slot now (what a
+        pid from the holder line must pass before anyone names it)."""
+        return holds_claim(pid, _path(self.name), CLIENT_BYTE)
 
     def held(self) -> bool:
         """Whether a client holds the slot now."""
@@ -343,28 +379,114 @@ class SlotSegment:
         """Take byte 0: the slot is served from now on (until this descriptor closes)."""
         if not try_lock(self.fd, NETWORK_BYTE):
             raise DmxError(f"slot {self.name} is already served by another process")
+        self._own = (bytes(self.buf[0:NET_LINE]), bytes(self.buf[TABLE:self.layout.obs]))
+        self._line = self._u64[:(HOLDER_LINE - NET_LINE) // 8].copy()
+        self._line[:(O_UNITS - NET_LINE) // 8] = 0  # nothing published, taken or examined
         self.set_word(O_NET_PID, network_pid)
         self.set_word(O_AWAITING, NOT_AWAITING)
         self.set_word(O_STATUS, SERVING)
+        self.restore()
+        self.reset_commands()
 
-    def publish(self, q: int, step: int, sim_time_s: float, obs: np.ndarray,
-                scores: np.ndarray | None = None) -> None:
-        """Write observation number ``q`` (seqlock) and ring the client's bell
-        (``scores``: a record with ``reward``, ``terminated`` and ``truncated`` per
-        robot, for the reserved fields; None leaves them 0)."""
+    def restore(self) -> tuple[str, ...]:
+        """Write back what a client wrote over of the network's own (the header, the
+        field table with the robot ids and descr, the network line, the observation
+        area): the parts it found changed (none: ``()``).
+
+        A changed observation is published again, whole, under a new sequence number,
+        so that no client takes a copy that was half written over. Not before
+        :meth:`serve`.
+        """
+        if self._line is None:
+            raise DmxError(f"slot {self.name}: restore() before serve()")
+        buf, lay, damaged = self.buf, self.layout, []
+        header, table = self._own
+        with self._guard:
+            if buf[0:NET_LINE] != header or buf[TABLE:lay.obs] != table:
+                damaged.append("header")
+                buf[0:8] = b"\0" * 8  # the magic last, as at creation
+                buf[TABLE:lay.obs] = table
+                buf[8:NET_LINE] = header[8:]
+                if NEEDS_FENCE:
+                    fence()
+                buf[0:8] = header[:8]
+            line = self._u64[:len(self._line)]
+            if (line != self._line).any():
+                damaged.append("network line")
+                line[:] = self._line
+            area = np.frombuffer(buf, np.uint8, self._obs_bytes(), lay.obs)
+            copy = self._obs_copy
+            if copy is not None and not np.array_equal(area, copy):
+                damaged.append("observation")
+                self._publish_raw(functools.partial(np.copyto, area, copy))
+        if "observation" in damaged:
+            self.ring(self.obs_bell)
+        return tuple(damaged)
+
+    def reset_commands(self) -> bool:
+        """Give a free slot a clean command area and holder line (all 0; ``examined``
+        0), so that the next client starts from nothing whatever the last one left.
+        Byte 1 is held meanwhile, so that no claim lands half way. False (nothing
+        done) if a client holds the slot."""
+        if not try_lock(self.fd, CLIENT_BYTE):
+            return False
+        try:
+            lay = self.layout
+            self.buf[lay.cmd:lay.size] = bytes(lay.size - lay.cmd)
+            self.buf[HOLDER_LINE:TABLE] = bytes(TABLE - HOLDER_LINE)
+            self.set_word(O_EXAMINED, 0)
+        finally:
+            unlock(self.fd, CLIENT_BYTE)
+        return True
+
+    def commands_clean(self) -> bool:
+        """Whether the command area and the holder line are all 0 (as a new holder
+        should find them)."""
+        lay = self.layout
+        return not (np.frombuffer(self.buf, np.uint8, lay.size - lay.cmd, lay.cmd).any()
+                    or np.frombuffer(self.buf, np.uint8, TABLE - HOLDER_LINE, HOLDER_LINE).any())
+
+    def _obs_bytes(self) -> int:
+        return self.layout.reward + scores_dtype(self.n).itemsize - self.layout.obs
+
+    def _publish_raw(self, write: Callable[[], None]) -> None:
+        """Observation number ``self._q``: the sequence word odd, ``write()``, even
+        (the caller holds the guard)."""
+        q = self._q
         self.set_word(O_OBS_SEQ, 2 * q + 1)
         if NEEDS_FENCE:
             fence()
-        self.obs_head["step"] = step
-        self.obs_head["sim_time_s"] = sim_time_s
-        self.obs_bytes[:] = np.frombuffer(obs, np.uint8)
-        if scores is not None:
-            for key in SCORE_FIELDS:
-                self.scores[key][0] = scores[key]
+        write()
         if NEEDS_FENCE:
             fence()
         self.set_word(O_OBS_SEQ, 2 * q + 2)
+        self._q = q + 1
+
+    def publish(self, step: int, sim_time_s: float, obs: np.ndarray,
+                scores: np.ndarray | None = None) -> int:
+        """Write the next observation (seqlock) and ring the client's bell; its
+        sequence word (``scores``: a record with ``reward``, ``terminated`` and
+        ``truncated`` per robot, for the reserved fields; None leaves them 0)."""
+        lay = self.layout
+
+        def write() -> None:
+            area = np.frombuffer(self.buf, np.uint8, self._obs_bytes(), lay.obs)
+            if self._obs_copy is not None:
+                area[...] = self._obs_copy  # whatever a client wrote there goes
+            self.obs_head["step"] = step
+            self.obs_head["sim_time_s"] = sim_time_s
+            self.obs_bytes[:] = np.frombuffer(obs, np.uint8)
+            if scores is not None:
+                for key in SCORE_FIELDS:
+                    self.scores[key][0] = scores[key]
+            if self._line is not None:
+                self._obs_copy = area.copy()
+
+        with self._guard:
+            self._publish_raw(write)
+            seq = 2 * self._q
         self.ring(self.obs_bell)
+        return seq
 
     def end(self, status: int = ENDED) -> None:
         """Say the network ended (``ENDED``) or failed, and wake the client."""
@@ -381,10 +503,13 @@ class SlotSegment:
         """
         if not try_lock(self.fd, CLIENT_BYTE):
             holder, at, who = self.holder()
+            holder = holder if holder and self.holds(holder) else 0
             since = (f", since {time.strftime('%H:%M:%S', time.localtime(at))}" if at else "")
             raise SlotTakenError(
                 f"slot {self.index} (robots {', '.join(map(str, self.robots))}) is held by "
-                f"pid {holder or '(still claiming)'}" + (f" ({who})" if who else "") + since,
+                + (f"pid {holder}" + (f" ({who})" if who else "") + since if holder else
+                   "a client whose pid cannot be verified (still claiming, of another PID "
+                   "namespace, or the network readying the slot): try again"),
                 pid=holder)
         self.set_word(O_HOLDER_PID, 0)  # first: the last holder's record is void
         raw = name.encode()[:HOLDER_NAME_BYTES - 1]
@@ -408,13 +533,15 @@ class SlotSegment:
         return seq % 2 == 0 and seq != self.word(O_EXAMINED)
 
     def read_obs(self, after: int) -> tuple[int, int, float, np.ndarray, np.ndarray] | None:
-        """The observation if its number is above ``after`` (a sequence word): ``(seq,
+        """The observation if its sequence word is complete and not ``after``: ``(seq,
         step, sim time, records copy, scores copy)`` (``scores``: one record of the
         reserved fields, ``reward``, ``terminated`` and ``truncated``, an entry per
         robot); None if none is newer, or one is being written."""
         for _ in range(1000):
             before = self.word(O_OBS_SEQ)
-            if before <= after or before % 2:
+            # != rather than >: a word a departed client wrote over and the network
+            # wrote back may go back; every observation the network publishes differs
+            if before == after or before % 2:
                 return None
             if NEEDS_FENCE:
                 fence()

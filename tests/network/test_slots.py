@@ -185,6 +185,32 @@ def test_garbage_from_a_live_client_is_rejected_and_counted(mode: str) -> None:
         assert summary.steps == 20 and slot["accepted"] == 20
 
 
+REJECTED_EACH = 3
+"""Commands of each malformed kind the ``reasons`` client sends."""
+WHAT_EACH_SAYS = {"step": "answers step", "sequence": "sequence word went back",
+                  "reset": "asks for a reset (2)", "time": "not a finite number",
+                  "flags": "flags are 4"}
+
+
+def test_each_rejection_reason_is_counted_exactly_and_named() -> None:
+    """docs/abi.md's table of what the network rejects, one reason at a time: each
+    command is malformed in that one way only and answers the step awaited, so that
+    without its check the network would take it (and the step would move on)."""
+    from tests.slot_clients import REASONS
+
+    assert set(WHAT_EACH_SAYS) == set(REASONS)
+    c = client("reasons", "slots-reasons", REJECTED_EACH)
+    summary = run(gym("slots-reasons", agents=0, external_agents=1, robots=1, steps=6))
+    finish(c)
+    (slot,) = summary.slots
+    assert slot["rejections"] == {r: REJECTED_EACH for r in REASONS}, f"{slot}"
+    assert slot["rejected"] == len(REASONS) * REJECTED_EACH
+    assert slot["accepted"] == summary.steps == 6
+    for reason, says in WHAT_EACH_SAYS.items():
+        first = slot["first_rejections"][reason]
+        assert first.startswith(f"from pid {c.pid}: ") and says in first, (reason, first)
+
+
 def test_an_unclaimed_gym_slot_fails_the_run_naming_it(tmp_path: Path) -> None:
     with pytest.raises(NetworkError, match=r"slot-0 \(robots 0\): nobody claimed it within 1 s"):
         run(gym("slots-nobody", agents=0, external_agents=1, robots=1, connect_timeout_s=1.0))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -46,7 +48,7 @@ def test_a_slot_reads_back_as_written_and_claims_exclude_each_other() -> None:
             obs = np.zeros(2, record)
             obs["camera"] = 9
             obs["step"] = 3
-            made.publish(0, 3, 0.1, obs)
+            made.publish(3, 0.1, obs)
             seq, step, sim, got, scores = a.read_obs(0)  # type: ignore[misc]
             assert (seq, step, sim) == (2, 3, 0.1) and (got == obs).all()
             # the reward and flag fields: 0 unless the network scores (--episodes)
@@ -55,14 +57,14 @@ def test_a_slot_reads_back_as_written_and_claims_exclude_each_other() -> None:
             assert a.read_obs(seq) is None  # nothing newer
             given = np.zeros((), made.scores.dtype)
             given["reward"], given["terminated"], given["truncated"] = [0.5, -1.0], [0, 1], [1, 0]
-            made.publish(1, 4, 0.2, obs, given)
+            made.publish(4, 0.2, obs, given)
             seq, step, _, _, scores = a.read_obs(seq)  # type: ignore[misc]
             assert step == 4 and scores["reward"].tolist() == [0.5, -1.0]
             assert scores["terminated"].tolist() == [0, 1]
             assert scores["truncated"].tolist() == [1, 0]
-            a.claim(4321, "first")
-            assert made.held() and made.holder()[0] == 4321
-            with pytest.raises(SlotTakenError, match="held by pid 4321 \\(first\\)"):
+            a.claim(os.getpid(), "first")
+            assert made.held() and made.holder()[0] == os.getpid()
+            with pytest.raises(SlotTakenError, match=f"held by pid {os.getpid()} \\(first\\)"):
                 b.claim(99, "second")  # another open of the same process: refused too
             a.write_cmd(0, 3, np.ones((2, 2)))
             assert int(made.cmd_head["seq"][0]) == 2 and made.unexamined()
@@ -90,7 +92,7 @@ def _publisher(name: str, seconds: float) -> None:
         q, end = 0, time.monotonic() + seconds
         while time.monotonic() < end:
             raw[...] = q % 251
-            seg.publish(q, q, 0.0, obs)
+            seg.publish(q, 0.0, obs)
             q += 1
             time.sleep(1e-4)
     finally:
