@@ -28,6 +28,9 @@ def test_bench_ipc_writes_rows(tmp_path) -> None:  # noqa: ANN001
         assert (transport, 8, "same") in kinds
         assert (transport, 160 * 120 * 3, "same") in kinds
     assert all(r["rtt_us_median"] > 0 and r["rounds"] == 50 for r in rows)
+    # the tails, where a shared machine's stalls show
+    assert all(r["rtt_us_p10"] <= r["rtt_us_median"] <= r["rtt_us_p90"] <= r["rtt_us_p99"]
+               <= r["rtt_us_max"] for r in rows)
     assert "x semaphore" in result.output
     assert "target" not in result.output  # the project's targets only with --check
 
