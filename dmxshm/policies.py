@@ -93,7 +93,10 @@ class LaneFollow:
     heading error, on-road flag) and the time-of-flight range, which slows
     the robot behind another one (and stops it :attr:`stop_range_m` short of an
     obstacle). With routes (an observation with ``route``), it follows its turn's
-    lane through intersections and stops at a stop line while ``may_go`` is 0.
+    lane through intersections and stops while ``may_go`` is 0: at a stop line until
+    its turn, and behind a robot or an object close ahead that the time of flight's
+    single ray misses (:class:`dmxshm.world.routes.Routes`): it waits there, as a
+    Duckiebot's lane follower does, rather than push or steer round it.
 
     Attributes:
         speed_m_s: cruise speed.

@@ -21,7 +21,10 @@ intersection it is about to enter has *arrived*; it may enter when no robot is i
 the intersection and it arrived first among those waiting there, ties going to the
 lower robot index. One robot at a time per intersection, and a robot in it is never
 held, so no two robots wait on each other there. A robot's ``may_go`` is 1 except
-while it waits.
+while it waits, or while a robot or an object of the map is close ahead of it
+(:class:`Routes`; :mod:`dmxshm.world.traffic`). The one robot in an intersection has
+all of it: its lane there moves aside to pass an object standing in it
+(:meth:`Router.shift`), and a turn that no such move clears is not offered.
 
 Decisions are a function of the sequence of robot poses a process sees: exact and
 the same in every process in gym mode (every process sees every state); in
@@ -45,7 +48,7 @@ from dmxshm.world.tiles import (
     opposite_edge,
     rotate_edge,
 )
-from dmxshm.world.traffic import STOP_GAP_M, Obstacle, ahead, lane_shift, static_discs
+from dmxshm.world.traffic import Obstacle, ahead, lane_shift, static_discs
 
 TURNS = ("left", "straight", "right")
 """The turns a route is made of."""
