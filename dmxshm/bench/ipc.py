@@ -272,7 +272,7 @@ def run(
             samples[cell] += _measure(ctx, t, PAYLOADS[p], pins[pin], rounds, warmup)
     rows = []
     for (t, p, pin), s in samples.items():
-        q = statistics.quantiles(s, n=100)
+        q = statistics.quantiles(s, n=100, method="inclusive")  # within the samples
         rows.append(Row(transport=t, payload=p, payload_bytes=int(np.prod(PAYLOADS[p])),
                         pinning=pin, rounds=rounds, repeats=repeats,
                         rtt_us_median=statistics.median(s) / 1e3,
