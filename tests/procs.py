@@ -21,6 +21,9 @@ CTX = mp.get_context("spawn")
 JOIN_TIMEOUT_S = 10.0
 
 started_pids: set[int] = set()
+"""Every process the running test started (also through ``subprocess``: conftest.py)."""
+swept_entries: list[Any] = []
+"""What the running test's in-process networks swept at start (conftest.py checks it)."""
 
 
 def start(target: Callable[..., Any], *args: Any, name: str | None = None) -> BaseProcess:
