@@ -25,11 +25,16 @@ yielding the core at every turn (:func:`dmxshm.shm.waiting.spin_until`):
 measured on 2 cores, 4 robots, no camera, 1520 steps/s against 1310 when
 every wait sleeps."""
 
-BATCH_SPIN_US = 1000.0
-"""How long a batch worker polls for the next command (yielding the core at
-every turn) before it sleeps. Measured on 2 cores, 16 envs, obs "state": the
-command reaches a polling worker in 6-26 us instead of 30-70 us, 5% more
-steps/s, because an idle core of a VM is slow to wake (docs/batch.md)."""
+BATCH_SPIN_US = 0.0
+"""How long a batch worker polls for the next command (yielding the core at every
+turn) before it sleeps: not at all by default, chosen by measurement. On a busy
+2-core machine (load 9, 2026-12-03; ``python scripts/bench_batch_spin.py``, 16 envs,
+obs "state", 5 alternated pairs of 3 s) polling 1000 us made 0.70x the env-steps/s of
+sleeping at once (median; range 0.58-1.09) at 3% more CPU per env-step: the polling
+workers took the core from the caller and from each other. On a quiet machine polling
+had been measured 5% faster (the command reaches a polling worker in 6-26 us instead of
+30-70 us): give ``make_vec(..., spin_us=1000)`` or ``DMXSHM_SPIN_US=1000`` where every
+process has a core of its own."""
 
 WAIT_TIMEOUT_S = 10.0
 """The longest a process of a run waits for another (a ring or barrier wait)

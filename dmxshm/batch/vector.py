@@ -25,8 +25,8 @@ Waiting: a ``step`` or ``reset`` that has no answer within ``timeout_s``
 :class:`~dmxshm.errors.DmxTimeoutError`; a worker that died or raised makes
 it raise :class:`WorkerError` within 0.05 s. A worker waiting for the next
 command first polls for ``spin_us`` (default
-:data:`dmxshm.settings.BATCH_SPIN_US`, 1000 us, or the environment variable
-``DMXSHM_SPIN_US``), giving the core away at every turn, then sleeps: it
+:data:`dmxshm.settings.BATCH_SPIN_US`, 0: it sleeps at once, or the environment
+variable ``DMXSHM_SPIN_US``), giving the core away at every turn, then sleeps: it
 shows as busy in ``top`` for up to that long after each step. The parent
 always sleeps while the workers step.
 

@@ -103,7 +103,8 @@ def run(workers: int, seed: int = 3, infos: list | None = None,
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_same_seed_same_batch_whatever_the_worker_count() -> None:
-    (o1, r1), (o2, r2), (o3, r3), (o4, r4) = run(1), run(2), run(2, spin_us=0), run(3)
+    # spin_us: the workers poll for the next command (the default sleeps at once)
+    (o1, r1), (o2, r2), (o3, r3), (o4, r4) = run(1), run(2), run(2, spin_us=1000), run(3)
     assert np.array_equal(o1, o2) and np.array_equal(r1, r2)
     assert np.array_equal(o1, o3) and np.array_equal(r1, r3)
     assert np.array_equal(o1, o4) and np.array_equal(r1, r4)  # 6 envs in blocks of 2
