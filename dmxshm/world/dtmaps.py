@@ -4,7 +4,8 @@ the Duckiematrix's layered map folder.
 Both become a :class:`~dmxshm.world.maps.RoadMap` (tiles in dmxshm's kinds and
 rotations, objects as :class:`~dmxshm.world.objects.MapObject` in dmxshm's world
 frame: x east, y north, metres, origin the map's south-west corner, yaw
-counter-clockwise from east). A map that cannot be read is refused with a
+counter-clockwise from east). A map that cannot be read, or passes one of the limits
+of :mod:`dmxshm.world.map_limits`, is refused with a
 :class:`~dmxshm.world.maps.MapError` naming the file, the line and the field.
 
 gym-duckietown's YAML (``*.yaml``, as in duckietown-world's ``data/gd1/maps``)
@@ -99,7 +100,7 @@ from dmxshm.world.map_limits import (
     finite,
     map_error,
 )
-from dmxshm.world.map_text import check_yaml_events, read_map_text
+from dmxshm.world.map_text import YamlBudget, check_yaml_events, read_map_text
 from dmxshm.world.maperror import MapError
 from dmxshm.world.objects import DEFAULT_HEIGHT_M, KINDS, SIGN_KINDS, MapObject, ObjectError
 from dmxshm.world.tiles import ROTATIONS_DEG, Tile
@@ -197,12 +198,13 @@ def _loader() -> Any:
     return Loader
 
 
-def read_yaml(path: FsPath) -> Any:
+def read_yaml(path: FsPath, budget: YamlBudget | None = None) -> Any:
     """The document of a YAML file, its mappings and sequences remembering lines.
 
     The file's size, its nodes, nesting, aliases and numbers are checked against
     :mod:`dmxshm.world.map_limits` before the document is built
-    (:func:`~dmxshm.world.map_text.check_yaml_events`).
+    (:func:`~dmxshm.world.map_text.check_yaml_events`); ``budget`` is what the map
+    has left of its nodes (a layered folder's files share one).
 
     Raises:
         MapError: naming the file and the line where it is not valid YAML, or the
@@ -212,7 +214,7 @@ def read_yaml(path: FsPath) -> Any:
 
     text = read_map_text(path)
     try:
-        check_yaml_events(yaml.parse(text, Loader=_base_loader()), str(path))
+        check_yaml_events(yaml.parse(text, Loader=_base_loader()), str(path), budget)
         return yaml.load(text, Loader=_loader())  # noqa: S506 (a SafeLoader subclass)
     except RecursionError:
         raise MapError(f"map {path}: nested too deeply to be a map") from None
@@ -497,7 +499,8 @@ def layered_tile(kind: str, yaw_rad: float) -> Tile:
     raise AssertionError("unreachable: every yaw of a road kind has a dmxshm rotation")
 
 
-def _layer(folder: FsPath, name: str, required: bool) -> tuple[Any, FsPath]:
+def _layer(folder: FsPath, name: str, required: bool,
+           budget: YamlBudget) -> tuple[Any, FsPath]:
     path = folder / f"{name}.yaml"
     if not path.is_file():
         alt = folder / f"{name.replace('_', '')}.yaml"  # duckietown-world writes trafficsigns
@@ -508,7 +511,7 @@ def _layer(folder: FsPath, name: str, required: bool) -> tuple[Any, FsPath]:
                            "frames.yaml, tiles.yaml and tile_maps.yaml")
         else:
             return _Dict(), path
-    doc = read_yaml(path)
+    doc = read_yaml(path, budget)
     if doc is None:
         return _Dict(), path
     key = None
@@ -526,11 +529,14 @@ def _layer(folder: FsPath, name: str, required: bool) -> tuple[Any, FsPath]:
     return layer, path
 
 
-def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObject]]:
-    """Tiles (rows, north first), tile size and objects of a layered map folder."""
-    frames, frames_path = _layer(folder, "frames", True)
-    tiles, tiles_path = _layer(folder, "tiles", True)
-    tile_maps, tm_path = _layer(folder, "tile_maps", True)
+def parse_layered(folder: FsPath, budget: YamlBudget | None = None
+                  ) -> tuple[list[list[Tile]], float, list[MapObject]]:
+    """Tiles (rows, north first), tile size and objects of a layered map folder; its
+    files share one ``budget`` of YAML nodes (default: the map limits')."""
+    budget = budget if budget is not None else YamlBudget()
+    frames, frames_path = _layer(folder, "frames", True, budget)
+    tiles, tiles_path = _layer(folder, "tiles", True, budget)
+    tile_maps, tm_path = _layer(folder, "tile_maps", True, budget)
     wtm = _Where(str(tm_path))
     if len(tile_maps) != 1:
         raise wtm.error(getattr(tile_maps, "line", 0), "tile_maps",
@@ -600,7 +606,7 @@ def parse_layered(folder: FsPath) -> tuple[list[list[Tile]], float, list[MapObje
     grid = [[cells.get((i, j), Tile("floor", 0)) for i in range(cols)] for j in range(nrows)]
     height_m = nrows * size
     unit = size if in_tiles else 1.0
-    layers = [(name, *_layer(folder, name, False)) for name in OBJECT_LAYERS]
+    layers = [(name, *_layer(folder, name, False, budget)) for name in OBJECT_LAYERS]
     count = 0
     for layer_name, layer, path in layers:  # before any object is built
         count += len(layer)

@@ -53,10 +53,11 @@ MAX_DEPTH = 64
 """Nesting (lists and mappings within each other) and a layered map's
 ``relative_to`` chains are at most 64 deep."""
 
-MAX_YAML_NODES = 200_000
-"""A YAML file holds at most 200,000 nodes (scalars, lists and mappings, as
-written): a gym-duckietown map of 200 x 200 tiles and 1,000 objects fits, and a
-layered map's ``frames.yaml`` of about 15,000 tiles."""
+MAX_YAML_NODES = 100_000
+"""A YAML map holds at most 100,000 nodes (scalars, lists and mappings, as written;
+a layered folder's files together): a gym-duckietown map of 200 x 200 tiles and
+1,000 objects fits (about 85,000 nodes), a layered map of some 4,000 tiles (20 to 26
+nodes a tile in ``frames.yaml`` and ``tiles.yaml``)."""
 
 MAX_ALIAS_NODES = 10_000
 """YAML aliases (``*name``) bring in at most 10,000 nodes in all, counted as they

@@ -150,6 +150,19 @@ def loads_json(text: str, source: str) -> Any:
 # YAML
 
 _INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_NUMBER_STARTS = "+-.0123456789"  # YAML 1.1's ints and floats begin with one of these
+
+
+@dataclass
+class YamlBudget:
+    """A map's YAML nodes (:data:`MAX_YAML_NODES`) and alias expansions
+    (:data:`MAX_ALIAS_NODES`), and how many its files have spent: the files of a
+    layered folder share one."""
+
+    node_limit: int = MAX_YAML_NODES
+    alias_limit: int = MAX_ALIAS_NODES
+    nodes: int = 0
+    alias_nodes: int = 0
 
 
 @dataclass
@@ -164,16 +177,18 @@ class _Open:
     key: str = ""
 
 
-def check_yaml_events(events: Iterable[Any], source: str) -> None:
+def check_yaml_events(events: Iterable[Any], source: str,
+                      budget: YamlBudget | None = None) -> None:
     """Refuse a YAML file, from its parser's events, before a document is composed.
 
     Args:
         events: ``yaml.parse(text, Loader=...)``.
         source: the file name for messages.
+        budget: what the map has left (a layered folder's files share one); spent here.
 
     Raises:
         MapError: naming the file, the line and the field where a limit is passed: more
-            than :data:`MAX_YAML_NODES` nodes, nesting deeper than :data:`MAX_DEPTH`
+            than :data:`MAX_YAML_NODES` nodes in the map, nesting deeper than :data:`MAX_DEPTH`
             (aliases included), aliases bringing in more than :data:`MAX_ALIAS_NODES`
             nodes, an alias to an anchor not closed before it, a number not finite or
             written in more than :data:`MAX_NUMBER_CHARS` characters.
@@ -183,9 +198,9 @@ def check_yaml_events(events: Iterable[Any], source: str) -> None:
     from yaml.resolver import Resolver
 
     resolver = Resolver()
+    budget = budget if budget is not None else YamlBudget()
     stack: list[_Open] = []
     closed: dict[str, tuple[int, int]] = {}  # anchor: (nodes, height)
-    written = aliased = 0
 
     def field(key: str = "(key)") -> str:  # the field of the node the event begins
         parts = []
@@ -224,23 +239,24 @@ def check_yaml_events(events: Iterable[Any], source: str) -> None:
                                 "closed before it (a node may not hold an alias to itself)",
                                 line)
             nodes, height = closed[event.anchor]
-            aliased += nodes
-            if aliased > MAX_ALIAS_NODES:
+            budget.alias_nodes += nodes
+            if budget.alias_nodes > budget.alias_limit:
                 raise map_error(source, field(), f"aliases expand to more than "
-                                f"{MAX_ALIAS_NODES} nodes; write the values out, or "
+                                f"{budget.alias_limit} nodes; write the values out, or "
                                 "fewer aliases", line)
             if len(stack) + height > MAX_DEPTH:
                 raise map_error(source, field(), f"the alias *{event.anchor} nests more "
                                 f"than {MAX_DEPTH} deep", line)
             finish(nodes, height, None, f"*{event.anchor}")
             continue
-        written += 1
-        if written > MAX_YAML_NODES:
-            raise map_error(source, field(), f"more than {MAX_YAML_NODES} nodes in the file; "
-                            "a YAML map holds at most that many", line)
+        budget.nodes += 1
+        here = getattr(event, "value", "(key)")  # names a key by itself
+        if budget.nodes > budget.node_limit:
+            raise map_error(source, field(here), f"more than {budget.node_limit} nodes; a YAML "
+                            "map holds at most that many (a layered folder's files together)",
+                            line)
         if len(stack) >= MAX_DEPTH:
-            raise map_error(source, field(getattr(event, "value", "(key)")),
-                            f"nested more than {MAX_DEPTH} deep", line)
+            raise map_error(source, field(here), f"nested more than {MAX_DEPTH} deep", line)
         if isinstance(event, yaml.ScalarEvent):
             _check_scalar(event, resolver, source, field, line)
             finish(1, 1, event.anchor, event.value[:40])
@@ -255,6 +271,8 @@ def _check_scalar(event: Any, resolver: Any, source: str, field: Any, line: int)
 
     tag = event.tag
     if tag is None or tag == "!":  # as the composer resolves it
+        if not (event.implicit[0] and event.value[:1] in _NUMBER_STARTS):
+            return  # a string: resolving every key and word would double the time
         tag = resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
     if tag not in (_INT_TAG, _FLOAT_TAG):
         return

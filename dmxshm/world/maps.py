@@ -12,7 +12,9 @@ Formats
   ``tile_maps.yaml`` and object layers), with its objects.
 
 The two Duckietown formats and how dmxshm reads them are in
-:mod:`dmxshm.world.dtmaps`; objects in :mod:`dmxshm.world.objects`.
+:mod:`dmxshm.world.dtmaps`; objects in :mod:`dmxshm.world.objects`. All three are
+held to the limits of :mod:`dmxshm.world.map_limits` (10 MB a file, 200 x 200
+tiles, 1,000 objects, 1 km, ...), checked before what a file asks for is built.
 
 dmxshm's JSON
 -------------

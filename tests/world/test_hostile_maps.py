@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dmxshm.cli import cli
+from dmxshm.world.dtmaps import parse_layered
 from dmxshm.world.map_limits import (
     MAX_ALIAS_NODES,
     MAX_COORDINATE_M,
@@ -31,6 +32,7 @@ from dmxshm.world.map_limits import (
     MAX_YAML_NODES,
     MIN_TILE_SIZE_M,
 )
+from dmxshm.world.map_text import YamlBudget
 from dmxshm.world.maps import MapError, RoadMap, load_map
 
 CLI_TIMEOUT_S = 60  # one `dmxshm maps` in a fresh interpreter, on a loaded machine
@@ -196,6 +198,16 @@ def test_absurd_object_angles_and_heights_are_refused(tmp_path: Path, text: str,
     path = tmp_path / "odd.yaml"
     path.write_text(GYM_HEAD + f"objects:\n  o: {{kind: cone, pos: [1, 1], {text}}}\n")
     _refused(path, words, "line 6")
+
+
+def test_a_layered_folders_files_share_one_node_limit(tmp_path: Path) -> None:
+    frames, tiles = _one_tile(0.5, 0.5)  # each file under the budget, the two over it
+    frames["map_0/tile"]["unused"] = [0] * 50
+    tiles["map_0/tile"]["unused"] = [0] * 50
+    folder = _layered(tmp_path / "heavy", frames, tiles)
+    with pytest.raises(MapError, match=r"tiles.yaml, line \d+: field 'tiles.map_0/tile.unused\["):
+        parse_layered(folder, YamlBudget(node_limit=100))
+    assert parse_layered(folder, YamlBudget(node_limit=160))[0]
 
 
 def test_a_layered_object_further_than_a_kilometre_is_refused(tmp_path: Path) -> None:
