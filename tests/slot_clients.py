@@ -34,10 +34,11 @@ from dmxshm.shm.slot import O_STATUS, SERVING, SlotSegment
 REASONS = ("step", "sequence", "reset", "time", "flags")
 """The reasons the network rejects a command for (docs/abi.md), as ``reasons`` sends."""
 LEAVINGS = ("seq", "header", "line", "commands", "observation", "pid", "everything")
-"""What a ``leave-`` client leaves behind: ``cmd_seq`` at 2^64-2; random bytes over
-the header (with the field table and descr), the network line, the command area or the
-observation area; a holder line naming another live process (its parent); random
-bytes over the whole segment."""
+"""What a ``leave-`` client leaves behind, once the network has published the next
+step's observation: ``cmd_seq`` at 2^64-2; random bytes over the header (with the
+field table and descr), the network line, the command area (and ``cmd_seq`` at
+2^64-1) or the observation's records; a holder line naming another live process (its
+parent); random bytes over the whole segment."""
 
 
 def main(kind: str, name: str, arg: int) -> None:
@@ -155,6 +156,12 @@ def leave(agent: dmxshm.client.Connection, what: str) -> None:
     seg = agent._seg
     assert seg is not None
     examined(seg)  # its last command taken: what it leaves is all garbage
+    deadline = time.monotonic() + 5  # and the next step's observation published
+    while time.monotonic() < deadline:
+        got = seg.read_obs(agent._last_seq)
+        if got is not None and got[1] > agent.step:
+            break
+        time.sleep(0.0005)
     lay, rng = seg.layout, np.random.default_rng(11)
 
     def scribble(start: int, stop: int) -> None:
@@ -169,8 +176,9 @@ def leave(agent: dmxshm.client.Connection, what: str) -> None:
         scribble(abi.NET_LINE, abi.HOLDER_LINE)
     elif what == "commands":
         scribble(lay.cmd, lay.size)
-    elif what == "observation":
-        scribble(lay.obs, lay.cmd)
+        seg.cmd_head["seq"] = 2**64 - 1  # a write left half done, near 2^64
+    elif what == "observation":  # the records and scores: the step stays as it was
+        scribble(lay.records, lay.cmd)
     elif what == "everything":
         scribble(0, lay.size)
     seg.ring(seg.cmd_bell)
