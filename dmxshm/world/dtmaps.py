@@ -95,6 +95,7 @@ from dmxshm.world.map_limits import (
     check_height,
     check_object_count,
     check_point,
+    check_speed,
     check_tile_index,
     check_tile_size,
     finite,
@@ -461,6 +462,7 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
     speed = 0.0
     if "speed" in desc:  # dmxshm's own key: a moving object's speed, m/s
         speed = _number(w, desc, "speed", f"{field}.speed", positive=True)
+        check_speed(speed, w.source, f"{field}.speed", _line(desc, "speed"))
         if flags["static"]:
             raise w.error(_line(desc, "speed"), f"{field}.speed",
                           "a static object has no speed: give static: false to move it")

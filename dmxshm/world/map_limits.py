@@ -45,6 +45,10 @@ MIN_TILE_SIZE_M = 0.1
 MAX_TILE_SIZE_M = 10.0
 """A tile's side is at most 10 m."""
 
+MAX_SPEED_M_S = 10.0
+"""A moving object's speed is at most 10 m/s (a Duckiebot's top speed is about 1 m/s):
+its path along the lanes is laid out as far as it has driven."""
+
 MAX_ANGLE_DEG = 3_600.0
 """An angle a map gives (a yaw, ``rotate``, ``theta_deg``) is within ten turns
 either way."""
@@ -133,6 +137,13 @@ def check_height(height_m: float, source: str, field: str, line: int = 0) -> Non
     if not height_m <= MAX_COORDINATE_M:
         raise map_error(source, field, f"{height_m:g} m is taller than "
                         f"{MAX_COORDINATE_M:g} m", line)
+
+
+def check_speed(speed_m_s: float, source: str, field: str, line: int = 0) -> None:
+    """Refuse a moving object faster than :data:`MAX_SPEED_M_S`."""
+    if not speed_m_s <= MAX_SPEED_M_S:
+        raise map_error(source, field, f"{speed_m_s:g} m/s is faster than "
+                        f"{MAX_SPEED_M_S:g} m/s", line)
 
 
 def check_angle(angle_deg: float, source: str, field: str, line: int = 0) -> None:

@@ -27,6 +27,7 @@ from dmxshm.world.map_limits import (
     MAX_FILE_BYTES,
     MAX_JSON_CONTAINERS,
     MAX_OBJECTS,
+    MAX_SPEED_M_S,
     MAX_TILE_SIZE_M,
     MAX_TILES_PER_SIDE,
     MAX_YAML_NODES,
@@ -192,6 +193,7 @@ def test_a_gym_object_further_than_a_kilometre_is_refused(tmp_path: Path, where:
     ("rotate: 1.0e+300", "field 'objects.o.rotate'"),
     ("height: 5000", "field 'objects.o.height'"),
     ("scale: 1.0e+300", "field 'objects.o.scale'"),
+    ("static: false, speed: 1.0e+300", "field 'objects.o.speed'"),  # its path: 1e300 m
 ])
 def test_absurd_object_angles_and_heights_are_refused(tmp_path: Path, text: str,
                                                       words: str) -> None:
@@ -299,6 +301,7 @@ def _within_limits(m: RoadMap) -> None:
     for o in m.objects:
         assert abs(o.x_m) <= MAX_COORDINATE_M and abs(o.y_m) <= MAX_COORDINATE_M
         assert math.isfinite(o.yaw_rad) and o.height_m <= MAX_COORDINATE_M
+        assert o.speed_m_s <= MAX_SPEED_M_S
 
 
 def _load_or_refuse(path: Path) -> None:
