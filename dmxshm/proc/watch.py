@@ -218,4 +218,7 @@ def explain(o: Outcome, longer_wait: str | None = None) -> str:
         return f"{o.name} (pid {o.pid}) {o.message}"
     if o.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED):
         return f"{o.headline()}; the run was stopped."
+    if o.cause is Cause.PEER:  # its own message says whom it waited for: no traceback
+        slow = longer_wait and o.error_name.endswith("TimeoutError")
+        return o.headline() + (f" If it is only slow, raise {longer_wait}." if slow else "")
     return f"{o.headline()}\n--- traceback of {o.name} ---\n{o.traceback.rstrip()}"
