@@ -226,7 +226,7 @@ def test_an_unclaimed_gym_slot_fails_the_run_naming_it(tmp_path: Path) -> None:
     (["--external-agents", "-2"], "1 or more"),
     (["--robots", "2", "--agents", "2", "--external-agents", "1"], "3 agents for 2 robots"),
     (["--robots", "2", "--external-agents", "3"], "3 agents for 2 robots"),
-    (["--external-agents", "1", "--connect-timeout", "0"], "connect timeout"),
+    (["--external-agents", "1", "--connect-timeout", "0"], "--connect-timeout"),
     (["--mode", "realtime", "--external-agents", "1", "--connect-timeout", "5"], "gym mode"),
 ])
 def test_bad_slot_options_are_refused_before_start(args: list[str], message: str) -> None:
