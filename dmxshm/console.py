@@ -640,7 +640,8 @@ def print_runs(runs: list[Any]) -> None:
                    f"{r.renderers:>9}  {camera:<9} {r.uptime_s:>7.0f}s  {slots:<10} "
                    f"{r.view or ''}".rstrip())
         for sl in r.slots:
-            who = ("free" if sl.holder is None else f"held by pid {sl.holder}"
+            who = ("free" if not sl.held else "held by a client of unknown pid"
+                   if sl.holder is None else f"held by pid {sl.holder}"
                    + (f" ({sl.holder_name})" if sl.holder_name else ""))
             click.echo(f"{'':>10}slot-{sl.index} robots {', '.join(map(str, sl.robots))}: {who}"
                        + ("" if sl.served else " (not served yet)"))

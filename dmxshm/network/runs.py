@@ -40,8 +40,10 @@ class NameTakenError(RefusedError):
 class SlotInfo:
     """An agent slot of a running network (docs/abi.md) and who holds it now.
 
-    ``holder`` is the pid the holding client wrote (its own PID namespace's), None
-    while the slot is free; ``served``: the network's slot process serves it.
+    ``held``: a client holds it (its claim's lock is taken). ``holder`` is the pid the
+    holding client wrote, once checked to be a process that holds the claim (a client
+    can write any number there), else None; ``served``: the network's slot process
+    serves it.
     """
 
     index: int
@@ -50,6 +52,7 @@ class SlotInfo:
     holder: int | None
     holder_name: str
     served: bool
+    held: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "robots": list(self.robots)}
@@ -61,19 +64,20 @@ def slot_states(slots: list[dict[str, Any]]) -> tuple[SlotInfo, ...]:
 
     out = []
     for s in slots:
-        holder, who, served = None, "", False
+        holder, who, served, held = None, "", False, False
         with contextlib.suppress(Exception):  # a run ending as it is read: a free slot
             seg = SlotSegment.attach(str(s["segment"]))
             try:
                 served = seg.served()
-                if seg.held():
+                held = seg.held()
+                if held:
                     pid, _, who = seg.holder()
-                    holder = pid
+                    holder = pid if seg.holds(pid) else None  # never an unchecked pid
             finally:
                 seg.close()
         out.append(SlotInfo(index=int(s["index"]), robots=tuple(int(r) for r in s["robots"]),
                             segment=str(s["segment"]), holder=holder, holder_name=who,
-                            served=served))
+                            served=served, held=held))
     return tuple(out)
 
 
@@ -100,7 +104,7 @@ class RunInfo:
 
     @property
     def free_slots(self) -> list[SlotInfo]:
-        return [s for s in self.slots if s.holder is None]
+        return [s for s in self.slots if not s.held]
 
     def to_dict(self) -> dict[str, Any]:
         """``dmxshm ps --json``'s row."""

@@ -124,3 +124,19 @@ def test_a_client_starts_its_commands_where_the_words_cannot_run_out(seq: int) -
     assert 2 * m + 2 <= abi.SEQ_WRAP  # 2^62 commands before the words run out
     if 2 * ((seq + 1) // 2) < abi.SEQ_WRAP:
         assert 2 * m + 1 > seq  # after whatever was there
+
+
+def test_dmxshm_ps_names_a_holder_only_once_its_pid_is_checked(
+        served: tuple[SlotSegment, SlotSegment]) -> None:
+    from dmxshm.network.runs import slot_states
+
+    made, client = served
+    meta = [{"index": 1, "robots": list(ROBOTS), "segment": made.name}]
+    (free,) = slot_states(meta)
+    assert not free.held and free.holder is None
+    client.claim(os.getpid(), "honest")
+    (mine,) = slot_states(meta)
+    assert mine.held and mine.holder == os.getpid() and mine.holder_name == "honest"
+    client.set_word(abi.O_HOLDER_PID, os.getppid())  # another live process's pid
+    (forged,) = slot_states(meta)
+    assert forged.held and forged.holder is None  # held, by nobody it may name
