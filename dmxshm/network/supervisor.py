@@ -474,7 +474,15 @@ class Network:
         engine = sup.child("engine")
         watch = Watch(sup, self.policy)  # the process layer's one policy, configured here
         engine_done_at: float | None = None
+        silent = _Silence(self.config.wait_timeout_s)
         while watch.step():
+            if self.config.mode == "realtime" and engine.report is None \
+                    and silent.for_too_long(self.progress()) and not engine.stopped():
+                # Realtime: nobody waits for the engine, so nobody would time out on it.
+                engine.mark_hung(silent.limit_s, f"hung: published no state for "
+                                 f"{silent.limit_s:g} s (--timeout) while running; it was "
+                                 "stopped")
+                break
             if engine_done_at is None and engine.report is not None:
                 engine_done_at = time.monotonic()
                 if self.profiler is not None:  # the others are still there: USS, PSS now
@@ -546,6 +554,24 @@ class Network:
                 c.mark_hung(waited)
         self.supervisor.stop(left)
         return True
+
+
+class _Silence:
+    """How long a counter (the engine's published states) has not moved."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self._last = -1
+        self._since = time.monotonic()
+
+    def for_too_long(self, count: int) -> bool:
+        """Whether ``count`` stayed the same for longer than ``limit_s``; only once it
+        moved (a process still starting has published nothing)."""
+        now = time.monotonic()
+        if count != self._last:
+            self._last, self._since = count, now
+            return False
+        return count > 0 and now - self._since > self.limit_s
 
 
 def run(config: NetworkConfig, *, taps: Sequence[TapSpec] = (),

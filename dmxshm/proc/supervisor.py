@@ -74,6 +74,7 @@ class Child:
         self.reported_at: float | None = None
         self.ended_at: float | None = None
         self.hung_for_s: float | None = None
+        self._hung_why = ""
         self.stalled_for_s: float | None = None
 
     def __repr__(self) -> str:
@@ -111,8 +112,8 @@ class Child:
                            message=f"stopped (SIGSTOP?) for {self.stalled_for_s:.1f} s")
         if self.hung_for_s is not None:
             return Outcome(name=self.name, pid=self.pid, cause=Cause.HUNG,
-                           message=f"hung: no end {self.hung_for_s:.1f} s after the run's "
-                                   "end; it was stopped")
+                           message=self._hung_why or f"hung: no end {self.hung_for_s:.1f} s "
+                                                     "after the run's end; it was stopped")
         code = self.popen.poll()
         if self.report is not None:
             if self.report.ok and code not in (0, None):
@@ -122,9 +123,11 @@ class Child:
             return Outcome.of_exit(self.name, self.pid, code)
         return None
 
-    def mark_hung(self, waited_s: float) -> None:
-        """Record that it did not end within ``waited_s`` (then stop it)."""
+    def mark_hung(self, waited_s: float, why: str = "") -> None:
+        """Record that it did not end within ``waited_s`` (then stop it); ``why``: what
+        its outcome says instead of that (it made no progress, say)."""
         self.hung_for_s = waited_s
+        self._hung_why = why
 
     def mark_stalled(self, stopped_s: float) -> None:
         """Record that it was seen stopped for ``stopped_s`` on end (then stop it)."""

@@ -11,7 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,9 +21,11 @@ from dmxshm.network import (
     ConfigError,
     Network,
     NetworkConfig,
+    NetworkError,
     NoCommandsError,
     SpineStoppedError,
 )
+from dmxshm.network.taps import Tap
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ
 from tests.network.test_network import no_entries_of, signal_after, steps_published
 
@@ -99,6 +103,43 @@ def test_a_hung_realtime_agent_fails_the_run_naming_it(capfd: pytest.CaptureFixt
     assert info.value.robots == [0, 1] and summary.received_commands == [0, 0]
     assert "agent-0" in str(info.value) and "never received a command" in str(info.value)
     assert "agent-0 did not finish" in err and "agent-1 did not finish" in err
+    assert no_entries_of(os.getpid())
+
+
+class _Hangs(Tap):
+    """Busy in the engine's loop from its 20th published state on (at most a minute)."""
+
+    def state(self, step: int, sim_time_s: float, states: object) -> None:
+        if step >= 20:
+            until = time.monotonic() + 60.0
+            while time.monotonic() < until:
+                pass
+
+
+@dataclass(frozen=True)
+class HangTheEngine:
+    """A tap that hangs the engine: it runs, it is not stopped, it publishes nothing."""
+
+    name: str = "hang"
+
+    def prepare(self, plan: Any, registry: Any) -> None:
+        """Nothing to create."""
+
+    def __call__(self, plan: Any, role: str, index: int) -> Tap | None:
+        return _Hangs() if role == "engine" else None
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_a_hung_realtime_engine_fails_the_run_naming_it() -> None:
+    # Realtime: nobody waits for the engine, so no wait times out on it; the
+    # supervisor sees its published states stop (before: the run went on for ever).
+    cfg = NetworkConfig(mode="realtime", robots=1, duration_s=600.0, camera=(0, 0),
+                        wait_timeout_s=1.0)
+    with Network(cfg, taps=[HangTheEngine()]) as net, \
+            pytest.raises(NetworkError) as info:
+        net.run()
+    assert info.value.role == "engine"
+    assert "published no state for 1 s" in str(info.value)
     assert no_entries_of(os.getpid())
 
 
