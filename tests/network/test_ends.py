@@ -25,8 +25,8 @@ from dmxshm.network import (
     NoCommandsError,
     SpineStoppedError,
 )
-from dmxshm.network.taps import Tap
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ
+from dmxshm.network.taps import Tap
 from tests.network.test_network import no_entries_of, signal_after, steps_published
 
 RUN_TIMEOUT_S = 120
