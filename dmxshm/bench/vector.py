@@ -343,7 +343,8 @@ def measure_again(rows: list[Row], seconds: float, tries: int = 2,
             break
         for impl, obs, cam, n, workers in sorted(redo):
             size, _, renderer = cam.partition("/")
-            camera = tuple(int(v) for v in size.split("x")) if size != "-" else (160, 120)
+            w, h = (int(v) for v in size.split("x")) if size != "-" else (160, 120)
+            camera = (w, h)
             if progress:
                 progress(f"again: {impl} {obs} {cam}")
             for i, r in enumerate(rows):
