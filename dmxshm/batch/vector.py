@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -314,7 +315,10 @@ class DmxVectorEnv(VectorEnv):
                     f"batch-{w}", run_worker, w, ports, lo, hi,
                     num_envs, workers, {**kwargs, "version": self.version}, os.getpid(),
                     self._spin_s, mode.value,
-                    egl_device(), group))
+                    egl_device(), group,
+                    # An owner killed (Ray kills an actor so) cannot unlink: its workers,
+                    # told by SIGTERM, unlink the batch's objects.
+                    death_signal=signal.SIGTERM))
             self._profiler: Profiler | None = None
             if profile:
                 self._start_profiler(profile_interval_s)

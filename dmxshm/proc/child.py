@@ -52,6 +52,8 @@ class ChildSpec:
         on_stop: ``module:qualname`` of a handler for SIGINT and SIGTERM
             (None: SIGINT ignored, SIGTERM raises Terminated).
         parent_pid: its supervisor's pid.
+        death_signal: what the kernel sends it when its supervisor dies
+            (:func:`~dmxshm.proc.prctl.die_with_parent`).
     """
 
     name: str
@@ -60,6 +62,7 @@ class ChildSpec:
     cpu: int | None = None
     on_stop: str | None = None
     parent_pid: int = field(default_factory=os.getpid)
+    death_signal: int = int(signal.SIGKILL)
 
 
 def ref(fn: Callable[..., Any]) -> str:
@@ -155,7 +158,7 @@ def main(argv: list[str]) -> int:
             handler = resolve(spec.on_stop)
             signal.signal(signal.SIGINT, handler)
             signal.signal(signal.SIGTERM, handler)
-        die_with_parent()
+        die_with_parent(spec.death_signal)
         if os.getppid() != spec.parent_pid:  # the supervisor died before the line above
             return 1
         if spec.cpu is not None:

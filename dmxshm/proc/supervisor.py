@@ -179,7 +179,8 @@ class Supervisor:
         self.close()
 
     def start(self, name: str, target: Callable[..., Any], *args: Any, cpu: int | None = None,
-              on_stop: Callable[[int, Any], Any] | None = None) -> Child:
+              on_stop: Callable[[int, Any], Any] | None = None,
+              death_signal: int = signal.SIGKILL) -> Child:
         """Start ``target(*args)`` in a child called ``dmx-<name>``.
 
         Args:
@@ -190,13 +191,19 @@ class Supervisor:
             cpu: pin it to this CPU.
             on_stop: a module-level handler of SIGINT and SIGTERM (default:
                 SIGINT ignored, SIGTERM unwinds with Terminated).
+            death_signal: what the kernel sends the child when this process dies
+                (even by SIGKILL). SIGKILL by default: a stopped child never acts on
+                another signal, and would stay. SIGTERM for a child that must clean
+                up after its supervisor (a batch worker unlinks its batch's objects);
+                stopped then, it does so once it is continued.
 
         Raises:
             ValueError: ``target``, ``on_stop`` or something in ``args`` cannot
                 reach a child (defined in ``__main__``, a lambda, nested).
         """
         spec = ChildSpec(name=name, target=ref(target), args=tuple(args), cpu=cpu,
-                         on_stop=ref(on_stop) if on_stop is not None else None)
+                         on_stop=ref(on_stop) if on_stop is not None else None,
+                         death_signal=int(death_signal))
         payload = _dumps(spec)
         mine, theirs = socket.socketpair()
         # A child stuck before it reads its spec must not block us: sends time out.

@@ -176,7 +176,7 @@ def test_a_partial_sensor_rates_dict_keeps_the_other_defaults() -> None:
     assert cfg.sensor_rates_hz == {**DEFAULT_SENSOR_RATES_HZ, "imu": 200.0}
     with pytest.raises(ConfigError, match="unknown sensor 'lidar'"):
         NetworkConfig(mode="realtime", sensor_rates_hz={"lidar": 10.0})
-    with pytest.raises(ConfigError, match="positive"):
+    with pytest.raises(ConfigError, match="above 0"):
         NetworkConfig(mode="realtime", sensor_rates_hz={"imu": float("nan")})
 
 

@@ -181,7 +181,7 @@ def test_bad_agents_are_refused_before_any_process_starts(spec: str, words: str)
     ({"camera": (0, 10)}, "0x0"),
     ({"mode": "fast"}, "mode"),
     ({"pin": {"engine": 4096}}, "CPU 4096"),
-    ({"sensor_rates_hz": {"imu": -1.0}}, "positive"),
+    ({"sensor_rates_hz": {"imu": -1.0}}, "above 0"),
     ({"seed": -1}, "seed"),
     ({"mode": "realtime", "duration_s": float("inf")}, "duration"),
     ({"pin": {"renderer-7": 0}}, "renderer-7"),
