@@ -221,6 +221,11 @@ class Profiler:
                 # reads must not be seen on its old core under its new affinity.
                 affinity = sorted(w.proc.cpu_affinity() or [])
                 cpu_times = w.proc.cpu_times()
+                # The instant of this process's CPU reading, not the sample's start: a
+                # sample that reads many processes (their smaps on a full one) reaches
+                # the later ones late, and a rate over the sample's start overstated
+                # their CPU (221% was seen of a process pinned to one core).
+                now = time.monotonic()
                 ctx = w.proc.num_ctx_switches()
                 rss = w.proc.memory_info().rss
                 core = w.proc.cpu_num()
