@@ -78,7 +78,11 @@ def read_map_text(path: Path) -> str:
 # ----------------------------------------------------------------------------------------
 # JSON
 
-_JSON_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')  # JSON strings hold no raw newline
+# JSON strings hold no raw newline. The closing quote is optional, so that every match
+# that starts at a quote succeeds and each character is scanned once: required, an
+# unterminated string made the engine retry from every later quote to the line's end
+# (a line of '"' and 100,000 '\"' took minutes).
+_JSON_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"?')
 _JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 

@@ -220,6 +220,16 @@ def test_a_layered_object_further_than_a_kilometre_is_refused(tmp_path: Path) ->
     _refused(folder, "citizens.yaml", "field 'citizens.map_0/d'", "from the map's origin")
 
 
+@pytest.mark.timeout(30)  # before: the text check alone ran for hours on this file
+def test_an_unterminated_string_of_escaped_quotes_is_refused_at_once(tmp_path: Path) -> None:
+    # A quote, then 200,000 escaped quotes and no closing one: a string pattern that
+    # needs its closing quote retries from every quote to the line's end (quadratic).
+    path = tmp_path / "quotes.json"
+    path.write_text('{"format": "dmxshm-map/1", "description": "' + '\\"' * 200_000)
+    with pytest.raises(MapError):
+        load_map(str(path))
+
+
 def test_deeply_nested_json_is_refused_before_it_is_decoded(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text('{"format": "dmxshm-map/1",\n "tiles": ' + "[" * 5_000 + "]" * 5_000 + "}")
