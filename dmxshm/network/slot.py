@@ -55,6 +55,7 @@ from dmxshm.shm.slot import (
     O_ACCEPTED,
     O_AWAITING,
     O_EXAMINED,
+    O_HOLDER_PID,
     O_REJECTED,
     SlotSegment,
 )
@@ -301,7 +302,7 @@ class Slot(Role[SlotResult]):
             lights = slot.lights.copy() if flags & LIGHTS_SET else None
             if int(head["seq"][0]) != seq:
                 continue
-            if self.holding is None or slot.holder()[0] != self._holder_word:
+            if self.holding is None or slot.word(O_HOLDER_PID) != self._holder_word:
                 self._look(self.published)  # its sender is seen before it is judged
             backwards = seq < self.prev_seq
             self.last_seq = self.prev_seq = seq
@@ -348,7 +349,7 @@ class Slot(Role[SlotResult]):
         leaves at the end, when told the run ended); whether one did. Between holders
         the slot is made clean again, and the network's own parts are checked."""
         slot = self.slot
-        word, changed = slot.holder()[0], False
+        word, changed = slot.word(O_HOLDER_PID), False
         if self.holding is not None and not final and word and word != self._holder_word:
             self._renamed(word, step)
         held = slot.held()

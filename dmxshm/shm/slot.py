@@ -255,6 +255,11 @@ class SlotSegment:
         # The reserved fields after the records: each robot's reward and episode flags
         # (a gym run with --episodes fills them; otherwise 0).
         self.scores = np.frombuffer(buf, scores_dtype(n), 1, lay.reward)
+        # Of the observation area, the bytes a publish without scores does not write:
+        # the padding after its head and all after its records (the scores).
+        records = lay.records - lay.obs
+        self._rest = np.r_[self.obs_head.itemsize:records,
+                           records + self.obs_bytes.size:self._obs_bytes()]
         self.cmd_head = np.frombuffer(
             buf, np.dtype([("seq", "<u8"), ("step", "<u8"), ("sent_time_s", "<f8"),
                            ("reset", "<u4"), ("flags", "<u4")]), 1, lay.cmd)
@@ -470,17 +475,23 @@ class SlotSegment:
         lay = self.layout
 
         def write() -> None:
-            area = np.frombuffer(self.buf, np.uint8, self._obs_bytes(), lay.obs)
-            if self._obs_copy is not None:
-                area[...] = self._obs_copy  # whatever a client wrote there goes
             self.obs_head["step"] = step
             self.obs_head["sim_time_s"] = sim_time_s
             self.obs_bytes[:] = np.frombuffer(obs, np.uint8)
             if scores is not None:
                 for key in SCORE_FIELDS:
                     self.scores[key][0] = scores[key]
-            if self._line is not None:
+            if self._line is None:  # not served: nothing to write back later
+                return
+            area = np.frombuffer(self.buf, np.uint8, self._obs_bytes(), lay.obs)
+            copy = self._obs_copy
+            if copy is None:
                 self._obs_copy = area.copy()
+                return
+            if scores is None:  # the scores (and padding) as published last: whatever a
+                rest = self._rest  # client wrote there goes
+                area[rest] = copy[rest]
+            np.copyto(copy, area)  # one copy into the buffer kept, no allocation
 
         with self._guard:
             self._publish_raw(write)
