@@ -67,7 +67,8 @@ OPTIONS = [
                  help="Agent slots for programs the network does not start: each takes one "
                       "with dmxshm.connect() (or the C ABI of docs/abi.md). Gym mode waits "
                       "for their commands; realtime: an unclaimed slot's robots stand still."),
-    click.option("--connect-timeout", "connect_timeout_s", type=TIMEOUT,
+    click.option("--connect-timeout", "connect_timeout_s",
+                 type=seconds(settings.MIN_TIMEOUT_S),
                  default=_default("connect_timeout_s"), show_default=True,
                  help="Gym mode with --external-agents: seconds a slot may wait for a client "
                       "(at the start, or after its client left) before the run fails."),

@@ -238,10 +238,12 @@ class NetworkConfig:
                "(give more --robots, or fewer agents)" if self.external_agents else
                f"agents must be between 1 and the number of robots ({self.robots}), "
                f"not {self.agents}")
+        # How long a person may take to start a client: up to a run's longest duration.
         _check(_within(self.connect_timeout_s, settings.MIN_TIMEOUT_S,
-                       settings.MAX_TIMEOUT_S),
-               f"connect timeout must be {_span_s(settings.MIN_TIMEOUT_S, settings.MAX_TIMEOUT_S)}"
-               f", not {self.connect_timeout_s}")
+                       settings.MAX_DURATION_S),
+               f"connect timeout must be "
+               f"{_span_s(settings.MIN_TIMEOUT_S, settings.MAX_DURATION_S)}, not "
+               f"{self.connect_timeout_s}")
         _check(self.action in ACTIONS,
                f"action must be one of {', '.join(ACTIONS)}, not {self.action!r}")
         _check(self.action == "wheel-speed" or not self.spine,

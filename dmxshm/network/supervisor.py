@@ -476,7 +476,10 @@ class Network:
         engine_done_at: float | None = None
         silent = _Silence(self.config.wait_timeout_s)
         while watch.step():
-            if self.config.mode == "realtime" and engine.report is None \
+            # (With a spine the engine waits for its frames: that wait times out, naming
+            # the spine, where a hung spine is the cause.)
+            if self.config.mode == "realtime" and not self.config.spine_process \
+                    and engine.report is None \
                     and silent.for_too_long(self.progress()) and not engine.stopped():
                 # Realtime: nobody waits for the engine, so nobody would time out on it.
                 engine.mark_hung(silent.limit_s, f"hung: published no state for "
