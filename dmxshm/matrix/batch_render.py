@@ -579,8 +579,9 @@ COMPILE_NOTE_S = 2.0
 def ensure_compiled(say: Any = None) -> float:
     """Load the batch renderer's compiled code in this process, compiling it the first
     time on this installation (numba keeps it on disk after that: 14-23 s once on a
-    busy 2-core machine, 0.5-1.2 s after; docs/benchmarks.md, 2026-12-03); ``say`` (a callable taking a line) is told when it takes long. A
-    process that starts others calls this first, so that they load, not compile, it.
+    busy 2-core machine, 0.5-1.2 s after; docs/benchmarks.md, 2026-12-03); ``say`` (a
+    callable taking a line) is told when it takes long. A process that starts others
+    calls this first, so that they load, not compile, it.
     Returns the seconds it took."""
     from dmxshm.matrix.camera import Camera
     from dmxshm.world.world import World
