@@ -48,7 +48,7 @@ from dmxshm.world.tiles import (
     opposite_edge,
     rotate_edge,
 )
-from dmxshm.world.traffic import Obstacle, ahead, lane_shift, static_discs
+from dmxshm.world.traffic import Obstacle, ahead, lane_shift, robot_centres, static_discs
 
 TURNS = ("left", "straight", "right")
 """The turns a route is made of."""
@@ -454,7 +454,8 @@ class Routes:
         states = [r.update(i, x, y, yaw) for i, (x, y, yaw) in enumerate(poses)]
         go = self.right_of_way.update(step if step is not None else 0, poses)
         holds = list(self.right_of_way.reasons)
-        blocked = [ahead(i, poses, r.discs) for i in range(len(poses))]
+        centres = robot_centres(poses)
+        blocked = [ahead(i, poses, r.discs, centres=centres) for i in range(len(poses))]
         for i, obstacle in enumerate(blocked):
             if obstacle is None or not _held_by(i, obstacle, blocked):
                 continue

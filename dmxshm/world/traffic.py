@@ -93,14 +93,41 @@ def reach_m(obj: MapObject) -> float:
     return out
 
 
-def static_discs(objects: Sequence[MapObject]) -> list[tuple[float, float, float, str]]:
+Disc = tuple[float, float, float, str]
+"""``(x, y, radius, kind)``: a static object as a robot can hit it."""
+
+CELL_M = 0.5
+"""The side of :class:`Discs`' cells."""
+
+
+class Discs(list[Disc]):
+    """The static objects' discs (a list), bucketed by a grid of :data:`CELL_M` cells so
+    that :meth:`near` gives a robot only those around it: a map may hold 1,000 objects,
+    and the routes and the lanes tap look ahead of every robot at every state."""
+
+    def __init__(self, discs: Sequence[Disc] = ()) -> None:
+        super().__init__(discs)
+        self.max_radius_m = max((d[2] for d in self), default=0.0)
+        self._cells: dict[tuple[int, int], list[Disc]] = {}
+        for d in self:
+            self._cells.setdefault((math.floor(d[0] / CELL_M), math.floor(d[1] / CELL_M)),
+                                   []).append(d)
+
+    def near(self, x: float, y: float, reach_m: float) -> list[Disc]:
+        """The discs whose centres are within ``reach_m`` (and a cell) of ``(x, y)``."""
+        if len(self) <= 8:
+            return self
+        lo_i, hi_i = math.floor((x - reach_m) / CELL_M), math.floor((x + reach_m) / CELL_M)
+        lo_j, hi_j = math.floor((y - reach_m) / CELL_M), math.floor((y + reach_m) / CELL_M)
+        cells = self._cells
+        return [d for i in range(lo_i, hi_i + 1) for j in range(lo_j, hi_j + 1)
+                for d in cells.get((i, j), ())]
+
+
+def static_discs(objects: Sequence[MapObject]) -> Discs:
     """``(x, y, radius, kind)`` of each static object that a robot can hit."""
-    discs = []
-    for obj in objects:
-        r = reach_m(obj)
-        if obj.static and r > 0:
-            discs.append((obj.x_m, obj.y_m, r, obj.kind))
-    return discs
+    return Discs([(obj.x_m, obj.y_m, reach_m(obj), obj.kind) for obj in objects
+                  if obj.static and reach_m(obj) > 0])
 
 
 def _gap(x: float, y: float, c: float, s: float, ox: float, oy: float,
@@ -119,9 +146,16 @@ def _gap(x: float, y: float, c: float, s: float, ox: float, oy: float,
     return gap if gap <= look_m else None
 
 
+def robot_centres(poses: Sequence[Sequence[float]]) -> list[tuple[float, float]]:
+    """Each robot's chassis centre, where its disc is (once a state, for every robot)."""
+    back = CHASSIS_CENTER_M[0]
+    return [(p[0] + back * math.cos(p[2]), p[1] + back * math.sin(p[2])) for p in poses]
+
+
 def ahead(i: int, poses: Sequence[Sequence[float]],
           discs: Sequence[tuple[float, float, float, str]],
-          look_m: float = STOP_GAP_M) -> Obstacle | None:
+          look_m: float = STOP_GAP_M,
+          centres: Sequence[tuple[float, float]] | None = None) -> Obstacle | None:
     """The nearest robot or static object (``discs``: :func:`static_discs`) ahead of
     robot ``i`` within ``look_m`` of its front, or None.
 
@@ -133,15 +167,20 @@ def ahead(i: int, poses: Sequence[Sequence[float]],
     x, y, yaw = poses[i][0], poses[i][1], poses[i][2]
     c, s = math.cos(yaw), math.sin(yaw)
     best: Obstacle | None = None
-    back = CHASSIS_CENTER_M[0]  # another robot's disc is around its chassis's centre
-    for j, (xj, yj, yawj) in enumerate((p[0], p[1], p[2]) for p in poses):
-        if j == i:
+    if centres is None:
+        centres = robot_centres(poses)
+    # Nothing further than this from (x, y) can be in the corridor within look_m.
+    far = look_m + CHASSIS_FRONT_X_M + ROBOT_HALF_WIDTH_M + 2 * ROBOT_RADIUS_M
+    for j, (xj, yj) in enumerate(centres):
+        if j == i or abs(xj - x) > far or abs(yj - y) > far:
             continue
-        gap = _gap(x, y, c, s, xj + back * math.cos(yawj), yj + back * math.sin(yawj),
-                   ROBOT_RADIUS_M, look_m)
+        gap = _gap(x, y, c, s, xj, yj, ROBOT_RADIUS_M, look_m)
         if gap is not None and (best is None or gap < best.gap_m):
             best = Obstacle(gap, robot=j)
-    for ox, oy, r, kind in discs:
+    near = discs.near(x, y, look_m + CHASSIS_FRONT_X_M + ROBOT_HALF_WIDTH_M
+                      + 2 * discs.max_radius_m) \
+        if isinstance(discs, Discs) else discs
+    for ox, oy, r, kind in near:
         gap = _gap(x, y, c, s, ox, oy, r, look_m)
         if gap is not None and (best is None or gap < best.gap_m):
             best = Obstacle(gap, kind=kind)
