@@ -388,11 +388,11 @@ class Slot(Role[SlotResult]):
         a successor of another PID namespace, told apart by whether it lasts."""
         slot, known = self.slot, self.holding["pid"] if self.holding else None
         if known and slot.holds(known):
-            self._holder_word = word
+            self._holder_word, self._doubt = word, 0.0
         elif slot.holds(word):
             if known is None and self.holding is not None:
                 self.holding.update(pid=word, name=slot.holder()[2])
-                self._holder_word = word
+                self._holder_word, self._doubt = word, 0.0
             else:
                 self._left(step)
         elif slot.held():

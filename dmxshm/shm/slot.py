@@ -245,6 +245,7 @@ class SlotSegment:
         if self.record.itemsize != record_bytes:
             raise LayoutError(f"slot {name}: its header does not match its record")
         self.layout = Layout.of(self.n, self.record)
+        self._seen = self._header_bytes()  # the header and field table as read here
         self.robots = tuple(int(r) for r in np.frombuffer(buf, "<u4", self.n, ids))
         self._u64 = np.frombuffer(buf, "<u8", 16, NET_LINE)  # network and holder lines
         n, lay = self.n, self.layout
@@ -314,7 +315,15 @@ class SlotSegment:
                         f"{REMOVE_IPC_HINT}") from exc
             if seg.size_bytes < TABLE:
                 raise LayoutError(f"{name} is not a dmxshm agent slot (too small)")
-            return cls(name, seg.buf, fd, (bells[0], bells[1]))
+            try:
+                return cls(name, seg.buf, fd, (bells[0], bells[1]))
+            except (ValueError, TypeError, KeyError, IndexError, struct.error) as exc:
+                if isinstance(exc, LayoutError):
+                    raise
+                # A header half written back (or damaged past what the checks see): as
+                # a damaged header, which the network writes back (connect retries it).
+                raise LayoutError(f"{name}: its header does not parse ({exc}); a departed "
+                                  "client may have written over it: connect again") from exc
         except BaseException:
             for bell in bells:
                 bell.close()
@@ -451,6 +460,10 @@ class SlotSegment:
         return not (np.frombuffer(self.buf, np.uint8, lay.size - lay.cmd, lay.cmd).any()
                     or np.frombuffer(self.buf, np.uint8, TABLE - HOLDER_LINE, HOLDER_LINE).any())
 
+    def _header_bytes(self) -> bytes:
+        """The header and the field table (what no one but the network writes)."""
+        return bytes(self.buf[0:NET_LINE]) + bytes(self.buf[TABLE:self.layout.obs])
+
     def _obs_bytes(self) -> int:
         return self.layout.reward + scores_dtype(self.n).itemsize - self.layout.obs
 
@@ -522,6 +535,13 @@ class SlotSegment:
                    "a client whose pid cannot be verified (still claiming, of another PID "
                    "namespace, or the network readying the slot): try again"),
                 pid=holder)
+        if self._header_bytes() != self._seen:
+            # The header changed since this process read it (the network writing back
+            # what a departed client damaged): the layout read then may be wrong.
+            unlock(self.fd, CLIENT_BYTE)
+            raise LayoutError(f"slot {self.name}: its header changed since it was opened "
+                              "(the network rewrote what a departed client damaged): "
+                              "connect again")
         self.set_word(O_HOLDER_PID, 0)  # first: the last holder's record is void
         raw = name.encode()[:HOLDER_NAME_BYTES - 1]
         self.buf[O_HOLDER_NAME:O_HOLDER_NAME + HOLDER_NAME_BYTES] = raw.ljust(

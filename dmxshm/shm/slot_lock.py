@@ -61,13 +61,16 @@ def holds_claim(pid: int, path: str, byte: int) -> bool:
     if not 0 < pid < 2**31:
         return False
     try:
-        ino = os.stat(path).st_ino
+        real = os.path.realpath(path)
+        ino = os.stat(real).st_ino  # our own file, the slot's
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return False
     for fd in fds:
         try:
-            if os.stat(f"/proc/{pid}/fd/{fd}").st_ino != ino:
+            # The link's text, never the file it names: a stat would follow the link
+            # into whatever the pid (chosen by a client) has open, a hung mount's file.
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != real:
                 continue
             with open(f"/proc/{pid}/fdinfo/{fd}") as info:
                 lines = info.read().splitlines()

@@ -140,3 +140,16 @@ def test_dmxshm_ps_names_a_holder_only_once_its_pid_is_checked(
     client.set_word(abi.O_HOLDER_PID, os.getppid())  # another live process's pid
     (forged,) = slot_states(meta)
     assert forged.held and forged.holder is None  # held, by nobody it may name
+
+
+def test_a_claim_is_refused_when_the_header_changed_since_it_was_read(
+        served: tuple[SlotSegment, SlotSegment]) -> None:
+    made, client = served
+    original = bytes(made.buf[abi.TABLE:abi.TABLE + 8])
+    made.buf[abi.TABLE:abi.TABLE + 8] = bytes(8)  # the field table, as a departed client
+    with pytest.raises(LayoutError, match="header changed since it was opened"):
+        client.claim(os.getpid(), "late")  # its layout came from the table before
+    assert not made.held()  # the lock was let go
+    made.buf[abi.TABLE:abi.TABLE + 8] = original  # as the network writes it back
+    client.claim(os.getpid(), "late")
+    assert made.holds(os.getpid())
