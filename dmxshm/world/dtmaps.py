@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path as FsPath
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from dmxshm.world.map_limits import (
     MAX_COORDINATE_M,
@@ -685,6 +685,7 @@ class _Frames:
         self.limit = limit
         self.w = _Where(source)
         self.cache: dict[str, tuple[float, float, float]] = {}
+        self.depth: dict[str, int] = {}  # each resolved frame's chain length to the root
 
     def world(self, key: str, line: int, user: str) -> tuple[float, float, float]:
         """``(x, y, yaw)`` of frame ``key`` in the map's root frame."""
@@ -701,15 +702,20 @@ class _Frames:
                 raise self.w.error(_line(self.frames, k), f"frames.{k}.relative_to",
                                    "the frames' relative_to chain loops")
             if len(chain) == MAX_DEPTH:
-                raise self.w.error(_line(self.frames, key), f"frames.{key}.relative_to",
-                                   f"its relative_to chain is longer than {MAX_DEPTH} frames")
+                self._too_deep(key)
             seen.add(k)
             local = self._local(k)
             chain.append((k, *local))
             if local[3] is None:
                 break
             k = local[3]
-        for k, x, y, yaw, parent in reversed(chain):
+        # The chain's depth whatever order frames are resolved in: a resolved parent's
+        # own depth counts (before, a chain resolved root first passed at any length).
+        base = self.depth.get(k, 0) if k in self.cache else 0
+        if base + len(chain) > MAX_DEPTH:
+            self._too_deep(key)
+        for n, (k, x, y, yaw, parent) in enumerate(reversed(chain)):
+            self.depth[k] = base + n + 1
             if parent is None:
                 out = (0.0, 0.0, 0.0)  # the map's root: everything is measured from it
             else:
@@ -726,6 +732,10 @@ class _Frames:
                             "(tiles or m)")
             self.cache[k] = out
         return self.cache[key]
+
+    def _too_deep(self, key: str) -> NoReturn:
+        raise self.w.error(_line(self.frames, key), f"frames.{key}.relative_to",
+                           f"its relative_to chain is longer than {MAX_DEPTH} frames")
 
     def _local(self, key: str) -> tuple[float, float, float, str | None]:
         """Frame ``key``'s own ``x, y, yaw`` and the frame it is relative to."""

@@ -132,6 +132,19 @@ def test_a_long_relative_to_chain_is_refused(tmp_path: Path) -> None:
              f"its relative_to chain is longer than {MAX_DEPTH} frames")
 
 
+def test_a_long_chain_resolved_root_first_is_refused_all_the_same(tmp_path: Path) -> None:
+    # Duckies on every frame of a 100-frame chain, in order from its root: each frame's
+    # parent is resolved before it, yet the chain is as long.
+    frames, tiles = _one_tile(0.5, 0.5)
+    frames.update({f"f{k}": {"relative_to": f"f{k - 1}" if k else "map_0",
+                             "pose": {"x": 0.0}} for k in range(100)})
+    duckies = {f"map_0/d{k}": {"color": "yellow"} for k in range(100)}
+    frames.update({f"map_0/d{k}": {"relative_to": f"f{k}", "pose": {"x": 0.5, "y": 0.5}}
+                   for k in range(100)})
+    folder = _layered(tmp_path / "rootfirst", frames, tiles, citizens=duckies)
+    _refused(folder, f"its relative_to chain is longer than {MAX_DEPTH} frames")
+
+
 def test_a_json_map_of_a_thousand_tiles_a_side_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "huge.json"
     path.write_text(json.dumps({"format": "dmxshm-map/1", "tiles": [["grass"] * 1000] * 1000}))
