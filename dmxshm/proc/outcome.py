@@ -143,6 +143,8 @@ class Outcome:
 
     def headline(self) -> str:
         """``renderer-0 (pid 42) died: signal 9 (SIGKILL)``, or ``... failed: ValueError: ...``."""
+        if self.cause is Cause.STOPPED:  # not an end: it is there, stopped
+            return f"{self.name} (pid {self.pid}) is {self.message}"
         verb = "died" if self.cause in (Cause.SIGNALLED, Cause.KILLED, Cause.EXITED) \
             else "failed"
         return f"{self.name} (pid {self.pid}) {verb}: {self.describe()}"
