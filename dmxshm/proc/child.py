@@ -24,10 +24,12 @@ In order, a child:
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import pickle
 import signal
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -180,3 +182,20 @@ def main(argv: list[str]) -> int:
     finally:
         conn.close()
     return 0 if outcome.ok else 1
+
+
+def run(argv: list[str]) -> None:
+    """The child's whole life: :func:`main`, then its end without the interpreter's
+    finalisation. Once its outcome is sent nothing is left to do, and tearing down
+    numpy, pybullet and numba module by module took a few hundred milliseconds of a
+    run's end (as multiprocessing's children, it ends with ``os._exit``), after the
+    functions registered with :mod:`atexit` (a user's agent's, coverage's)."""
+    code = main(argv)
+    atexit._run_exitfuncs()  # what the code run here asked for at exit (a user's agent's)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
+

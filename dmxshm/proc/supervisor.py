@@ -333,8 +333,8 @@ def _wake_and_terminate(child: Child) -> None:
 # A child's first line: the parent's sys.path (so it imports what the parent
 # would, its working folder included), then dmxshm's child entry. A fresh
 # interpreter started this way never runs the caller's __main__.
-_BOOT = ("import sys; sys.path[:] = {!r}; from dmxshm.proc.child import main; "
-         "sys.exit(main(sys.argv[1:]))")
+_BOOT = ("import sys; sys.path[:] = {!r}; from dmxshm.proc.child import run; "
+         "run(sys.argv[1:])")
 
 
 def interpreter_flags() -> list[str]:
