@@ -284,6 +284,16 @@ class Supervisor:
         return cause
 
     # -- stopping -------------------------------------------------------------------
+    def resume_stalled(self) -> None:
+        """SIGCONT every child marked stalled (:meth:`Child.mark_stalled`) and still
+        there: its outcome stays the stall; it goes on until it is stopped."""
+        for c in self.children:
+            if c.stalled_for_s is not None and c.alive():
+                try:
+                    os.kill(c.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+
     def stop(self, children: Iterable[Child] | None = None,
              grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM every live one of ``children`` (default: all), waking stopped ones;

@@ -141,6 +141,8 @@ class Watch:
         sup = self.supervisor
         first = [c for name in self.policy.stop_first for c in sup.children
                  if c.name == name]
+        if first:  # those stopped first may need the others (a spine's stops go to
+            sup.resume_stalled()  # its engine): a child stalled by SIGSTOP goes on
         for child in first:
             sup.stop([child], self.policy.stop_first_grace_s)
         return bool(first)
