@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import _signal
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -87,10 +88,35 @@ def _handler(signum: int, frame: object) -> None:
         if _deferring:  # a wait is under way: it acts (posix_ipc would replace a raise)
             return
         _acted = True  # nothing under way would look at the record: act now
-        raise _exit_with(signum)
+        raise _raising(signum)
     if not _acted:  # the first one is still waiting for a check: nothing checks
         _acted = True  # acted on now: the clean-up this starts goes on in peace
-        raise _exit_with(_received)
+        raise _raising(_received)
+
+
+_raised: BaseException | None = None  # what the handler raised last
+
+
+def _raising(signum: int) -> BaseException:
+    global _raised
+    _raised = _exit_with(signum)
+    return _raised
+
+
+def _unraisable(unraisable: object) -> None:
+    """``sys.unraisablehook``: where the handler's raise landed in a finaliser (a
+    ``__del__``, a weakref callback, the collector's), Python dropped it and the process
+    would live on with the signal taken as acted on. Re-arm it: the next :func:`check`
+    (every wait makes one) raises again. Seen once in the fault matrix: a renderer
+    SIGTERMed as it started ran on, its run with it, until it was killed."""
+    global _acted
+    if _received is not None and _acted and _raised is not None \
+            and getattr(unraisable, "exc_value", None) is _raised:
+        _acted = False
+    _previous_unraisable(unraisable)
+
+
+_previous_unraisable = sys.unraisablehook
 
 
 def install(exit_with: Callable[[int], BaseException] | None = None) -> bool:
@@ -106,7 +132,7 @@ def install(exit_with: Callable[[int], BaseException] | None = None) -> bool:
     Returns:
         True if dmxshm's handler is in place (installed now or before).
     """
-    global _received, _acted, _exit_with
+    global _received, _acted, _exit_with, _previous_unraisable
     if threading.get_ident() != _MAIN_THREAD:
         return False
     current = signal.getsignal(signal.SIGTERM)
@@ -117,6 +143,8 @@ def install(exit_with: Callable[[int], BaseException] | None = None) -> bool:
     _received, _acted = None, False  # a fresh start: nothing recorded yet
     _exit_with = exit_with if exit_with is not None else _system_exit
     signal.signal(signal.SIGTERM, _handler)
+    if sys.unraisablehook is not _unraisable:  # chained: Python's own still prints
+        _previous_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     return True
 
 

@@ -251,3 +251,37 @@ def test_a_stop_signal_from_outside_ends_a_childs_ring_wait(
         procs.stop(child)
         parent_end.close()
         ring.close()
+
+
+_DROPPED = """
+import os, signal, sys, time
+from dmxshm.shm import signals
+class Stop(SystemExit):
+    pass
+assert signals.install(exit_with=lambda n: Stop(n))
+class Finaliser:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        t = time.monotonic()
+        while time.monotonic() - t < 5.0:  # the handler runs in here, in the finaliser
+            pass
+Finaliser()  # collected at once: Python drops what its __del__ raised
+try:
+    signals.check()  # what every wait does first
+except Stop:
+    sys.exit(0)
+sys.exit(1)
+"""
+
+
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_a_stop_raised_in_a_finaliser_is_acted_on_at_the_next_check() -> None:
+    # The handler's raise landed in a __del__: Python printed and dropped it, and the
+    # process lived on (a renderer SIGTERMed as it started ran its run on).
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _DROPPED], capture_output=True, text=True,
+                         timeout=TEST_TIMEOUT_S)
+    assert out.returncode == 0, out.stderr
+    assert "Exception ignored in" in out.stderr  # it was dropped, and acted on all the same
