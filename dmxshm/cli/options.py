@@ -145,7 +145,7 @@ class Bounded(click.FloatRange):
     """A number within ``[min, max]``, finite: ``click.FloatRange`` lets NaN through
     (every comparison with it is false), and an unbounded range lets ``inf`` in."""
 
-    name = "bounded float"
+    name = "float range"
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
