@@ -285,10 +285,11 @@ class Supervisor:
 
     # -- stopping -------------------------------------------------------------------
     def resume_stalled(self) -> None:
-        """SIGCONT every child marked stalled (:meth:`Child.mark_stalled`) and still
-        there: its outcome stays the stall; it goes on until it is stopped."""
+        """SIGCONT every child marked stalled (:meth:`Child.mark_stalled`) or found
+        stopped, and still there: it goes on until it is stopped (the run's failure
+        was named before: a stall, or its peers' timeouts)."""
         for c in self.children:
-            if c.stalled_for_s is not None and c.alive():
+            if c.alive() and (c.stalled_for_s is not None or c.stopped()):
                 try:
                     os.kill(c.pid, signal.SIGCONT)
                 except ProcessLookupError:

@@ -135,3 +135,21 @@ def test_a_stop_goes_in_the_policys_order_first_ones_first_then_the_end_grace() 
 def test_a_policy_without_stop_first_stops_everyone_at_once() -> None:
     with Supervisor() as sup:
         assert Watch(sup).stop_first() is False
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_stopping_first_resumes_a_stopped_child_the_first_ones_may_need() -> None:
+    # A spine stopped first sends its stops to its engine: an engine stopped (SIGSTOP),
+    # whether the watch marked it or its peers' timeouts named it, is resumed first.
+    import time
+
+    with Supervisor() as sup:
+        engine = sup.start("engine", targets.sleeps, WAIT_S)
+        sup.start("spine", targets.sleeps, WAIT_S)
+        os.kill(engine.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + WAIT_S
+        while not engine.stopped():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        Watch(sup, WatchPolicy(stop_first=("spine",), stop_first_grace_s=5.0)).stop_first()
+        assert not engine.stopped() and engine.alive()  # going on, until it is stopped
