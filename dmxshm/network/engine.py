@@ -40,12 +40,13 @@ from dmxshm.network.episodes import Episodes
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import EngineResult
 from dmxshm.network.role import Role, run_role
+from dmxshm.network.taps import poses_of
 from dmxshm.network.taps.digest import PoseDigest, StateDigest
-from dmxshm.network.taps.lanes import Lanes
 from dmxshm.network.taps.log import StateLog
 from dmxshm.network.taps.view import StatePoses
 from dmxshm.shm.ring import Ring
 from dmxshm.shm.slot import LIGHTS
+from dmxshm.sim.scoring import Scoring
 from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
 from dmxshm.world.motor import Motors
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
@@ -183,7 +184,8 @@ class Engine(Role[EngineResult]):
         routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
                   if turns is not None else None)
         self.digest = StateDigest(with_end=not spine_process)
-        self.lanes = Lanes(world, routes, cfg.state_dt_s)
+        # Lanes, distance, contacts: what the episodes and the summary read.
+        self.scoring = Scoring(world, routes, cfg.state_dt_s)
         # --episodes: the slots' robots scored each step, their scores to their slots.
         self.episodes: Episodes | None = None
         self.score_rings: list[tuple[Ring, np.ndarray]] = []
@@ -195,7 +197,7 @@ class Engine(Role[EngineResult]):
             self.score_rings = [(self.port(f"score.slot.{j}", "writer"),
                                  np.array(plan.agent_robots[a]))
                                 for j, a in enumerate(slots)]
-        self.tap([self.pose_digest, self.digest, self.lanes,
+        self.tap([self.pose_digest, self.digest,
                   StateLog(cfg.log) if cfg.log else None,
                   StatePoses(plan.ring("view.state"), lambda: self.late_steps)
                   if plan.has("view.state") else None])
@@ -251,13 +253,13 @@ class Engine(Role[EngineResult]):
             steps = world.step_count
         return EngineResult(
             steps=steps, sim_time_s=world.sim_time_s, wall_time_s=self.wall_s,
-            physics_s=self.physics_s, metrics_s=self.lanes.seconds,
+            physics_s=self.physics_s, metrics_s=self.scoring.seconds,
             pose_digest=self.pose_digest.hexdigest(), digests=self.digest.hexdigests(),
             rejected_commands=rej.counts.tolist(),
             expired_commands=None if self.expired is None else self.expired.tolist(),
             received_commands=rej.received.tolist(), first_rejections=rej.first,
             command_latency=self._latency(),
-            lane=self.lanes.report(), late_steps=self.late_steps, max_lag_s=self.max_lag_s,
+            lane=self.scoring.report(), late_steps=self.late_steps, max_lag_s=self.max_lag_s,
             episodes=None if self.episodes is None else {
                 "ended": self.episodes.ended, "resets": self.episodes.resets},
             taps=self.taps.results())
@@ -310,9 +312,11 @@ class Engine(Role[EngineResult]):
             for k in range(cfg.steps):
                 seen_at = world.sim_time_s if spine is None else spine.observed_time_s
                 _publish(self.state_rings, k, seen_at, states, timeout_s)
-                taps.state(k, seen_at, states)  # after the handoff: overlaps the renderers
-                if episodes is not None:  # the lane tap has just seen state k
-                    episodes.score(states, self.lanes.lanes, self.lanes.began)
+                # after the handoff: overlaps the renderers
+                self.scoring.see(k, poses_of(states))
+                taps.state(k, seen_at, states)
+                if episodes is not None:  # scoring has just seen state k
+                    episodes.score(states, self.scoring.lanes, self.scoring.began)
                     for ring, rows in self.score_rings:
                         with ring.writing(timeout_s) as record:
                             episodes.write(record, k, rows)
@@ -324,7 +328,7 @@ class Engine(Role[EngineResult]):
                         self._set_lights(k, seen_at, rows, got["lights"])
                     if episodes is not None and got["resets"] != resets_seen[i]:
                         resets_seen[i] = int(got["resets"])
-                        self._reset_robots(rows, episodes)
+                        self._reset_robots(rows)
                 safe = self.rejections.check(wheels, everyone, k)  # framework, not physics
                 if episodes is not None:  # an ended episode's robot stands still
                     stopped = episodes.stopped
@@ -348,14 +352,16 @@ class Engine(Role[EngineResult]):
         finally:
             self.wall_s = clock() - t_start
 
-    def _reset_robots(self, rows: np.ndarray, episodes: Episodes) -> None:
-        """An outside agent asked for a reset (gym, ``--episodes``): its robots back at
-        their start poses, at rest, their motors stopped, their episodes new."""
+    def _reset_robots(self, rows: np.ndarray) -> None:
+        """An outside agent asked for a reset (gym with ``--episodes``, or realtime):
+        its robots back at their start poses, at rest, their motors stopped, the jump
+        no distance driven, their episodes (if any) new. Every loop resets here."""
         self.world.return_to_start(rows.tolist())
         if self.motors is not None:
             self.motors.stop(rows)
-        self.lanes.moved(rows.tolist(), poses_2d(self.world.state(copy=False)))
-        episodes.reset(rows)
+        self.scoring.moved(rows.tolist(), poses_2d(self.world.state(copy=False)))
+        if self.episodes is not None:
+            self.episodes.reset(rows)
 
     def _spine(self) -> None:
         """Realtime with a spine: each CAN frame of the spine is one physics step.
@@ -380,6 +386,7 @@ class Engine(Role[EngineResult]):
         def publish(states: np.ndarray) -> None:
             nonlocal published
             _publish(self.state_rings, published, world.sim_time_s, states, cfg.wait_timeout_s)
+            self.scoring.see(published, poses_of(states))
             taps.state(published, world.sim_time_s, states)
             published += 1
 
@@ -426,6 +433,7 @@ class Engine(Role[EngineResult]):
             for k in range(cfg.planned_steps):
                 states = world.state()
                 _publish(self.state_rings, k, world.sim_time_s, states, cfg.wait_timeout_s)
+                self.scoring.see(k, poses_of(states))
                 taps.state(k, world.sim_time_s, states)
                 for i, (ring, rows) in enumerate(sources):
                     cmd = ring.try_read(newest=True)
@@ -434,9 +442,7 @@ class Engine(Role[EngineResult]):
                         # light pattern in a record this loop skipped is not lost.
                         if cmd["resets"] != resets_seen[i]:
                             resets_seen[i] = int(cmd["resets"])
-                            world.return_to_start(rows.tolist())
-                            if self.motors is not None:
-                                self.motors.stop(rows)
+                            self._reset_robots(rows)
                         if cmd["lights_seq"] != lights_seen[i]:
                             lights_seen[i] = int(cmd["lights_seq"])
                             self._set_lights(k, world.sim_time_s, rows, cmd["lights"])

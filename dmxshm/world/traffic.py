@@ -4,7 +4,7 @@ a lane through an intersection must move aside to pass what stands in it.
 Both are geometry on known poses (every process that sees the same states computes the
 same answer), for :mod:`dmxshm.world.routes`, which holds a robot whose way is blocked
 (``may_go`` 0) and says what holds it, and for the lane figures, which name what kept a
-robot still (:mod:`dmxshm.network.taps.lanes`).
+robot still (:mod:`dmxshm.sim.scoring`).
 
 A robot is seen as a disc of :data:`ROBOT_RADIUS_M` around its chassis's centre; an
 object as a disc of its footprint (:func:`~dmxshm.world.objects.footprint_m`) around its

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dmxshm.network import Network, NetworkConfig
-from dmxshm.network.taps.lanes import HELD_S
+from dmxshm.sim.scoring import HELD_S
 
 RUN_TIMEOUT_S = 90
 

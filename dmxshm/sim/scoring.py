@@ -1,4 +1,12 @@
-"""Lane metrics, as a tap of the engine."""
+"""How each robot of a run keeps its lane, drives and collides: one record, kept by the
+engine and read by everyone else.
+
+The engine updates a :class:`Scoring` once per published state (:meth:`Scoring.see`)
+and tells it of every reset, whichever loop made it (:meth:`Scoring.moved`): a gym
+reset and a realtime one count alike. The episodes of outside agents
+(:mod:`dmxshm.network.episodes`) read its lane poses and the contacts begun; the run's
+summary reads its report (``lane`` in the JSON summary). Taps only read it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm.network.taps import Tap, poses_of
 from dmxshm.world.routes import TURNS, Routes
 from dmxshm.world.traffic import ahead, static_discs
 from dmxshm.world.world import World
@@ -25,7 +32,7 @@ LOOK_M = 0.2
 0.15 m of range short of what its time of flight sees)."""
 
 
-class Lanes(Tap):
+class Scoring:
     """How well each robot kept its lane, over the published states: worst offset,
     states off the road, how far it drove (path length), its collisions (how often it
     came to touch another robot or an object; a contact that lasts counts once) and
@@ -65,8 +72,11 @@ class Lanes(Tap):
         self.began: set[int] = set()
         self.seconds = 0.0  # the engine's time in this tap (the summary's metrics_s)
 
-    def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
-        self.update(poses_of(states), step)
+    def see(self, step: int, poses: np.ndarray) -> None:
+        """Count published state ``step``, given as every robot's ``(x, y, yaw)``: lane
+        poses, distance, stand-stills, and the contacts that began since the last
+        state."""
+        self.update(poses, step)
         if self._collisions:
             t0 = time.perf_counter()
             self.count_collisions()
