@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from dmxshm.errors import DmxError
@@ -64,4 +65,36 @@ def _register() -> None:
                            max_episode_steps=EPISODE_STEPS)
 
 
-_register()
+class _RegisterOnImport:
+    """A finder that registers the envs once gymnasium is imported, then leaves.
+
+    A child process (:mod:`dmxshm.proc`) runs a role or a worker, which almost never
+    needs gymnasium, and importing it was most of a child's start-up; but a user's
+    agent run in a child may still call ``gymnasium.make("dmxshm/DuckieLane-v1")``.
+    """
+
+    def find_spec(self, name: str, path: object, target: object = None) -> Any:
+        if name != "gymnasium":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is not None and hasattr(loader, "exec_module"):
+            run_module = loader.exec_module
+
+            def exec_module(module: object) -> None:
+                run_module(module)
+                _register()
+
+            loader.exec_module = exec_module  # this spec's own loader object
+        return spec
+
+
+# A child process's boot (dmxshm.proc.supervisor, dmxshm.proc.program) sets
+# sys._dmxshm_child before it imports dmxshm.
+if getattr(sys, "_dmxshm_child", False) and "gymnasium" not in sys.modules:
+    sys.meta_path.insert(0, _RegisterOnImport())
+else:
+    _register()

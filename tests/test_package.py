@@ -36,3 +36,13 @@ def test_importing_dmxshm_does_not_load_the_batch() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_thing"):
         dmxshm.no_such_thing  # noqa: B018
+
+
+def test_importing_dmxshm_registers_its_gymnasium_envs() -> None:
+    # A user's process registers at import (a child of dmxshm's waits for gymnasium:
+    # tests/proc/test_supervisor.py).
+    code = ("import sys, dmxshm, gymnasium; "
+            "print(*(f'dmxshm/DuckieLane-{v}' in gymnasium.registry for v in ('v0', 'v1')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=50, check=True)
+    assert out.stdout.split() == ["True", "True"]

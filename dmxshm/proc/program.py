@@ -31,9 +31,11 @@ from dmxshm.proc.prctl import die_with_parent, set_process_name
 from dmxshm.proc.supervisor import interpreter_flags
 from dmxshm.settings import STOP_GRACE_S
 
-# The program's first line: the parent's sys.path, then main() below, which
-# takes its own arguments off the command line and runs the module as __main__.
-_BOOT = "import sys; sys.path[:] = {!r}; from dmxshm.proc.program import main; main()"
+# The program's first line: the parent's sys.path, the child's mark (as in
+# dmxshm.proc.supervisor), then main() below, which takes its own arguments off
+# the command line and runs the module as __main__.
+_BOOT = ("import sys; sys.path[:] = {!r}; sys._dmxshm_child = True; "
+         "from dmxshm.proc.program import main; main()")
 
 
 def start(name: str, module: str, args: Sequence[str] = (), *,

@@ -342,10 +342,12 @@ def _wake_and_terminate(child: Child) -> None:
 
 
 # A child's first line: the parent's sys.path (so it imports what the parent
-# would, its working folder included), then dmxshm's child entry. A fresh
-# interpreter started this way never runs the caller's __main__.
-_BOOT = ("import sys; sys.path[:] = {!r}; from dmxshm.proc.child import run; "
-         "run(sys.argv[1:])")
+# would, its working folder included), the mark that tells dmxshm to register its
+# gymnasium envs only once gymnasium is imported (a role does not import it; see
+# dmxshm/__init__.py), then dmxshm's child entry. A fresh interpreter started this
+# way never runs the caller's __main__.
+_BOOT = ("import sys; sys.path[:] = {!r}; sys._dmxshm_child = True; "
+         "from dmxshm.proc.child import run; run(sys.argv[1:])")
 
 
 def interpreter_flags() -> list[str]:

@@ -21,5 +21,6 @@ if __name__ == "__main__":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print(json.dumps({"argv": sys.argv[1:], "var": os.environ.get(VAR),
                       "name": psutil.Process().name(), "ppid": os.getppid(),
-                      "path": sys.path, "main": __name__}), flush=True)
+                      "path": sys.path, "main": __name__,
+                      "gymnasium": "gymnasium" in sys.modules}), flush=True)
     threading.Event().wait()  # until a signal ends it

@@ -96,3 +96,19 @@ class Hook:
 
 def calls(hook: object) -> object:
     return hook()  # type: ignore[operator]
+
+
+def imported(modules: list[str]) -> dict[str, bool]:
+    """Which of ``modules`` this child had imported when its target started (this
+    module imports only the standard library and what dmxshm.proc itself needs)."""
+    return {m: m in sys.modules for m in modules}
+
+
+def registered_once_gymnasium_is_imported() -> dict[str, bool]:
+    """Whether dmxshm's envs are in gymnasium's registry once this child imports it."""
+    before = "gymnasium" in sys.modules
+    import gymnasium
+
+    return {"imported_before": before,
+            "v0": "dmxshm/DuckieLane-v0" in gymnasium.registry,
+            "v1": "dmxshm/DuckieLane-v1" in gymnasium.registry}

@@ -35,7 +35,8 @@ def test_a_program_runs_as_main_named_with_our_path_and_its_environment() -> Non
     try:
         seen = first_line(proc)
         assert seen == {"argv": ["--x", "1"], "var": "s3cret", "name": "dmx-echo",
-                        "ppid": os.getpid(), "path": sys.path, "main": "__main__"}
+                        "ppid": os.getpid(), "path": sys.path, "main": "__main__",
+                        "gymnasium": False}
         assert "s3cret" not in " ".join(proc.args)  # type: ignore[arg-type]
     finally:
         program.stop(proc)

@@ -52,6 +52,20 @@ def test_a_child_returns_its_result_and_exits_zero() -> None:
 
 
 @pytest.mark.timeout(TIMEOUT_S)
+def test_a_child_imports_gymnasium_only_when_its_target_does() -> None:
+    # Registering dmxshm's envs imported gymnasium in every child: most of its start-up.
+    heavy = ["gymnasium", "pettingzoo", "numba", "pybullet", "PIL"]
+    with Supervisor() as sup:
+        bare = sup.start("worker-0", targets.imported, heavy)
+        gym = sup.start("worker-1", targets.registered_once_gymnasium_is_imported)
+        wait_until(sup, lambda: bare.ended and gym.ended)
+        assert bare.outcome is not None and bare.outcome.result == dict.fromkeys(heavy, False)
+        # A target that imports gymnasium still finds dmxshm's envs registered.
+        assert gym.outcome is not None and gym.outcome.result == {
+            "imported_before": False, "v0": True, "v1": True}
+
+
+@pytest.mark.timeout(TIMEOUT_S)
 def test_a_raising_child_reports_type_message_and_traceback() -> None:
     with Supervisor() as sup:
         child = sup.start("agent-1", targets.raises_value_error, "bad wheels")
