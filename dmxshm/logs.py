@@ -62,22 +62,20 @@ import psutil
 
 from dmxshm.errors import DmxError, RefusedError
 from dmxshm.pngio import encode_png
+from dmxshm.sim import sensing
 
 CONFIG_TOPIC = "/dmxshm/config"
 SUMMARY_TOPIC = "/dmxshm/summary"
 FLUSH_S = 0.25  # a part reaches its file at least this often (a killed process loses less)
 PNG_LEVEL = 1  # zlib level of logged camera frames: fast, about 2/3 of level 6's ratio
-SENSOR_TOPICS = ("camera", "imu", "encoders", "tof")
+SENSOR_TOPICS = sensing.SENSOR_NAMES  # /robotNN/<sensor>: the registry's timed sensors
 LOG_FORMAT = 2  # the layout of the topics above; replay checks it (2: every sample hashed)
 OWNER_FILE = "owner.json"  # in a parts folder: the run writing it (pid, start time)
 CUT_METADATA = "dmxshm.cut_parts"  # in a merged log: the parts that were cut short
 _SAME_START_S = 1.0  # a pid whose process started this close to the owner's is the owner
 
-_SCHEMAS: dict[str, dict[str, Any]] = {
+_SCHEMAS: dict[str, dict[str, Any]] = {  # a sensor's: its registration's (LogFields)
     "wheels": {"left_rad_s": "number", "right_rad_s": "number", "expired": "boolean"},
-    "imu": {"acceleration_m_s2": "array", "angular_velocity_rad_s": "array"},
-    "encoders": {"left_ticks": "integer", "right_ticks": "integer"},
-    "tof": {"range_m": "number"},
     "lights": {"front_left": "array", "front_right": "array", "back_left": "array",
                "back_right": "array"},
 }
@@ -240,7 +238,11 @@ def _owned_here(path: str, claim: str | None) -> bool:
 def _json_schema(kind: str) -> dict[str, Any]:
     props: dict[str, Any] = {"step": {"type": "integer"}, "sim_time_s": {"type": "number"},
                              "wall_time_s": {"type": "number"}}
-    props |= {k: {"type": v} for k, v in _SCHEMAS.get(kind, {}).items()}
+    fields = _SCHEMAS.get(kind)
+    if fields is None and kind in sensing.SENSOR_NAMES:
+        log = sensing.get(kind).log
+        fields = dict(log.types) if log is not None else None
+    props |= {k: {"type": v} for k, v in (fields or {}).items()}
     return {"type": "object", "properties": props}
 
 
@@ -388,23 +390,16 @@ class LogPart:
         for j, robot in enumerate(robots):
             o = obs[j]
             step = int(o["step"])
-            if "camera" in due and "camera" in names:
-                self._image(robot, o["camera"], float(o["camera_time_s"]), wall_ns)
             base = {"step": step, "wall_time_s": wall_s}
-            if "imu" in due:
-                imu = o["imu"].tolist()
-                self._channel(robot_topic(robot, "imu"), "imu").log(
-                    base | {"sim_time_s": float(o["imu_time_s"]),
-                            "acceleration_m_s2": imu[:3], "angular_velocity_rad_s": imu[3:]},
-                    log_time=wall_ns)
-            if "encoders" in due:
-                left, right = (int(v) for v in o["encoders"])
-                self._channel(robot_topic(robot, "encoders"), "encoders").log(
-                    base | {"sim_time_s": float(o["encoders_time_s"]),
-                            "left_ticks": left, "right_ticks": right}, log_time=wall_ns)
-            if "tof" in due:
-                self._channel(robot_topic(robot, "tof"), "tof").log(
-                    base | {"sim_time_s": float(o["tof_time_s"]), "range_m": float(o["tof_m"])},
+            for sensor in sensing.timed():
+                if sensor.name not in due or sensor.field not in names:
+                    continue
+                sim_time_s = float(o[sensor.time_field])
+                if sensor.log is None:  # the camera's image
+                    self._image(robot, o[sensor.field], sim_time_s, wall_ns)
+                    continue
+                self._channel(robot_topic(robot, sensor.name), sensor.name).log(
+                    base | {"sim_time_s": sim_time_s, **sensor.log.encode(o[sensor.field])},
                     log_time=wall_ns)
         self.seconds += time.perf_counter() - t0
         self._maybe_flush()

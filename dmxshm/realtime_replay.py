@@ -28,24 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dmxshm.network.taps.digest import (
-    SAMPLE_FIELDS,
-    PoseDigest,
-    SampleDigest,
-    StateDigest,
-    combine,
-)
+from dmxshm.network.taps.digest import PoseDigest, SampleDigest, StateDigest, combine
+from dmxshm.sim import sensing
+from dmxshm.sim.sensing import Reading
 
 if TYPE_CHECKING:
     from dmxshm.network.config import NetworkConfig
+    from dmxshm.world.world import World
 
 Recording = Any
 """A :class:`dmxshm.replay.Recording` (named, not imported: replay imports this module)."""
-
-_SAMPLE_DTYPES: dict[str, np.dtype[Any]] = {
-    "imu": np.dtype("<f4"), "encoders": np.dtype("<i8"), "tof": np.dtype("<f4"),
-    "camera": np.dtype("u1")}
-"""Each sensor's value type in an observation record (what the digest hashes)."""
 
 
 @dataclass(frozen=True)
@@ -112,18 +104,17 @@ def realtime_config(rec: Recording) -> NetworkConfig:
     return NetworkConfig(**given)
 
 
-class _Sensors:
-    """Recomputes samples from a state, as a realtime renderer and camera process do."""
+class _Sensors(sensing.Sensing):
+    """Recomputes samples from a state, as a realtime renderer and camera process do
+    (the registry's sensors), each scene set to a state only when a sensor reads it."""
 
     def __init__(self, cfg: NetworkConfig, camera: bool) -> None:
-        from dmxshm.matrix.sensors import TimeOfFlight
         from dmxshm.world.world import World
 
-        self.scene = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
-                           substeps=cfg.substeps)  # the renderer's: poses, for rays
-        self.tof = TimeOfFlight()
-        self.view = self.cameras = None
-        self.noise = cfg.sensor_noise()
+        # the renderer's: poses, for rays
+        super().__init__(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
+                               substeps=cfg.substeps), cfg.sensor_noise())
+        self.view: World | None = None
         try:
             if camera and cfg.camera_wh is not None:
                 self.view = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
@@ -134,42 +125,28 @@ class _Sensors:
             raise
         self._posed = self._viewed = -1
 
+    def scene(self, reading: Reading, full: bool) -> World:
+        if not full:
+            if self._posed != reading.step:
+                self.world.set_poses(reading.states, reading.sim_time_s)
+                self._posed = reading.step
+            return self.world
+        assert self.view is not None
+        if self._viewed != reading.step:
+            self.view.set_state(reading.states, reading.sim_time_s)
+            self._viewed = reading.step
+        return self.view
+
     def values(self, sensor: str, step: int, states: np.ndarray,
                robots: list[int], sim_time_s: float) -> list[np.ndarray]:
         """Sensor ``sensor``'s samples of ``robots`` from state ``step``, as the digest
         hashes them (the observation record's dtype)."""
-        from dmxshm.matrix.sensors import encoders_many, imu_many
-
         rows = states[np.asarray(robots, np.intp)]
-        noise = self.noise
-        if sensor == "imu":
-            acc, gyro = imu_many(rows)
-            if noise is not None:
-                acc, gyro = noise.imu_rows(robots, step, sim_time_s, acc, gyro)
-            both = np.concatenate([acc, gyro], axis=1).astype("<f4")
-            return list(both)
-        if sensor == "encoders":
-            ticks = encoders_many(rows)
-            if noise is not None:
-                ticks = noise.encoder_rows(robots, ticks)
-            return list(np.asarray(ticks, "<i8"))
-        if sensor == "tof":
-            if self._posed != step:
-                self.scene.set_poses(states, sim_time_s)
-                self._posed = step
-            ranges = self.tof.measure_many(self.scene.client, rows)
-            if noise is not None:
-                ranges = noise.tof_rows(robots, step, ranges, self.tof.max_range_m)
-            return list(np.array(ranges, dtype=np.float32))
-        assert self.cameras is not None and self.view is not None
-        if self._viewed != step:
-            self.view.set_state(states, sim_time_s)
-            self._viewed = step
-        images = np.zeros((len(robots), *self.cameras.shape), np.uint8)
-        return list(self.cameras.render(self.view, states, robots, step, images, sim_time_s))
+        return list(self.sample(sensor, Reading(states, tuple(robots), rows, step,
+                                                sim_time_s)))
 
     def close(self) -> None:
-        for world in (self.scene, self.view):
+        for world in (self.world, self.view):
             if world is not None:
                 world.close()
 
@@ -223,14 +200,11 @@ def camera_sample(data: bytes) -> Sample:
 
 
 def json_sample(sensor: str, d: dict[str, Any]) -> Sample:
-    """A logged IMU, encoder or time-of-flight reading (the log's JSON)."""
-    if sensor == "imu":
-        value: Any = [*d["acceleration_m_s2"], *d["angular_velocity_rad_s"]]
-    elif sensor == "encoders":
-        value = [d["left_ticks"], d["right_ticks"]]
-    else:
-        value = d["range_m"]
-    return Sample(int(d["step"]), round(float(d["sim_time_s"]) * 1e9), value)
+    """A logged reading of a timed sensor other than the camera (the log's JSON, read
+    by the sensor's :class:`~dmxshm.sim.sensing.LogFields`)."""
+    log = sensing.get(sensor).log
+    assert log is not None, f"{sensor} is not logged as JSON"
+    return Sample(int(d["step"]), round(float(d["sim_time_s"]) * 1e9), log.decode(d))
 
 
 def _logged(sensor: str, sample: Sample) -> np.ndarray:
@@ -239,7 +213,7 @@ def _logged(sensor: str, sample: Sample) -> np.ndarray:
         from dmxshm.pngio import decode_png
 
         return decode_png(sample.value)
-    return np.asarray(sample.value, _SAMPLE_DTYPES[sensor])
+    return np.asarray(sample.value, sensing.get(sensor).value_dtype)
 
 
 def _show(value: np.ndarray) -> str:
@@ -263,8 +237,7 @@ def replay_realtime(rec: Recording, camera: bool = True,
 
     cfg = realtime_config(rec)
     t0 = time.perf_counter()
-    made = [s for s in SAMPLE_FIELDS
-            if s != "camera" or (camera and cfg.camera_wh is not None)]
+    made = list(sensing.names(camera=camera and cfg.camera_wh is not None))
     # The run's own digest taps, fed what the replay recomputes.
     streams = SampleDigest(range(cfg.robots), made)
     state_digest = StateDigest(with_end=not cfg.spine_process)
@@ -338,7 +311,7 @@ def _check(result: RealtimeReplay, sensors: _Sensors,
     by_sensor: dict[str, list[tuple[int, Sample]]] = {}
     for robot, sensor, sample in due:
         by_sensor.setdefault(sensor, []).append((robot, sample))
-    for sensor in SAMPLE_FIELDS:  # in any order: each stream is a robot's sensor
+    for sensor in sensing.SENSOR_NAMES:  # in any order: each stream is a robot's sensor
         got = by_sensor.get(sensor)
         if not got:
             continue

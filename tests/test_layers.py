@@ -114,6 +114,8 @@ def test_the_leaves_import_nothing_of_dmxshm(graph: dict[str, set[str]]) -> None
     ("dmxshm.policies", ("dmxshm.policies", "dmxshm.world")),
     ("dmxshm.world", ("dmxshm.world", "dmxshm._pybullet")),
     ("dmxshm.matrix", ("dmxshm.matrix", "dmxshm.world", "dmxshm._pybullet", "dmxshm.pngio")),
+    ("dmxshm.sim", ("dmxshm.sim", "dmxshm.matrix", "dmxshm.world", "dmxshm._pybullet",
+                    "dmxshm.pngio")),
 ])
 def test_lower_layers_import_only_what_is_below(graph: dict[str, set[str]], layer: str,
                                                below: tuple[str, ...]) -> None:

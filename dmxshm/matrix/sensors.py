@@ -18,8 +18,9 @@ time of flight    range straight ahead, m, at most 1.2        15 Hz
                   (:class:`TimeOfFlight`)
 ================  ==========================================  =========
 
-The rates are the defaults of realtime mode; in gym mode every sensor
-produces once per step.
+The rates are the defaults of realtime mode (each sensor's registration in
+:mod:`dmxshm.sim.sensing`, whose ``DEFAULT_RATES_HZ`` lists them); in gym mode every
+sensor produces once per step.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dmxshm.world.robot import CHASSIS_FRONT_X_M
 from dmxshm.world.world import GRAVITY_M_S2
 
 __all__ = [
-    "CAMERA_RATE_HZ", "DEFAULT_RATES_HZ", "ENCODER_RATE_HZ", "ENCODER_TICKS_PER_REV",
+    "CAMERA_RATE_HZ", "ENCODER_RATE_HZ", "ENCODER_TICKS_PER_REV",
     "IMU_RATE_HZ", "TOF_MOUNT_M", "TOF_RATE_HZ", "Camera", "CameraError", "TimeOfFlight",
     "encoders", "encoders_many", "imu", "imu_many", "obs_dtype",
 ]
@@ -52,10 +53,6 @@ ENCODER_RATE_HZ = 30.0
 
 TOF_RATE_HZ = 15.0
 """Default time-of-flight rate."""
-
-DEFAULT_RATES_HZ = {"camera": CAMERA_RATE_HZ, "imu": IMU_RATE_HZ,
-                    "encoders": ENCODER_RATE_HZ, "tof": TOF_RATE_HZ}
-"""Default rate of each sensor, by the name used in observations and summaries."""
 
 ENCODER_TICKS_PER_REV = 135
 """Encoder ticks per wheel revolution (the Duckiebot's hall-effect encoders)."""

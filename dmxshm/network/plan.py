@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from dmxshm import settings
-from dmxshm.matrix.obs import obs_dtype
 from dmxshm.network.config import NetworkConfig, role_name
 from dmxshm.proc.gate import wait_for_start
+from dmxshm.sim.sensing import obs_dtype
 from dmxshm.world.state import ROBOT_STATE_DTYPE
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def state_slot_dtype(robots: int) -> np.dtype:
 
 
 def robot_obs_dtype(config: NetworkConfig) -> np.dtype:
-    """One robot's observation (see :mod:`dmxshm.matrix.obs`)."""
+    """One robot's observation (see :mod:`dmxshm.matrix.obs`; the sensors' registry makes it)."""
     return obs_dtype(config.camera_wh, route=config.route is not None)
 
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 from dmxshm.errors import RingClosedError, RingTimeoutError
-from dmxshm.matrix.sensors import TimeOfFlight, encoders_many, imu_many
+from dmxshm.matrix.obs import NEVER_S
 from dmxshm.network.config import NetworkConfig
 from dmxshm.network.plan import ObsLink, Plan
 from dmxshm.network.results import RendererResult
@@ -32,71 +33,38 @@ from dmxshm.network.taps.log import SampleLog
 from dmxshm.network.taps.record import Recorder
 from dmxshm.network.taps.view import SampleImages
 from dmxshm.shm.ring import Ring
+from dmxshm.sim import sensing
 from dmxshm.world.renderers import adopt_probe
 from dmxshm.world.routes import Routes
-from dmxshm.world.state import poses_2d, yaw_of
 from dmxshm.world.world import World
 
-SENSORS = ("camera", "imu", "encoders", "tof")
+SENSORS = sensing.SENSOR_NAMES
+"""The timed sensors (:data:`dmxshm.sim.sensing.SENSOR_NAMES`)."""
 
 
-class _Sensing:
-    """Fills observation records of this renderer's robots."""
+class _Sensing(sensing.Sensing):
+    """Fills observation records of this renderer's robots: the registry's sensors
+    (:class:`dmxshm.sim.sensing.Sensing`), timed."""
 
     def __init__(self, cfg: NetworkConfig, world: World) -> None:
-        self.world = world
         # keyed by robot and step: the same in every process
-        self.noise = noise = cfg.sensor_noise()
-        self.cameras = cfg.robot_cameras(noise)
-        self.tof = TimeOfFlight()
+        noise = cfg.sensor_noise()
         turns = cfg.route_turns
-        self.routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
-                       if turns is not None else None)
+        super().__init__(world, noise, cfg.robot_cameras(noise),
+                         Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
+                         if turns is not None else None)
         self.render_s = 0.0
         self.produced = dict.fromkeys(SENSORS, 0)
         self._index: dict[tuple[int, ...], np.ndarray] = {}
 
     def fill(self, obs: np.ndarray, robots: tuple[int, ...], states: np.ndarray,
-             step: int, sim_time_s: float, due: tuple[str, ...]) -> None:
+             step: int, sim_time_s: float, due: Sequence[str],
+             rows: np.ndarray | None = None) -> None:
         """Update the ``due`` sensors of ``robots`` in ``obs`` (one record each): each
-        sensor for every robot at once (one numpy pass, one batch of rays), the
-        camera robot by robot."""
+        sensor for every robot at once, the time it took counted."""
         t0 = time.perf_counter()
-        client = self.world.client
-        obs["step"] = step
-        obs["sim_time_s"] = sim_time_s
-        rows = states[self._rows(robots)]
-        noise = self.noise
-        if "camera" in due and self.cameras is not None:
-            self.cameras.render(self.world, states, robots, step, obs["camera"], sim_time_s)
-            obs["camera_time_s"] = sim_time_s
-        if "imu" in due:
-            acc, gyro = imu_many(rows)
-            if noise is not None:
-                acc, gyro = noise.imu_rows(robots, step, sim_time_s, acc, gyro)
-            obs["imu"][:, :3] = acc
-            obs["imu"][:, 3:] = gyro
-            obs["imu_time_s"] = sim_time_s
-        if "encoders" in due:
-            ticks = encoders_many(rows)
-            obs["encoders"] = ticks if noise is None else noise.encoder_rows(robots, ticks)
-            obs["encoders_time_s"] = sim_time_s
-        if "tof" in due:
-            ranges = self.tof.measure_many(client, rows)
-            obs["tof_m"] = ranges if noise is None else noise.tof_rows(
-                robots, step, ranges, self.tof.max_range_m)
-            obs["tof_time_s"] = sim_time_s
-        if self.routes is not None:  # every robot's routes, once a step
-            self.routes.see(step, poses_2d(states).tolist())
-            for j, robot in enumerate(robots):
-                obs["lane"][j] = self.routes.lane[robot]
-                obs["route"][j] = self.routes.route[robot]
-        elif "lane" in (obs.dtype.names or ()):
-            lane_pose = self.world.road_map.lane_pose
-            xy = rows["pos_m"][:, :2].tolist()
-            for j, yaw in enumerate(yaw_of(rows["quat_xyzw"]).tolist()):
-                lane = lane_pose(xy[j][0], xy[j][1], yaw)
-                obs["lane"][j] = (lane.offset_m, lane.heading_err_rad, float(lane.on_road))
+        super().fill(obs, robots, states, step, sim_time_s, due,
+                     states[self._rows(robots)] if rows is None else rows)
         self.render_s += time.perf_counter() - t0
 
     def _rows(self, robots: tuple[int, ...]) -> np.ndarray:
@@ -150,7 +118,7 @@ class Renderer(Role[RendererResult]):
         view = f"view.obs.{index}"
         # The sensors whose samples this renderer makes (in realtime the camera
         # process makes the images, and hashes them).
-        self.made = tuple(s for s in SENSORS if s != "camera" or renders)
+        self.made = sensing.names(camera=renders)
         self.digest = SampleDigest(self.robots, self.made)
         self.tap([self.digest, SampleLog(cfg.log, self.name) if cfg.log else None,
                   SampleImages(plan.ring(view), self.robots, self.name)
@@ -226,15 +194,14 @@ class Renderer(Role[RendererResult]):
         cfg, state_ring, camera_ring = self.cfg, self.state_ring, self.camera_ring
         # The sensors this loop times and makes itself; with a camera process the
         # camera's images arrive ready, each new one sent at once.
-        sensors = [s for s in SENSORS
-                   if s != "camera" or (cfg.camera_wh and camera_ring is None)]
+        sensors = list(sensing.names(camera=bool(cfg.camera_wh) and camera_ring is None))
         where = {r: j for j, r in enumerate(self.robots)}
         period = {s: 1.0 / cfg.sensor_rates_hz[s] for s in sensors}
         obs = [np.zeros((), ring.dtype) for ring in self.obs_rings]  # newest of every sensor
         for o in obs:
-            for s in SENSORS:
-                if f"{s}_time_s" in o.dtype["obs"].base.names:
-                    o["obs"][f"{s}_time_s"] = -1.0
+            for sensor in sensing.timed():
+                if sensor.time_field in o.dtype["obs"].base.names:
+                    o["obs"][sensor.time_field] = NEVER_S
         sources = list(zip(obs, self.links, self.obs_rings, strict=True))
         self.missed = missed = dict.fromkeys(sensors, 0)
         if camera_ring is not None:

@@ -20,6 +20,7 @@ from dmxshm.network.taps.digest import combine
 from dmxshm.pngio import contact_sheet, write_png
 from dmxshm.profiling import ProcessRow, ProfileReport
 from dmxshm.settings import JSON_SCHEMA_VERSION
+from dmxshm.sim import sensing
 from dmxshm.spine.network_spine import NetworkSpineResult
 from dmxshm.spine.report import no_nan
 from dmxshm.world.renderers import egl_device
@@ -259,7 +260,7 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         timing.framework_s = max(timing.step_s - work, 0.0)
         timing.framework_fraction = timing.framework_s / timing.step_s
     sensors: dict[str, SensorRate] = {}
-    names = ["camera", "imu", "encoders", "tof"] if cfg.camera_wh else ["imu", "encoders", "tof"]
+    names = sensing.names(camera=bool(cfg.camera_wh))
     for name in names:
         if cfg.mode == "gym":  # once a step: a step of dt_s, or of 1 / spine_hz with a spine
             configured = cfg.spine_hz if cfg.spine else 1.0 / cfg.dt_s

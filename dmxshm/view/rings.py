@@ -19,13 +19,15 @@ from typing import Any
 import numpy as np
 
 from dmxshm.shm.ring import Ring
+from dmxshm.sim.sensing import SENSOR_NAMES
 
 STATE_HZ = 30.0
 OBS_HZ = 10.0
 META_BYTES = 16384
 META = "view.meta"
 STATE = "view.state"
-SENSORS = ("camera", "imu", "encoders", "tof")
+SENSORS = SENSOR_NAMES
+"""The sensors whose counts ``view.obs.R`` carries, in this order (the registry's)."""
 META_DTYPE = np.dtype([("json", f"S{META_BYTES}")])
 
 

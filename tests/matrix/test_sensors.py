@@ -1,4 +1,4 @@
-"""IMU, wheel encoders, time of flight, default rates."""
+"""IMU, wheel encoders, time of flight (their default rates: tests/sim/test_sensing.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from dmxshm.matrix.sensors import (
-    DEFAULT_RATES_HZ,
     ENCODER_TICKS_PER_REV,
     TOF_MOUNT_M,
     TimeOfFlight,
@@ -31,10 +30,6 @@ TOF = TimeOfFlight()
 def world() -> Iterator[World]:
     with World(LOOP, 2, seed=0) as w:
         yield w
-
-
-def test_default_rates() -> None:
-    assert DEFAULT_RATES_HZ == {"camera": 30.0, "imu": 100.0, "encoders": 30.0, "tof": 15.0}
 
 
 @pytest.mark.parametrize("gap_m", [0.1, 0.4, 0.8, 1.1])

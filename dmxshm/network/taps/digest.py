@@ -27,11 +27,11 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from dmxshm.network.taps import Tap, poses_of
+from dmxshm.sim import sensing
 
-SAMPLE_FIELDS = {"camera": "camera", "imu": "imu", "encoders": "encoders", "tof": "tof_m"}
-"""Each sensor's value in an observation record (what a sample of it is)."""
-STREAM_ORDER = tuple(SAMPLE_FIELDS)
-"""The sensors' order in :func:`combine`."""
+STREAM_ORDER = sensing.SENSOR_NAMES
+"""The sensors' order in :func:`combine`: the registry's (a sensor's sample is its
+:attr:`~dmxshm.sim.sensing.Sensor.field` in the observation record)."""
 VERSION = b"dmxshm trajectory digest 2\0"
 """What :func:`combine` starts with: a digest of another layout never equals one of this."""
 
@@ -141,7 +141,7 @@ class SampleDigest(Tap):
         for sensor in due:
             # One copy of the field for all robots, cut per robot (numpy's per-row
             # indexing cost more than the hashing at a few robots).
-            values = obs[SAMPLE_FIELDS[sensor]].tobytes()
+            values = obs[sensing.get(sensor).field].tobytes()
             size = len(values) // len(robots)
             for j, robot in enumerate(robots):
                 self.add(robot, sensor, step, values[j * size:(j + 1) * size])
