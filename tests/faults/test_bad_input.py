@@ -16,14 +16,13 @@ import pytest
 
 from dmxshm.network import CommandsRejectedError, Network, NetworkConfig, NetworkError
 from dmxshm.shm.names import list_entries
+from tests.networks import runner
 
 RUN_TIMEOUT_S = 120
 SMALL = dict(camera=(0, 0), steps=12, wait_timeout_s=5.0)
 
 
-def run(**kw: object):  # noqa: ANN201
-    with Network(NetworkConfig(**{**SMALL, **kw})) as net:
-        return net.run()
+run = runner(**SMALL)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

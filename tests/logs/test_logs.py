@@ -23,14 +23,13 @@ from dmxshm.cli import cli  # noqa: E402
 from dmxshm.network import Network, NetworkConfig, NetworkError  # noqa: E402
 from dmxshm.replay import ReplayError, load, replay  # noqa: E402
 from dmxshm.shm.names import list_entries  # noqa: E402
+from tests.networks import runner  # noqa: E402
 
 RUN_TIMEOUT_S = 120
 SENSORS = ("camera", "imu", "encoders", "tof")
 
 
-def run(**kw: object):  # noqa: ANN201
-    with Network(NetworkConfig(**{"camera": (32, 24), "wait_timeout_s": 5.0, **kw})) as net:
-        return net.run()
+run = runner(camera=(32, 24), wait_timeout_s=5.0)
 
 
 def decoded(path: str) -> dict[str, list]:

@@ -15,6 +15,7 @@ from dmxshm.network.taps.digest import SampleDigest, StateDigest, combine
 from dmxshm.world.renderers import RendererError
 from dmxshm.world.state import rest_states
 from dmxshm.world.world import World
+from tests.networks import runner
 
 RUN_TIMEOUT_S = 120
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -58,11 +59,8 @@ def test_one_pixel_one_imu_sample_one_command_or_one_state_field_changes_it() ->
     assert before not in changed and len(changed) == 4
 
 
-def run(**kw: object):  # noqa: ANN201
-    cfg = {"robots": 3, "steps": 20, "camera": (32, 24), "agent": "random", "seed": 5,
-           "wait_timeout_s": 10.0, **kw}
-    with Network(NetworkConfig(**cfg)) as net:  # type: ignore[arg-type]
-        return net.run()
+run = runner(robots=3, steps=20, camera=(32, 24), agent="random", seed=5,
+             wait_timeout_s=10.0)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

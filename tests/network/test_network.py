@@ -20,6 +20,7 @@ from dmxshm.network import (
 )
 from dmxshm.network.policies import AgentError
 from dmxshm.shm.names import list_entries
+from tests.networks import runner
 
 RUN_TIMEOUT_S = 120
 # A run's processes take about a second to start; a failure must end it
@@ -28,9 +29,7 @@ DETECT_S = 2.0
 SMALL = dict(camera=(32, 24), steps=40, wait_timeout_s=5.0)
 
 
-def run(**kw: object):  # noqa: ANN201
-    with Network(NetworkConfig(**{**SMALL, **kw})) as net:
-        return net.run()
+run = runner(**SMALL)
 
 
 def no_entries_of(pid: int) -> bool:

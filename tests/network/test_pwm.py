@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from dmxshm.cli import EXIT_USAGE, cli
-from dmxshm.network import Network, NetworkConfig
 from tests import procs
+from tests.networks import runner
 
 pytestmark = pytest.mark.timeout(120)
 CLIENTS = str(Path(__file__).parents[1] / "slot_clients.py")
@@ -20,11 +20,7 @@ CLIENTS = str(Path(__file__).parents[1] / "slot_clients.py")
 K, RADIUS_M = 27.0, 0.0318
 
 
-def run(**kw: object) -> object:
-    base: dict[str, object] = dict(mode="gym", robots=2, steps=150, camera=(0, 0),
-                                   wait_timeout_s=20.0)
-    with Network(NetworkConfig(**{**base, **kw})) as net:  # type: ignore[arg-type]
-        return net.run()
+run = runner(mode="gym", robots=2, steps=150, camera=(0, 0), wait_timeout_s=20.0)
 
 
 def test_built_in_agents_drive_in_pwm_as_in_wheel_speed() -> None:

@@ -13,16 +13,14 @@ from click.testing import CliRunner
 from dmxshm.cli import cli
 from dmxshm.network import ConfigError, Network, NetworkConfig
 from dmxshm.world import randomize as rand
+from tests.networks import runner
 
 RUN_TIMEOUT_S = 120
 EXIT_USAGE = 2
 
 
-def run(**kw: object):  # noqa: ANN201
-    cfg = {"robots": 3, "steps": 25, "camera": (32, 24), "agent": "random", "seed": 5,
-           "wait_timeout_s": 10.0, "action": "pwm", "randomize": True, **kw}
-    with Network(NetworkConfig(**cfg)) as net:  # type: ignore[arg-type]
-        return net.run()
+run = runner(robots=3, steps=25, camera=(32, 24), agent="random", seed=5,
+             wait_timeout_s=10.0, action="pwm", randomize=True)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

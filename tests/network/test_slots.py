@@ -22,6 +22,7 @@ from dmxshm.network.runs import live_runs
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.names import list_entries
 from tests import procs
+from tests.networks import run
 
 pytestmark = pytest.mark.timeout(120)
 CLIENTS = str(Path(__file__).parents[1] / "slot_clients.py")
@@ -45,11 +46,6 @@ def gym(name: str, **kw: object) -> NetworkConfig:
     base: dict[str, object] = dict(mode="gym", robots=3, steps=40, camera=(0, 0), name=name,
                                    wait_timeout_s=20.0, connect_timeout_s=30.0)
     return NetworkConfig(**{**base, **kw})  # type: ignore[arg-type]
-
-
-def run(cfg: NetworkConfig) -> dmxshm.network.Summary:
-    with Network(cfg) as net:
-        return net.run()
 
 
 def test_an_external_agent_gives_the_digest_of_the_same_policy_built_in() -> None:
