@@ -51,6 +51,7 @@ from gymnasium import spaces
 from dmxshm.batch.env import STATE_FIELDS, STATE_HIGH, STATE_LOW, DuckieLaneEnv
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import Noise
+from dmxshm.sim.robots import apply_physics, robot_make
 from dmxshm.world import randomize as rand
 from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
@@ -203,24 +204,18 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         """Apply one draw of :mod:`~dmxshm.world.randomize` (None: the nominal robot) to
         the robot just placed; its motor model and noise model."""
         self._params = params or {}
-        motor, noise_model = self.motor, DUCKIEBOT_NOISE
         self._lut, self._shades = None, None
-        physics = params or rand.NOMINAL
-        self.world.set_robot_physics(0, physics["friction"], physics["mass"],
-                                     physics["wheel_radius"])
+        make = robot_make(params, self.motor)
+        apply_physics(self.world, [0], [make])
         if params is not None:
-            motor = MotorModel(gain=params["motor_gain"], trim=params["motor_trim"],
-                               lag_s=params["motor_lag_s"] if self.motor.lag_s else 0.0,
-                               dead_band=self.motor.dead_band)
-            noise_model = DUCKIEBOT_NOISE.scaled(params["noise_scale"])
             if self._base_camera is not None:
                 self.camera = self._base_camera.jittered(
                     params["camera_height_m"], params["camera_tilt_deg"],
                     params["camera_focal_scale"], params["light_azimuth_deg"])
             self._lut = rand.appearance_lut(params)
             self._shades = rand.shades(params)
-        self._motors = Motors(motor, 1, self.world.dt_s)
-        return motor, noise_model
+        self._motors = Motors(make.motor, 1, self.world.dt_s)
+        return make.motor, make.noise
 
     def step_wheels(self, left: float, right: float
                     ) -> tuple[Any, float, bool, bool, dict[str, Any]]:

@@ -36,11 +36,11 @@ from dmxshm.batch.env_v1 import STATE_FIELDS_V1, STATE_HIGH_V1, STATE_LOW_V1, se
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import Camera, quat_matrix
 from dmxshm.matrix.cameras import RobotCameras
-from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
+from dmxshm.sim.robots import apply_physics, robot_makes
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
@@ -217,20 +217,11 @@ class MultiLane:
     def _randomize(self) -> tuple[list[MotorModel], list[Any]]:
         """Each robot's draw applied: physics, motors, noise (the nominal robot
         without a draw)."""
-        models, noise_models = [], []
-        for i in range(self.robots):
-            p = self._params[i] if self._params else rand.NOMINAL
-            self.world.set_robot_physics(i, p["friction"], p["mass"], p["wheel_radius"])
-            if self._params:
-                models.append(MotorModel(gain=p["motor_gain"], trim=p["motor_trim"],
-                                         lag_s=p["motor_lag_s"] if self.motor.lag_s else 0.0,
-                                         dead_band=self.motor.dead_band))
-                noise_models.append(DUCKIEBOT_NOISE.scaled(p["noise_scale"]))
-            else:
-                models.append(self.motor)
-                noise_models.append(DUCKIEBOT_NOISE)
+        makes = robot_makes(self._params or None, self.robots, self.motor)
+        apply_physics(self.world, range(self.robots), makes)
+        models = [make.motor for make in makes]
         self._motors = Motors(models, self.robots, self.world.dt_s)
-        return models, noise_models
+        return models, [make.noise for make in makes]
 
     def step(self, actions: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
                                                  list[dict[str, Any]]]:

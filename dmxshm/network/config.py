@@ -20,12 +20,12 @@ from dmxshm import settings
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.cameras import RobotCameras
-from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.network.runs import NAME_RE, check_name
 from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
+from dmxshm.sim.robots import RobotMake, apply_physics, robot_makes
 from dmxshm.sim.sensing import DEFAULT_RATES_HZ
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
@@ -370,31 +370,33 @@ class NetworkConfig:
             return None
         return rand.robot_draws(self.randomize, self.seed, self.robots)
 
+    @functools.cached_property
+    def robot_makes(self) -> list[RobotMake]:
+        """Each robot as its draw makes it (:func:`dmxshm.sim.robots.robot_make`: its
+        motor model, noise model and physics; nominal without ``randomize``)."""
+        return robot_makes(self.robot_params, self.robots, self.motor)
+
     @property
     def motor_models(self) -> list[MotorModel] | MotorModel:
         """The motor model of each robot (randomised), or the one of every robot."""
-        params, base = self.robot_params, self.motor
-        if params is None or self.action != "pwm":
-            return base
-        return [MotorModel(gain=p["motor_gain"], trim=p["motor_trim"],
-                           lag_s=p["motor_lag_s"] if base.lag_s else 0.0,
-                           dead_band=base.dead_band, k=base.k, limit=base.limit)
-                for p in params]
+        if self.robot_params is None or self.action != "pwm":
+            return self.motor
+        return [make.motor for make in self.robot_makes]
 
     def set_robot_physics(self, world: World) -> None:
         """Give ``world``'s robots their randomised friction, mass and wheel radius
-        (an engine's world, a replay's: every world that steps physics)."""
-        for robot, p in enumerate(self.robot_params or ()):
-            world.set_robot_physics(robot, p["friction"], p["mass"], p["wheel_radius"])
+        (an engine's world, a replay's: every world that steps physics); nominal
+        robots keep the world's own."""
+        if self.robot_params is not None:
+            apply_physics(world, range(self.robots), self.robot_makes)
 
     def sensor_noise(self) -> Noise | None:
         """The run's sensor noise (each robot's ``noise_scale`` drawn where randomised),
         or None with ``noise`` off."""
         if not self.noise:
             return None
-        params = self.robot_params
-        return Noise(self.seed, robot_models=None if params is None else
-                     [DUCKIEBOT_NOISE.scaled(p["noise_scale"]) for p in params])
+        return Noise(self.seed, robot_models=None if self.robot_params is None else
+                     [make.noise for make in self.robot_makes])
 
     def robot_cameras(self, noise: Noise | None) -> RobotCameras | None:
         """Every robot's camera (its jitter and appearance where randomised) with
