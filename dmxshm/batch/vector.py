@@ -1,7 +1,10 @@
 """Batch mode: a Gymnasium ``VectorEnv`` of DuckieLane worlds over shared memory.
 
 ``make_vec(num_envs, num_workers)`` shards N worlds over W worker processes
-(default: one per CPU this process may run on, its affinity: never more).
+(default: one per CPU this process may run on, its affinity: never more), or
+with ``num_workers=0`` steps them in the calling process
+(:mod:`dmxshm.batch.serial`: the worker's own code, run where the parent would wake a
+worker; the same rows bit for bit).
 Actions, observations, rewards and flags live in shared-memory arrays; a
 step is one semaphore post to each worker and one back, and nothing is
 pickled on the step path.
@@ -94,6 +97,7 @@ from gymnasium.vector.utils import batch_space
 from dmxshm import settings
 from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
 from dmxshm.batch.completions import Collector
+from dmxshm.batch.serial import Memory, Serial
 from dmxshm.batch.worker import (
     AGENT_FIELDS,
     ALL_INFO,
@@ -105,7 +109,9 @@ from dmxshm.batch.worker import (
     STEP,
     Arrays,
     BatchPorts,
+    NoPost,
     fields,
+    open_shard,
     rand_names,
     render_shape,
     run_worker,
@@ -149,18 +155,19 @@ def _resolve_spin_s(spin_us: float | None) -> float:
 
 
 def _worker_count(num_workers: int | None) -> int:
-    """``num_workers``, or one per usable CPU for None.
+    """``num_workers``, or one per usable CPU for None (0: the in-process batch).
 
     Raises:
-        ValueError: anything else than None or an integer >= 1 (0 never means "auto").
+        ValueError: anything else than None or an integer >= 0 (0 never means "auto").
     """
     if num_workers is None:
         return len(usable_cpus())
     if isinstance(num_workers, (bool, np.bool_)) or not isinstance(num_workers,
                                                                      (int, np.integer)) \
-            or num_workers < 1:
+            or num_workers < 0:
         raise ValueError(f"num_workers must be None (one worker per usable CPU, here "
-                         f"{len(usable_cpus())}) or an integer >= 1, not {num_workers!r}")
+                         f"{len(usable_cpus())}), 0 (the envs step in this process) or "
+                         f"an integer >= 1, not {num_workers!r}")
     return int(num_workers)
 
 
@@ -213,7 +220,6 @@ class DmxVectorEnv(VectorEnv):
                  version: str | None = None, robots_per_world: int | None = None,
                  **env_kwargs: Any) -> None:
         from dmxshm.batch import kinds
-        from dmxshm.world.renderers import egl_device
 
         group = _robots_per_world(robots_per_world, num_envs, version, env_kwargs)
         version = version or ("v1" if group else "v0")
@@ -229,6 +235,7 @@ class DmxVectorEnv(VectorEnv):
         self._multi = group is not None
         self.num_worlds = num_envs // self.robots_per_world
         workers = min(_worker_count(num_workers), self.num_worlds)
+        shards = max(workers, 1)  # the in-process batch (0 workers) is one shard
         if batch_size is None:
             batch_size = num_envs
         if not 1 <= batch_size <= num_envs:
@@ -254,7 +261,7 @@ class DmxVectorEnv(VectorEnv):
         # envs whose episode ended and that were not reset since (DISABLED autoreset)
         self._ended = np.zeros(num_envs, dtype=np.bool_)
         self._final = mode == AutoresetMode.SAME_STEP
-        self._meter = BreakdownMeter(workers) if breakdown else None
+        self._meter = BreakdownMeter(shards) if breakdown else None
         kwargs = kinds.env_kwargs(version, obs, camera, env_kwargs)
         if group:
             single_space = kinds.multi("space")
@@ -284,47 +291,62 @@ class DmxVectorEnv(VectorEnv):
         self._registry = Registry()
         self._supervisor = Supervisor()
         self._workers: list[Child] = []
+        self._serial: Serial | None = None  # the in-process batch's shard
         self.closed = False
         try:
             self.render_mode = env_kwargs.get("render_mode")
             render = render_shape(num_envs, kwargs)
-            seg = self._registry.create_segment(
-                "batch", Arrays.size(num_envs, self._fields, workers, render, self._final,
-                                     len(self._rand_names), self._multi))
-            self._arrays = Arrays(seg, num_envs, self._fields, workers, render, self._final,
+            size = Arrays.size(num_envs, self._fields, shards, render, self._final,
+                               len(self._rand_names), self._multi)
+            memory: Any = (Memory(size) if workers == 0
+                           else self._registry.create_segment("batch", size))
+            self._arrays = Arrays(memory, num_envs, self._fields, shards, render, self._final,
                                   len(self._rand_names), self._multi)
             self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
-            token = self._registry.token
-            ports = BatchPorts(arrays=seg.name, ready=make_name(token, "batch.ready"),
-                               done=make_name(token, "batch.done"),
-                               go=tuple(make_name(token, f"batch.go.{w}")
-                                        for w in range(workers)))
-            self._ready = self._registry.create_semaphore(ports.ready, 0)
-            self._done = self._registry.create_semaphore(ports.done, 0)
-            self._go: list[Any] = [self._registry.create_semaphore(name, 0)
-                                   for name in ports.go]
-            r = self.robots_per_world  # each worker holds whole worlds
+            r = self.robots_per_world  # each shard holds whole worlds
             bounds = [(int(b[0]) * r, (int(b[-1]) + 1) * r)
-                      for b in np.array_split(np.arange(self.num_worlds), workers)]
-            self._owner = np.repeat(np.arange(workers), [hi - lo for lo, hi in bounds]).tolist()
+                      for b in np.array_split(np.arange(self.num_worlds), shards)]
+            self._owner = np.repeat(np.arange(shards), [hi - lo for lo, hi in bounds]).tolist()
             self._collector = Collector(self._arrays.views, bounds)
             rows = np.arange(num_envs)
             self._world_of, self._agent_of = rows // r, rows % r
-            for w, (lo, hi) in enumerate(bounds):
-                self._workers.append(self._supervisor.start(
-                    f"batch-{w}", run_worker, w, ports, lo, hi,
-                    num_envs, workers, {**kwargs, "version": self.version}, os.getpid(),
-                    self._spin_s, mode.value,
-                    egl_device(), group,
-                    # An owner killed (Ray kills an actor so) cannot unlink: its workers,
-                    # told by SIGTERM, unlink the batch's objects.
-                    death_signal=signal.SIGTERM))
+            if workers == 0:
+                # The worker body in this process: its go post runs it (batch.serial).
+                self._serial = Serial(open_shard(
+                    0, memory, 0, num_envs, num_envs, 1, {**kwargs, "version": self.version},
+                    mode.value, group, ready=NoPost(), done=NoPost()))
+                self._go: list[Any] = [self._serial]
+                self._ready = self._done = NoPost()
+            else:
+                self._start_workers(memory.name, workers, bounds, kwargs, mode, group)
             self._profiler: Profiler | None = None
             if profile:
                 self._start_profiler(profile_interval_s)
         except BaseException:
             self.close()
             raise
+
+    def _start_workers(self, arrays: str, workers: int, bounds: list[tuple[int, int]],
+                       kwargs: dict[str, Any], mode: AutoresetMode, group: int | None) -> None:
+        """Start one worker process per shard of ``bounds``, over the segment ``arrays``."""
+        from dmxshm.world.renderers import egl_device
+
+        token = self._registry.token
+        ports = BatchPorts(arrays=arrays, ready=make_name(token, "batch.ready"),
+                           done=make_name(token, "batch.done"),
+                           go=tuple(make_name(token, f"batch.go.{w}") for w in range(workers)))
+        self._ready = self._registry.create_semaphore(ports.ready, 0)
+        self._done = self._registry.create_semaphore(ports.done, 0)
+        self._go = [self._registry.create_semaphore(name, 0) for name in ports.go]
+        for w, (lo, hi) in enumerate(bounds):
+            self._workers.append(self._supervisor.start(
+                f"batch-{w}", run_worker, w, ports, lo, hi,
+                self.num_envs, workers, {**kwargs, "version": self.version}, os.getpid(),
+                self._spin_s, mode.value,
+                egl_device(), group,
+                # An owner killed (Ray kills an actor so) cannot unlink: its workers,
+                # told by SIGTERM, unlink the batch's objects.
+                death_signal=signal.SIGTERM))
 
     # -- profiling -------------------------------------------------------------
     def _start_profiler(self, interval_s: float) -> None:
@@ -809,6 +831,9 @@ class DmxVectorEnv(VectorEnv):
         collector = self._collector
         try:
             while not collector.ready_for(k):
+                if self._serial is not None:  # it ran every env it was sent at the send
+                    raise DmxError(f"the in-process batch holds {len(collector.finished)} "
+                                   f"finished env(s), not the {k} it waits for")
                 wait_semaphore(self._ready, max(deadline - time.monotonic(), 0.0),
                                check=self._check_workers, on_timeout=self._recv_timed_out)
         finally:
@@ -895,6 +920,9 @@ class DmxVectorEnv(VectorEnv):
             if getattr(self, "_profiler", None) is not None:
                 self._profile_stop.set()
                 self._profile_thread.join(5.0)
+            serial, self._serial = getattr(self, "_serial", None), None
+            if serial is not None:
+                serial.shard.close()
             if workers:
                 self._arrays.views["command"][:] = CLOSE
                 for child, sem in zip(workers, self._go, strict=False):  # a partial init
@@ -930,8 +958,11 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
     go to each env.
 
     ``num_workers``: worker processes, an integer >= 1 (at most ``num_envs`` are
-    used), or None for one per usable CPU. ``batch_size`` (default ``num_envs``) is
-    how many envs :meth:`DmxVectorEnv.recv` returns in the asynchronous API.
+    used), or None (the default) for one per usable CPU; 0 steps every env in this
+    process (:mod:`dmxshm.batch.serial`: the workers' own code, so the same rows bit
+    for bit in every autoreset mode and through ``send``/``recv``; no process starts,
+    nothing in ``/dev/shm``, an env's error raised as it is). ``batch_size`` (default
+    ``num_envs``) is how many envs :meth:`DmxVectorEnv.recv` returns in the asynchronous API.
 
     ``robots_per_world=R``: a multi-agent batch for parameter sharing. Its
     ``num_envs`` rows are the robots of ``num_envs / R`` worlds
@@ -939,7 +970,7 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
     with the others); see the module docstring.
 
     Raises:
-        ValueError: ``num_workers`` is 0 or negative, or not an integer;
+        ValueError: ``num_workers`` is negative, or not an integer;
             ``robots_per_world`` below 1, or ``num_envs`` not a multiple of it.
         MultiLaneError: more robots per world than the map holds.
     """

@@ -190,8 +190,10 @@ class Shard:
 
     def __init__(self, index: int, lo: int, hi: int, v: dict[str, np.ndarray],
                  envs: list[Any], render: tuple[int, ...] | None, ready: Any,
-                 mode: str = NEXT_STEP) -> None:
-        self.lo, self.hi = lo, hi
+                 mode: str = NEXT_STEP, done: Any = None) -> None:
+        self.index, self.lo, self.hi = index, lo, hi
+        self.done = done
+        self.last_sequence = 0
         self.v, self.envs, self.render_shape = v, envs, render
         self.mode = mode
         self.pending_reset = [False] * len(envs)
@@ -212,6 +214,46 @@ class Shard:
         those envs', ``obs`` one per env), or of the ``prefix``-ed ones."""
         for key in self.keys:
             self.v[prefix + key][i] = obs[key[4:]] if key != "obs:" else obs
+
+    def serve(self, t_start: float) -> bool:
+        """Carry out the parent's command for this shard (the word at ``command[index]``,
+        taken at ``t_start``); False for ``CLOSE``.
+
+        The body of a worker's loop (:func:`run_worker`), and all of the in-process
+        batch's (:mod:`dmxshm.batch.serial`), which calls it where it would post
+        ``go``. The command is one word, ``sequence << 8 | command``: a whole-shard
+        command runs once per sequence number (a wake-up left over from asynchronous
+        sends never runs it twice); ``PENDING`` steps the envs the parent sent.
+        """
+        v, index = self.v, self.index
+        word = int(v["command"][index])
+        command, sequence = word & 0xFF, word >> 8
+        if command == CLOSE:
+            return False
+        if command == PENDING:
+            self.run_pending()
+            return True
+        if sequence == self.last_sequence:
+            return True  # a wake-up left from asynchronous sends
+        self.last_sequence = sequence
+        self.run(command)
+        v["t_start"][index] = t_start  # when the command was taken, when the shard was done
+        v["t_done"][index] = time.perf_counter()
+        # The parent sleeps until every shard is done; the worker that sees
+        # it posts. Store, full fence, load (each worker): at least one of
+        # the last two sees the other's store, so the post is never missed
+        # (both may post: the parent then finds a token to spare).
+        finished = v["finished"]
+        finished[index] = sequence
+        full_fence()
+        if (finished == sequence).all():
+            self.done.release()
+        return True
+
+    def close(self) -> None:
+        """Close every env of the shard."""
+        for env in self.envs:
+            env.close()
 
     def run(self, command: int) -> None:
         """One synchronous command for the whole shard."""
@@ -327,54 +369,72 @@ class Shard:
         self.announcer.announce(envs)
 
 
-def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers: int,
-               env_kwargs: dict[str, Any], parent_pid: int, spin_s: float,
-               mode: str = NEXT_STEP, egl_device: str | None = None,
-               robots_per_world: int | None = None) -> None:
-    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1`` (with
-    ``robots_per_world``, the rows ``lo`` to ``hi - 1``: whole multi-robot worlds,
-    :class:`~dmxshm.marl.shard.WorldShard`).
+class NoPost:
+    """A semaphore nobody waits on: the in-process batch's ``ready`` and ``done`` (its
+    caller is the one who would wait, and it is the one who runs the shard)."""
 
-    The parent's command for this worker is one word, ``sequence << 8 |
-    command``: a whole-shard command runs once per sequence number (a wake-up
-    left over from asynchronous sends never runs it twice); ``PENDING`` scans
-    the envs the parent sent. ``egl_device``: the parent's EGL probe result
-    (:func:`dmxshm.world.renderers.egl_device`), so the worker does not probe again.
+    def release(self) -> None:
+        pass
+
+
+def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
+               env_kwargs: dict[str, Any], mode: str, robots_per_world: int | None,
+               ready: Any, done: Any) -> Shard:
+    """Shard ``index``: its envs made (the rows ``lo`` to ``hi - 1``; with
+    ``robots_per_world``, whole multi-robot worlds,
+    :class:`~dmxshm.marl.shard.WorldShard`) over the batch's arrays in ``memory`` (a
+    :class:`~dmxshm.shm.segment.Segment`, or the in-process batch's memory), posting
+    ``ready`` and ``done`` as :class:`~dmxshm.batch.completions.Announcer` and
+    :meth:`Shard.serve` say. A worker's, or the in-process batch's only one.
     """
-    from dmxshm.batch.env import DuckieLaneEnv
-    from dmxshm.batch.kinds import env_class
-    from dmxshm.world.renderers import adopt_probe
+    from dmxshm.batch.kinds import env_class, multi
 
-    adopt_probe(egl_device)
-    envs: list[DuckieLaneEnv] = []
     env_kwargs = dict(env_kwargs)
     env_type = env_class(env_kwargs.pop("version", "v0"))
+    render = render_shape(n, env_kwargs)
+    envs: list[Any] = []
     try:
-        seg = Segment.attach(ports.arrays)
-        render = render_shape(n, env_kwargs)
         if robots_per_world is None:
             envs = [env_type(**env_kwargs) for _ in range(lo, hi)]
             space = envs[0].observation_space
         else:
-            from dmxshm.batch.kinds import multi
-
             envs = [multi("world")(robots_per_world, **env_kwargs)
                     for _ in range(lo, hi, robots_per_world)]
             space = multi("space")(envs[0])
-        arrays = Arrays(seg, n, fields(space), workers, render,
+        arrays = Arrays(memory, n, fields(space), shards, render,
                         params=len(rand_names(envs[0])),
                         final=mode == SAME_STEP, agents=robots_per_world is not None)
-        v = arrays.views
-        go = posix_ipc.Semaphore(ports.go[index])
-        done = posix_ipc.Semaphore(ports.done)
-        finished = v["finished"]
-        ready = posix_ipc.Semaphore(ports.ready)
         if robots_per_world is None:
-            shard = Shard(index, lo, hi, v, envs, render, ready, mode)
-        else:
-            shard = multi("shard")(index, lo, hi, v, envs, robots_per_world, ready, mode)
-        last_sequence = 0
+            return Shard(index, lo, hi, arrays.views, envs, render, ready, mode, done)
+        shard: Shard = multi("shard")(index, lo, hi, arrays.views, envs, robots_per_world,
+                                      ready, mode, done)
+        return shard
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
 
+
+def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers: int,
+               env_kwargs: dict[str, Any], parent_pid: int, spin_s: float,
+               mode: str = NEXT_STEP, egl_device: str | None = None,
+               robots_per_world: int | None = None) -> None:
+    """Main loop of batch worker ``index``: worlds ``lo`` to ``hi - 1`` (see
+    :func:`open_shard`), each command carried out by :meth:`Shard.serve`.
+
+    ``egl_device``: the parent's EGL probe result
+    (:func:`dmxshm.world.renderers.egl_device`), so the worker does not probe again.
+    """
+    from dmxshm.world.renderers import adopt_probe
+
+    adopt_probe(egl_device)
+    shard: Shard | None = None
+    try:
+        seg = Segment.attach(ports.arrays)
+        go = posix_ipc.Semaphore(ports.go[index])
+        shard = open_shard(index, seg, lo, hi, n, workers, env_kwargs, mode, robots_per_world,
+                           ready=posix_ipc.Semaphore(ports.ready),
+                           done=posix_ipc.Semaphore(ports.done))
         while True:
             poll(go, spin_s)
             while True:  # wait for a command; give up if the parent is gone
@@ -384,35 +444,15 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
                 except posix_ipc.BusyError:
                     if os.getppid() != parent_pid:
                         return
-            t_start = time.perf_counter()
-            word = int(v["command"][index])
-            command, sequence = word & 0xFF, word >> 8
-            if command == CLOSE:
+            if not shard.serve(time.perf_counter()):
                 break
-            if command == PENDING:
-                shard.run_pending()
-                continue
-            if sequence == last_sequence:
-                continue  # a wake-up left from asynchronous sends
-            last_sequence = sequence
-            shard.run(command)
-            v["t_start"][index] = t_start  # when the command was taken, when the shard was done
-            v["t_done"][index] = time.perf_counter()
-            # The parent sleeps until every shard is done; the worker that sees
-            # it posts. Store, full fence, load (each worker): at least one of
-            # the last two sees the other's store, so the post is never missed
-            # (both may post: the parent then finds a token to spare).
-            finished[index] = sequence
-            full_fence()
-            if (finished == sequence).all():
-                done.release()
     finally:
         # A dying parent sends its death signal once per thread that exits:
         # the clean-up below must not be cut short by the next one.
         ignore_stop_signals()
         signalled = isinstance(sys.exc_info()[1], Terminated)
-        for env in envs:
-            env.close()
+        if shard is not None:
+            shard.close()
         if parent_gone(parent_pid, wait_s=PARENT_GONE_WAIT_S if signalled else 0.0):
             # It died without unlinking (SIGKILL: a killed Ray actor, the OOM
             # killer). Every worker gets here (death signal, or the liveness

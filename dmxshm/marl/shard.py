@@ -30,8 +30,8 @@ class WorldShard(Shard):
 
     def __init__(self, index: int, lo: int, hi: int, v: dict[str, np.ndarray],
                  worlds: list[MultiLane], robots: int, ready: Any,
-                 mode: str = NEXT_STEP) -> None:
-        super().__init__(index, lo, hi, v, worlds, None, ready, mode)
+                 mode: str = NEXT_STEP, done: Any = None) -> None:
+        super().__init__(index, lo, hi, v, worlds, None, ready, mode, done)
         self.robots = robots
 
     def run(self, command: int) -> None:

@@ -133,12 +133,13 @@ def test_bad_spin_is_refused() -> None:
         dmxshm.make_vec(2, spin_us=-1)
 
 
-@pytest.mark.parametrize("num_workers", [0, -1, 1.5, True])
-def test_a_worker_count_that_is_not_one_or_more_is_refused(num_workers: Any) -> None:
-    # 0 once meant one worker per CPU, silently; None says that.
+@pytest.mark.parametrize("num_workers", [-1, 1.5, True])
+def test_a_worker_count_that_is_not_zero_or_more_is_refused(num_workers: Any) -> None:
+    # 0 once meant one worker per CPU, silently; None says that, and 0 is in-process.
     before = {e.name for e in list_entries()}
     with pytest.raises(ValueError, match=r"num_workers must be None \(one worker per usable "
-                                         r"CPU, here \d+\) or an integer >= 1"):
+                                         r"CPU, here \d+\), 0 \(the envs step in this "
+                                         r"process\) or an integer >= 1"):
         dmxshm.make_vec(2, num_workers=num_workers)
     assert {e.name for e in list_entries()} <= before  # nothing was made
 
