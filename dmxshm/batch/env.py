@@ -49,6 +49,7 @@ from dmxshm.matrix.camera import Camera, quat_matrix
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
+from dmxshm.sim.spec import V0
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.scene import tint
 from dmxshm.world.world import GRAVITY_M_S2, World
@@ -169,12 +170,12 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
-    def __init__(self, obs: str = "state", camera: tuple[int, int] = (160, 120),
-                 map: str = "loop", max_episode_steps: int = EPISODE_STEPS,  # noqa: A002
+    def __init__(self, obs: str = "state", camera: tuple[int, int] = V0.camera,
+                 map: str = V0.map, max_episode_steps: int = EPISODE_STEPS,  # noqa: A002
                  offset_penalty: float = 2.0, pose_noise_m: float = 0.02,
-                 yaw_noise_rad: float = 0.1, dt_s: float = 1.0 / 30.0,
-                 render_mode: str | None = None, renderer: str = "tiny",
-                 camera_model: str = "pinhole") -> None:
+                 yaw_noise_rad: float = 0.1, dt_s: float = V0.dt_s,
+                 render_mode: str | None = None, renderer: str = V0.renderer,
+                 camera_model: str = V0.camera_model) -> None:
         if obs not in OBS_KINDS:
             raise ValueError(f"obs must be one of {OBS_KINDS}, not {obs!r}")
         self.obs_kind = obs
@@ -200,6 +201,9 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         }
         self.observation_space = kinds[obs]
         self._steps = 0
+        # What this env simulates (its arguments checked above).
+        self.sim_spec = V0.but(map=map, camera=(int(camera[0]), int(camera[1])), dt_s=dt_s,
+                               renderer=renderer, camera_model=camera_model)
 
     # -- helpers ---------------------------------------------------------------
     # Plain floats throughout: for one robot, numpy's per-call overhead would

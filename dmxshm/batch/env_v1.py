@@ -52,6 +52,7 @@ from dmxshm.batch.env import STATE_FIELDS, STATE_HIGH, STATE_LOW, DuckieLaneEnv
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import Noise
 from dmxshm.sim.robots import apply_physics, robot_make
+from dmxshm.sim.spec import V1
 from dmxshm.world import randomize as rand
 from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
@@ -104,10 +105,10 @@ class DuckieLaneV1Env(DuckieLaneEnv):
 
     _state_low, _state_high = STATE_LOW_V1, STATE_HIGH_V1
 
-    def __init__(self, *, map: str = "grid", route: str | None = "seed",  # noqa: A002
-                 noise: bool = True, motor_dynamics: bool = True,
-                 camera_model: str = "duckiebot", randomize: Any = None,
-                 renderer: str = "auto", **kwargs: Any) -> None:
+    def __init__(self, *, map: str = V1.map, route: str | None = V1.route,  # noqa: A002
+                 noise: bool = V1.noise, motor_dynamics: bool = V1.motor_dynamics,
+                 camera_model: str = V1.camera_model, randomize: Any = V1.randomize,
+                 renderer: str = V1.renderer, **kwargs: Any) -> None:
         self.route_turns = parse_route(route)
         self._router: Router | None = None
         self._curvature = 0.0
@@ -120,6 +121,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         super().__init__(map=map, camera_model=camera_model, renderer=renderer, **kwargs)
         self._motors = Motors(self.motor, 1, self.world.dt_s)
         self._base_camera = self.camera
+        self.sim_spec = self.sim_spec.but(action=V1.action, motor_dynamics=motor_dynamics,
+                                          noise=bool(noise), route=route, randomize=randomize)
         state_space = spaces.Box(STATE_LOW_V1, STATE_HIGH_V1, dtype=np.float32)
         if self.obs_kind == "state":
             self.observation_space = state_space

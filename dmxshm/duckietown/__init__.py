@@ -47,6 +47,7 @@ from gymnasium import spaces
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import Camera
+from dmxshm.sim.spec import DROPIN
 from dmxshm.world.maps import bundled_maps
 from dmxshm.world.objects import footprint_m
 from dmxshm.world.robot import BASELINE_M, CHASSIS_CENTER_M, WHEEL_RADIUS_M
@@ -55,7 +56,7 @@ from dmxshm.world.state import poses_2d
 # gym-duckietown's constants (src/gym_duckietown/simulator.py, daffy), written out.
 DEFAULT_MAX_STEPS = 1500
 DEFAULT_FRAMERATE = 30
-DEFAULT_CAMERA_WIDTH, DEFAULT_CAMERA_HEIGHT = 640, 480
+DEFAULT_CAMERA_WIDTH, DEFAULT_CAMERA_HEIGHT = DROPIN.camera
 DEFAULT_ROBOT_SPEED = 1.20
 DEFAULT_ACCEPT_START_ANGLE_DEG = 60
 REWARD_INVALID_POSE = -1000
@@ -149,8 +150,8 @@ class Simulator(DuckieLaneV1Env):
                  color_ground: tuple[float, float, float] = COLOR_GROUND,
                  color_sky: tuple[float, float, float] = BLUE_SKY, style: str = "photos",
                  enable_leds: bool = False, *, render_mode: str | None = None,
-                 renderer: str = "auto", maps_dir: str | None = None,
-                 noise: bool = False) -> None:
+                 renderer: str = DROPIN.renderer, maps_dir: str | None = None,
+                 noise: bool = DROPIN.noise) -> None:
         _refuse("draw_curve", draw_curve, False, "it draws no lane curves into the image")
         _refuse("draw_bbox", draw_bbox, False, "it draws no bounding boxes into the image")
         _refuse("randomize_maps_on_reset", randomize_maps_on_reset, False,

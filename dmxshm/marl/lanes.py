@@ -41,6 +41,7 @@ from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
 from dmxshm.sim.robots import apply_physics, robot_makes
+from dmxshm.sim.spec import MULTI
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
@@ -93,14 +94,15 @@ class MultiLane:
             ``randomize``: True, a dict or a file).
     """
 
-    def __init__(self, robots: int = 4, *, obs: str = "state",
-                 camera: tuple[int, int] = (160, 120), map: str = "grid",  # noqa: A002
+    def __init__(self, robots: int = MULTI.robots, *, obs: str = "state",
+                 camera: tuple[int, int] = MULTI.camera, map: str = MULTI.map,  # noqa: A002
                  max_episode_steps: int = EPISODE_STEPS, offset_penalty: float = OFFSET_PENALTY,
                  collision_penalty: float = COLLISION_PENALTY, end_on_collision: bool = True,
                  pose_noise_m: float = 0.02, yaw_noise_rad: float = 0.1,
-                 dt_s: float = 1.0 / 30.0, route: str | None = "seed", noise: bool = True,
-                 motor_dynamics: bool = True, camera_model: str = "duckiebot",
-                 renderer: str = "auto", randomize: Any = None) -> None:
+                 dt_s: float = MULTI.dt_s, route: str | None = MULTI.route,
+                 noise: bool = MULTI.noise, motor_dynamics: bool = MULTI.motor_dynamics,
+                 camera_model: str = MULTI.camera_model, renderer: str = MULTI.renderer,
+                 randomize: Any = MULTI.randomize) -> None:
         if obs not in OBS_KINDS:
             raise MultiLaneError(f"obs must be one of {', '.join(OBS_KINDS)}, not {obs!r}")
         if not isinstance(robots, (int, np.integer)) or robots < 1:
@@ -145,6 +147,10 @@ class MultiLane:
         self._obs: Any = None
         self._touching: set[tuple[str, int, int]] = set()
         self._curvature = [0.0] * self.robots
+        self.sim_spec = MULTI.but(robots=self.robots, map=map, camera=self.camera_wh,
+                                  dt_s=dt_s, route=route, noise=self.noise_on,
+                                  motor_dynamics=motor_dynamics, camera_model=camera_model,
+                                  renderer=renderer, randomize=randomize)
 
     # -- spaces -------------------------------------------------------------------------
     @property

@@ -27,6 +27,7 @@ from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
 from dmxshm.sim.robots import RobotMake, apply_physics, robot_makes
 from dmxshm.sim.sensing import DEFAULT_RATES_HZ
+from dmxshm.sim.spec import NETWORK, SimSpec
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import ACTIONS, DUCKIEBOT, MotorModel
@@ -176,21 +177,21 @@ class NetworkConfig:
     """
 
     mode: str = "gym"
-    robots: int = 2
+    robots: int = NETWORK.robots
     renderers: int = 1
     agents: int = 1
     agent: str | Callable[..., Any] = "lane-follow"
     steps: int = 1000
     duration_s: float = 10.0
-    camera: tuple[int, int] = (160, 120)
-    camera_model: str = "pinhole"
-    route: str | None = None
-    noise: bool = True
-    motor_dynamics: bool = True
-    seed: int = 0
-    map: str = "loop"
-    dt_s: float = 1.0 / 30.0
-    substeps: int = 4
+    camera: tuple[int, int] = NETWORK.camera
+    camera_model: str = NETWORK.camera_model
+    route: str | None = NETWORK.route
+    noise: bool = NETWORK.noise
+    motor_dynamics: bool = NETWORK.motor_dynamics
+    seed: int = NETWORK.seed
+    map: str = NETWORK.map
+    dt_s: float = NETWORK.dt_s
+    substeps: int = NETWORK.substeps
     sensor_rates_hz: dict[str, float] = field(
         default_factory=lambda: dict(DEFAULT_SENSOR_RATES_HZ))
     command_timeout_s: float = 0.5
@@ -205,12 +206,12 @@ class NetworkConfig:
     profile: bool = False
     profile_interval_s: float = 0.5
     log: str | None = None
-    renderer: str = "batch"
+    renderer: str = NETWORK.renderer
     name: str | None = None
     external_agents: int = 0
     connect_timeout_s: float = 60.0
-    action: str = "wheel-speed"
-    randomize: Any = None
+    action: str = NETWORK.action
+    randomize: Any = NETWORK.randomize
     episodes: bool = False
     episode_steps: int = settings.EPISODE_STEPS
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
@@ -369,6 +370,15 @@ class NetworkConfig:
         if self.randomize is None:
             return None
         return rand.robot_draws(self.randomize, self.seed, self.robots)
+
+    @property
+    def sim_spec(self) -> SimSpec:
+        """What this run simulates, as every front-end describes it."""
+        return SimSpec(map=self.map, robots=self.robots, dt_s=self.dt_s,
+                       substeps=self.substeps, seed=self.seed, action=self.action,
+                       motor_dynamics=self.motor_dynamics, noise=self.noise,
+                       camera=self.camera, camera_model=self.camera_model,
+                       renderer=self.renderer, randomize=self.randomize, route=self.route)
 
     @functools.cached_property
     def robot_makes(self) -> list[RobotMake]:

@@ -179,7 +179,7 @@ class Summary:
 
     def held(self) -> list[str]:
         """One line for each robot that stood still longer than
-        :data:`~dmxshm.network.taps.lanes.HELD_S`, with what held it at the end of that
+        :data:`~dmxshm.sim.scoring.HELD_S`, with what held it at the end of that
         standstill (``lane.held_by``): ``robot 3 still 14.2 s: robot 5 ahead 0.12 m``.
 
         Example:
