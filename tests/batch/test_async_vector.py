@@ -1,4 +1,8 @@
-"""Batch mode's asynchronous API: async_reset, send(actions, env_ids), recv()."""
+"""Batch mode's asynchronous API: async_reset, send(actions, env_ids), recv().
+
+Semantics run in-process (its rows are the workers', tests/batch/test_serial.py);
+worker processes where they finish in their own order (the sends of several
+workers, a same-step end) or die, and for the parent's wake-up."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import dmxshm
 from dmxshm.batch.vector import WorkerError
 from dmxshm.errors import DmxError
 from dmxshm.shm.names import list_entries
+from tests.batch.rows import IN_PROCESS
 
 VEC_TIMEOUT_S = 120
 DETECT_S = 2.0
@@ -24,9 +29,10 @@ def policy(env_id: int, k: int) -> np.ndarray:
     return np.random.default_rng([env_id, k]).uniform(-1, 1, 2).astype(np.float32)
 
 
-def sync_trajectories(n: int, steps: int, workers: int) -> list[list[tuple[Any, ...]]]:
-    """What ``step()`` returns env by env: reset, then ``steps`` steps of :func:`policy`."""
-    env = dmxshm.make_vec(n, num_workers=workers, seed=3, max_episode_steps=EPISODE)
+def sync_trajectories(n: int, steps: int) -> list[list[tuple[Any, ...]]]:
+    """What ``step()`` returns env by env: reset, then ``steps`` steps of :func:`policy`
+    (in-process: the same rows as any number of workers)."""
+    env = dmxshm.make_vec(n, num_workers=IN_PROCESS, seed=3, max_episode_steps=EPISODE)
     try:
         obs, _ = env.reset()
         out: list[list[tuple[Any, ...]]] = [[(obs[i], 0.0, False, False)] for i in range(n)]
@@ -40,11 +46,12 @@ def sync_trajectories(n: int, steps: int, workers: int) -> list[list[tuple[Any, 
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
-@pytest.mark.parametrize(("n", "workers", "batch_size"), [(6, 2, 3), (5, 3, 2), (4, 1, 4)])
+@pytest.mark.parametrize(("n", "workers", "batch_size"), [(6, 2, 3), (5, 3, 2), (4, 1, 4),
+                                                             (5, IN_PROCESS, 2)])
 def test_every_send_returns_once_with_its_env_id_and_the_sync_numbers(
         n: int, workers: int, batch_size: int) -> None:
     steps = 3 * EPISODE
-    expected = sync_trajectories(n, steps, workers)
+    expected = sync_trajectories(n, steps)
     env = dmxshm.make_vec(n, num_workers=workers, seed=3, max_episode_steps=EPISODE,
                           batch_size=batch_size)
     got: list[list[tuple[Any, ...]]] = [[] for _ in range(n)]
@@ -75,7 +82,7 @@ def test_every_send_returns_once_with_its_env_id_and_the_sync_numbers(
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_send_defaults_to_the_envs_of_the_last_recv_and_info_is_per_env() -> None:
-    env = dmxshm.make_vec(4, num_workers=2, seed=0, batch_size=2)
+    env = dmxshm.make_vec(4, num_workers=IN_PROCESS, seed=0, batch_size=2)
     try:
         env.async_reset(seed=5)
         _, _, _, _, info = env.recv()
@@ -97,7 +104,7 @@ def test_send_defaults_to_the_envs_of_the_last_recv_and_info_is_per_env() -> Non
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_misuse_is_refused_with_what_to_do() -> None:
-    env = dmxshm.make_vec(4, num_workers=2, seed=0, batch_size=2)
+    env = dmxshm.make_vec(4, num_workers=IN_PROCESS, seed=0, batch_size=2)
     try:
         with pytest.raises(DmxError, match="send\\(\\) to more envs first"):
             env.recv()

@@ -1,4 +1,7 @@
-"""Batch mode's three autoreset modes, each against gymnasium's SyncVectorEnv."""
+"""Batch mode's three autoreset modes, each against gymnasium's SyncVectorEnv.
+
+In-process (its rows are the workers' in every mode, tests/batch/test_serial.py);
+over both backends where an env in flight ends or is dropped while others finish."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.batch.vector import parse_autoreset_mode
 from dmxshm.errors import DmxError
 from dmxshm.shm.names import list_entries
+from tests.batch.rows import BACKENDS, IN_PROCESS
 
 VEC_TIMEOUT_S = 120
 N, STEPS, EPISODE = 6, 60, 20
@@ -66,7 +70,8 @@ def play(env: Any, mode: AutoresetMode) -> list[tuple[Any, ...]]:
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 @pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda m: m.name)
 def test_each_mode_is_sync_vector_envs_bit_for_bit(mode: AutoresetMode) -> None:
-    ours = dmxshm.make_vec(N, num_workers=2, max_episode_steps=EPISODE, autoreset_mode=mode)
+    ours = dmxshm.make_vec(N, num_workers=IN_PROCESS, max_episode_steps=EPISODE,
+                           autoreset_mode=mode)
     sync = gymnasium.vector.SyncVectorEnv([lambda: DuckieLaneEnv(max_episode_steps=EPISODE)] * N,
                                           autoreset_mode=mode)
     try:
@@ -91,7 +96,7 @@ def test_each_mode_is_sync_vector_envs_bit_for_bit(mode: AutoresetMode) -> None:
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_disabled_refuses_to_step_an_ended_env_until_it_is_reset() -> None:
-    env = dmxshm.make_vec(2, num_workers=1, seed=0, max_episode_steps=2,
+    env = dmxshm.make_vec(2, num_workers=IN_PROCESS, seed=0, max_episode_steps=2,
                           autoreset_mode="disabled")
     try:
         env.reset()
@@ -117,10 +122,11 @@ def test_disabled_refuses_to_step_an_ended_env_until_it_is_reset() -> None:
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
-def test_same_step_through_the_asynchronous_api() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_same_step_through_the_asynchronous_api(backend: int) -> None:
     # recv() gives final_obs and final_info for the envs of its batch that
     # ended, and the observation is already the next episode's first.
-    env = dmxshm.make_vec(4, num_workers=2, seed=0, max_episode_steps=3, batch_size=2,
+    env = dmxshm.make_vec(4, num_workers=backend, seed=0, max_episode_steps=3, batch_size=2,
                           autoreset_mode=AutoresetMode.SAME_STEP)
     try:
         env.async_reset()
@@ -153,10 +159,12 @@ def test_modes_are_named_as_gymnasium_names_them() -> None:
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
-def test_disabled_keeps_an_end_that_a_reset_dropped() -> None:
+@pytest.mark.parametrize("backend", [pytest.param(IN_PROCESS, id="in-process"),
+                                     pytest.param(1, id="a-worker")])  # envs in order
+def test_disabled_keeps_an_end_that_a_reset_dropped(backend: int) -> None:
     # An env in flight whose step ends its episode, dropped by a masked reset
     # of another env, has still ended: stepping it is refused.
-    env = dmxshm.make_vec(2, num_workers=1, seed=0, max_episode_steps=1, batch_size=1,
+    env = dmxshm.make_vec(2, num_workers=backend, seed=0, max_episode_steps=1, batch_size=1,
                           autoreset_mode="disabled")
     try:
         env.async_reset()

@@ -11,6 +11,7 @@ from gymnasium.vector import AutoresetMode
 
 import dmxshm
 from dmxshm.network import Network, NetworkConfig
+from tests.batch.rows import IN_PROCESS
 
 TIMEOUT_S = 180
 V1 = {"obs": "both", "camera": (32, 24), "randomize": True, "max_episode_steps": 12,
@@ -36,7 +37,7 @@ def run_vec(workers: int, mode: AutoresetMode) -> tuple[list[np.ndarray], str]:
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_a_workers_envs_drawn_together_are_the_same_whatever_the_split(
         mode: AutoresetMode) -> None:
-    one, digest_one = run_vec(1, mode)
+    one, digest_one = run_vec(IN_PROCESS, mode)  # one shard of all three
     two, digest_two = run_vec(2, mode)
     assert digest_one == digest_two
     assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
@@ -45,7 +46,7 @@ def test_a_workers_envs_drawn_together_are_the_same_whatever_the_split(
 
 @pytest.mark.timeout(TIMEOUT_S)
 def test_rows_drawn_together_are_the_single_envs() -> None:
-    vec = dmxshm.make_vec(2, num_workers=1, version="v1", **V1)
+    vec = dmxshm.make_vec(2, num_workers=IN_PROCESS, version="v1", **V1)
     singles = [gymnasium.make("dmxshm/DuckieLane-v1", **V1).unwrapped for _ in range(2)]
     try:
         obs, _ = vec.reset(seed=[3, 4])

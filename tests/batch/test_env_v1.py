@@ -160,7 +160,7 @@ def test_v1_reads_no_target_as_the_drivers_8_m_and_uses_the_lens() -> None:
 def test_make_vec_v1_rows_are_the_single_envs() -> None:
     from dmxshm.batch.vector import make_vec
 
-    vec = gymnasium.make_vec("dmxshm/DuckieLane-v1", 2, num_workers=2)
+    vec = gymnasium.make_vec("dmxshm/DuckieLane-v1", 2, num_workers=0)  # in-process
     assert vec.unwrapped.version == "v1"
     singles = [gymnasium.make("dmxshm/DuckieLane-v1").unwrapped for _ in range(2)]
     obs, _ = vec.reset(seed=[10, 11])

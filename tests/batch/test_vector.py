@@ -1,4 +1,10 @@
-"""Batch mode: the shared-memory VectorEnv."""
+"""Batch mode: the shared-memory VectorEnv.
+
+Semantics run in-process (``num_workers=0``, the worker's own code: its rows equal the
+workers', tests/batch/test_serial.py); over both backends where worker processes
+show something of their own (the shared views of ``copy=False``, the render
+command); with workers alone for what only processes have (deaths, signals, stalls,
+the per-worker breakdown, counts of workers)."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.batch.vector import DmxVectorEnv, WorkerError
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.shm.names import list_entries
+from tests.batch.rows import BACKENDS, IN_PROCESS
 
 VEC_TIMEOUT_S = 120
 DETECT_S = 2.0
@@ -28,7 +35,7 @@ def actions(n: int, steps: int, seed: int = 7) -> np.ndarray:
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_shapes_dtypes_and_a_smoke_run() -> None:
-    env = dmxshm.make_vec(4, num_workers=2, seed=0)
+    env = dmxshm.make_vec(4, num_workers=IN_PROCESS, seed=0)
     try:
         assert env.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
         obs, info = env.reset()
@@ -46,7 +53,7 @@ def test_shapes_dtypes_and_a_smoke_run() -> None:
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_autoreset_happens_on_the_step_after_the_end() -> None:
-    env = dmxshm.make_vec(2, num_workers=1, seed=0, max_episode_steps=3)
+    env = dmxshm.make_vec(2, num_workers=IN_PROCESS, seed=0, max_episode_steps=3)
     try:
         first, _ = env.reset()
         a = np.zeros((2, 2), np.float32)
@@ -63,9 +70,10 @@ def test_autoreset_happens_on_the_step_after_the_end() -> None:
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
-def test_copy_semantics() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_copy_semantics(backend: int) -> None:
     for copy in (True, False):
-        env = dmxshm.make_vec(2, num_workers=1, seed=0, copy=copy)
+        env = dmxshm.make_vec(2, num_workers=backend, seed=0, copy=copy)
         try:
             obs0, _ = env.reset()
             kept = obs0.copy()
@@ -80,11 +88,15 @@ def test_copy_semantics() -> None:
             env.close()
 
 
-def run(workers: int, seed: int = 3, infos: list | None = None,
+SYNC = "sync"
+"""``run``'s gymnasium ``SyncVectorEnv`` (else: ``num_workers`` of a batch)."""
+
+
+def run(workers: int | str, seed: int = 3, infos: list | None = None,
         **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
-    env: Any = (dmxshm.make_vec(6, num_workers=workers, seed=seed, max_episode_steps=40, **kwargs)
-                if workers else gymnasium.vector.SyncVectorEnv(
-                    [lambda: DuckieLaneEnv(max_episode_steps=40)] * 6))
+    env: Any = (gymnasium.vector.SyncVectorEnv([lambda: DuckieLaneEnv(max_episode_steps=40)] * 6)
+                if workers == SYNC else
+                dmxshm.make_vec(6, num_workers=workers, seed=seed, max_episode_steps=40, **kwargs))
     try:
         obs, info = env.reset(seed=seed)
         all_obs, all_rew = [obs], []
@@ -116,7 +128,7 @@ def test_the_same_batch_as_gymnasiums_sync_vector_env() -> None:
     # included): every observation, reward and info agrees bit for bit.
     ours: list = []
     theirs: list = []
-    (o1, r1), (o0, r0) = run(2, infos=ours), run(0, infos=theirs)
+    (o1, r1), (o0, r0) = run(IN_PROCESS, infos=ours), run(SYNC, infos=theirs)
     assert np.array_equal(o1, o0) and np.array_equal(r1, r0)
     assert len(ours) == len(theirs) == 101
     for mine, sync in zip(ours, theirs, strict=True):
@@ -214,7 +226,7 @@ def test_a_stuck_worker_times_out_and_close_still_returns() -> None:
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
 def test_bad_actions_are_refused_and_the_batch_goes_on() -> None:
-    env = dmxshm.make_vec(3, num_workers=2, seed=0)
+    env = dmxshm.make_vec(3, num_workers=IN_PROCESS, seed=0)
     try:
         env.reset()
         bad = np.zeros((3, 2), np.float32)
@@ -237,7 +249,7 @@ def test_gymnasium_make_vec_and_wrappers() -> None:
     # at its own times), robot 1 stands still until it is truncated.
     num_envs, episode_steps, steps = 2, 40, 100
     env = gymnasium.make_vec("dmxshm/DuckieLane-v0", num_envs=num_envs,
-                             vectorization_mode="vector_entry_point", num_workers=1,
+                             vectorization_mode="vector_entry_point", num_workers=IN_PROCESS,
                              max_episode_steps=episode_steps)
     env = gymnasium.wrappers.vector.RecordEpisodeStatistics(env)
     try:
@@ -274,9 +286,11 @@ def test_gymnasium_make_vec_and_wrappers() -> None:
 
 
 @pytest.mark.timeout(VEC_TIMEOUT_S)
-def test_render_tiles_the_first_sub_environments_camera_images() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_render_tiles_the_first_sub_environments_camera_images(backend: int) -> None:
     camera = (32, 24)
-    env = dmxshm.make_vec(5, num_workers=2, seed=7, camera=camera, render_mode="rgb_array")
+    env = dmxshm.make_vec(5, num_workers=backend, seed=7, camera=camera,
+                          render_mode="rgb_array")
     singles = [DuckieLaneEnv(camera=camera, render_mode="rgb_array") for _ in range(4)]
     try:
         env.reset()
@@ -291,7 +305,7 @@ def test_render_tiles_the_first_sub_environments_camera_images() -> None:
         env.close()
         for single in singles:
             single.close()
-    plain = dmxshm.make_vec(2, num_workers=1, seed=0)
+    plain = dmxshm.make_vec(2, num_workers=backend, seed=0)
     try:
         plain.reset()
         assert plain.render() is None  # no render mode asked for

@@ -3,7 +3,11 @@ of num_envs / R worlds. Its rows equal dmxshm.parallel_env's robots, bit for bit
 autoreset mode, with a reference written here from the issue's rules (a stopped row:
 reward 0, flags False, info active False, its last observation; a world resets when all
 its robots ended or at truncation), through both the step and the asynchronous API;
-bad input is refused before anything starts."""
+bad input is refused before anything starts.
+
+Semantics run in-process (the multi-robot batch's rows are two workers' in every mode,
+tests/batch/test_serial.py); the asynchronous API over both backends (worlds finish in
+their own order across workers); worker counts, deaths and leaks with workers."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import dmxshm
 from dmxshm.errors import DmxError
 from dmxshm.marl.lanes import MultiLaneError
 from dmxshm.shm.names import list_entries
+from tests.batch.rows import BACKENDS, IN_PROCESS
 
 pytestmark = pytest.mark.timeout(300)
 R, WORLDS, STEPS, SEED = 3, 2, 130, 40
@@ -121,7 +126,7 @@ def _compare(mine: tuple, theirs: dict[str, Any], mode: AutoresetMode, k: int) -
 def test_rows_equal_the_parallel_env_robots_bit_for_bit(mode: AutoresetMode) -> None:
     a = actions()
     ref = Reference(mode)
-    envs = dmxshm.make_vec(WORLDS * R, robots_per_world=R, num_workers=2,
+    envs = dmxshm.make_vec(WORLDS * R, robots_per_world=R, num_workers=IN_PROCESS,
                            autoreset_mode=mode, **KW)
     stopped = world_resets = 0
     try:
@@ -158,10 +163,12 @@ def test_rows_equal_the_parallel_env_robots_bit_for_bit(mode: AutoresetMode) -> 
         ref.close()
 
 
-def test_the_async_api_returns_whole_worlds_and_the_same_numbers() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_async_api_returns_whole_worlds_and_the_same_numbers(backend: int) -> None:
     a = actions()
     ref = Reference(AutoresetMode.NEXT_STEP, worlds=4)
-    envs = dmxshm.make_vec(4 * R, robots_per_world=R, num_workers=2, batch_size=R, **KW)
+    envs = dmxshm.make_vec(4 * R, robots_per_world=R, num_workers=backend, batch_size=R,
+                           **KW)
     try:
         envs.async_reset(seed=SEED)
         first = ref.reset([SEED + w for w in range(4)])
@@ -211,7 +218,7 @@ def test_the_digest_is_the_same_with_any_number_of_workers() -> None:
 
 
 def test_seeds_per_world() -> None:
-    envs = dmxshm.make_vec(2 * R, robots_per_world=R, num_workers=1, map="loop")
+    envs = dmxshm.make_vec(2 * R, robots_per_world=R, num_workers=IN_PROCESS, map="loop")
     try:
         by_int, _ = envs.reset(seed=7)
         by_world, _ = envs.reset(seed=[7, 8])
@@ -284,7 +291,7 @@ def test_a_reset_command_for_a_world_whose_robots_all_ended() -> None:
     # it once, as the reference does.
     a = actions()
     ref = Reference(AutoresetMode.NEXT_STEP)
-    envs = dmxshm.make_vec(WORLDS * R, robots_per_world=R, num_workers=2, **KW)
+    envs = dmxshm.make_vec(WORLDS * R, robots_per_world=R, num_workers=IN_PROCESS, **KW)
     try:
         envs.reset(seed=SEED)
         ref.reset([SEED + w for w in range(WORLDS)])
