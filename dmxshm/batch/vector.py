@@ -99,10 +99,7 @@ from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
 from dmxshm.batch.completions import Collector
 from dmxshm.batch.serial import Memory, Serial
 from dmxshm.batch.worker import (
-    AGENT_FIELDS,
-    ALL_INFO,
     CLOSE,
-    INFO_FIELDS,
     PENDING,
     RENDER,
     RESET,
@@ -111,6 +108,7 @@ from dmxshm.batch.worker import (
     BatchPorts,
     NoPost,
     fields,
+    info_fields,
     open_shard,
     rand_names,
     render_shape,
@@ -281,6 +279,7 @@ class DmxVectorEnv(VectorEnv):
 
                 ensure_compiled()
         self._rand_names = rand_names(probe)
+        self._info_fields = info_fields(probe)  # the env's declaration: none of the batch's
         self.version = kinds.normalize(version)
         self.single_observation_space = probe.observation_space
         self.single_action_space = probe.action_space
@@ -297,11 +296,11 @@ class DmxVectorEnv(VectorEnv):
             self.render_mode = env_kwargs.get("render_mode")
             render = render_shape(num_envs, kwargs)
             size = Arrays.size(num_envs, self._fields, shards, render, self._final,
-                               len(self._rand_names), self._multi)
+                               len(self._rand_names), self._info_fields)
             memory: Any = (Memory(size) if workers == 0
                            else self._registry.create_segment("batch", size))
             self._arrays = Arrays(memory, num_envs, self._fields, shards, render, self._final,
-                                  len(self._rand_names), self._multi)
+                                  len(self._rand_names), self._info_fields)
             self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
             r = self.robots_per_world  # each shard holds whole worlds
             bounds = [(int(b[0]) * r, (int(b[-1]) + 1) * r)
@@ -506,22 +505,15 @@ class DmxVectorEnv(VectorEnv):
 
             def pick(name: str) -> np.ndarray:
                 return v[name][ids]
-        every = self._trues.get(n)
-        if every is None:
-            every = self._trues[n] = np.ones(n, dtype=np.bool_)
         info: dict[str, np.ndarray] = {}
-        for key in INFO_FIELDS:
-            if key == "progress_m":  # only the envs that stepped (not those that reset) have it
-                mask = pick("info:_progress_m")
-                if not np.count_nonzero(mask):
-                    continue
-            else:  # every env's info has it
-                mask = every.copy()
-            info[key] = pick(f"info:{key}")
-            info[f"_{key}"] = mask
+        for key in self._info_fields:  # a key no row's info has is left out
+            mask = pick(f"info:_{key}")
+            if np.count_nonzero(mask):
+                info[key], info[f"_{key}"] = pick(f"info:{key}"), mask
         if self._multi:
-            for key in AGENT_FIELDS:
-                info[key], info[f"_{key}"] = pick(f"info:{key}"), every.copy()
+            every = self._trues.get(n)
+            if every is None:
+                every = self._trues[n] = np.ones(n, dtype=np.bool_)
             self._add_rows(info, ids, every)
         if self._rand_names:
             self._add_randomization(info, pick("rand:_reset"), pick("rand"))
@@ -566,7 +558,7 @@ class DmxVectorEnv(VectorEnv):
             last[row] = (v["final:obs:"][env].copy() if "final:obs:" in v else
                          {key[4:]: v[f"final:{key}"][env].copy() for key in self._obs_keys})
         final_info: dict[str, np.ndarray] = {}
-        for key, dtype in INFO_FIELDS.items():
+        for key, dtype in self._info_fields.items():
             values = np.zeros(n, dtype=dtype)
             values[rows] = v[f"final:info:{key}"][envs]
             final_info[key], final_info[f"_{key}"] = values, final.copy()
@@ -603,11 +595,14 @@ class DmxVectorEnv(VectorEnv):
         self._in_flight[self._collector.take(ids.size)] = False
         self._ended[ids] = False
         info: dict[str, np.ndarray] = {}
-        keys = ("lane_offset_m", "on_road", *(AGENT_FIELDS if self._multi else ()))
-        for key in keys:  # what a reset's info has
-            values = np.zeros(self.num_envs, dtype=ALL_INFO[key])
-            values[ids] = self._arrays.views[f"info:{key}"][ids]
-            info[key], info[f"_{key}"] = values, mask.copy()
+        views = self._arrays.views
+        for key, dtype in self._info_fields.items():  # what the reset envs' infos have
+            has = np.zeros(self.num_envs, dtype=np.bool_)
+            has[ids] = views[f"info:_{key}"][ids]
+            if np.count_nonzero(has):
+                values = np.zeros(self.num_envs, dtype=dtype)
+                values[ids] = views[f"info:{key}"][ids]
+                info[key], info[f"_{key}"] = values, has
         if self._multi:
             self._add_rows(info, None, mask)
         if self._rand_names:

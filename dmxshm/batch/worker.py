@@ -37,15 +37,14 @@ from dmxshm.shm.waiting import acquire, spin_until
 STEP, RESET, CLOSE, RENDER, PENDING = 1, 2, 3, 4, 5
 NEXT_STEP, SAME_STEP, DISABLED = "NextStep", "SameStep", "Disabled"
 """Gymnasium's autoreset modes (the values of ``gymnasium.vector.AutoresetMode``)."""
-INFO_FIELDS = {"lane_offset_m": np.dtype(np.float64), "on_road": np.dtype(np.bool_),
-               "progress_m": np.dtype(np.float64)}
-"""What a DuckieLane step puts in ``info``, one array each in the batch (a reset's
-info has no ``progress_m``: its ``_progress_m`` mask is False there)."""
-AGENT_FIELDS = {"active": np.dtype(np.bool_), "collided": np.dtype(np.bool_)}
-"""What a multi-agent batch's rows add (``robots_per_world``): the robot acted in this
-step (False: a stopped row, its episode ended while its world goes on), and its contact
-with a robot or an object began in this step."""
-ALL_INFO = {**INFO_FIELDS, **AGENT_FIELDS}
+
+
+def info_fields(env: Any) -> dict[str, np.dtype]:
+    """The info keys the batch gives as arrays, with their dtypes: what the env (or
+    multi-robot world) declares in its ``batch_info`` class attribute; the batch knows
+    none of its own. Each key ``k`` has its array ``info:k`` and its mask ``info:_k``
+    (gymnasium's ``_k``: True where the row's info has the key)."""
+    return {key: np.dtype(dtype) for key, dtype in type(env).batch_info.items()}
 
 
 def rand_names(env: Any) -> list[str]:
@@ -111,17 +110,18 @@ class Arrays:
 
     def __init__(self, seg: Segment, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]],
                  workers: int, render: tuple[int, ...] | None, final: bool = False,
-                 params: int = 0, agents: bool = False) -> None:
+                 params: int = 0, info: dict[str, np.dtype] | None = None) -> None:
         self.segment = seg
         self.views: dict[str, np.ndarray] = {}
         for name, shape, dtype, offset in self._layout(n, obs, workers, render, final,
-                                                       params, agents):
+                                                       params, info):
             self.views[name] = seg.ndarray(dtype, shape, offset)
 
     @staticmethod
     def _layout(n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
                 render: tuple[int, ...] | None, final: bool = False, params: int = 0,
-                agents: bool = False) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
+                info: dict[str, np.dtype] | None = None
+                ) -> list[tuple[str, tuple[int, ...], np.dtype, int]]:
         """``(name, shape, dtype, offset)`` of every array, each 64-byte aligned."""
         layout: list[tuple[str, tuple[int, ...], np.dtype]] = [
             ("actions", (n, 2), np.dtype(np.float32)), ("rewards", (n,), np.dtype(np.float64)),
@@ -140,10 +140,9 @@ class Arrays:
             ("need", (1,), np.dtype(np.int64)),
             # each env's digest of everything it did so far (SHA-256; Shard.hash)
             ("digests", (n, 32), np.dtype(np.uint8))]
-        layout += [(f"info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
-        layout += [("info:_progress_m", (n,), np.dtype(np.bool_))]
-        if agents:  # a multi-agent batch's rows
-            layout += [(f"info:{k}", (n,), dt) for k, dt in AGENT_FIELDS.items()]
+        info = info or {}
+        for k, dt in info.items():  # each declared key (info_fields) and its mask
+            layout += [(f"info:{k}", (n,), dt), (f"info:_{k}", (n,), np.dtype(np.bool_))]
         layout += [(f"obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         if render is not None:
             layout += [("render", render, np.dtype(np.uint8))]
@@ -152,7 +151,7 @@ class Arrays:
                        ("rand:_reset", (n,), np.dtype(np.bool_))]
         if final:  # SAME_STEP autoreset: the last observation and info of an ended episode
             layout += [("final", (n,), np.dtype(np.bool_))]
-            layout += [(f"final:info:{k}", (n,), dt) for k, dt in INFO_FIELDS.items()]
+            layout += [(f"final:info:{k}", (n,), dt) for k, dt in info.items()]
             layout += [(f"final:obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         out, offset = [], 0
         for name, shape, dtype in layout:
@@ -164,10 +163,10 @@ class Arrays:
     @classmethod
     def size(cls, n: int, obs: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int,
              render: tuple[int, ...] | None, final: bool = False, params: int = 0,
-             agents: bool = False) -> int:
+             info: dict[str, np.dtype] | None = None) -> int:
         """Bytes of the segment that holds them."""
         name, shape, dtype, offset = cls._layout(n, obs, workers, render, final, params,
-                                                 agents)[-1]
+                                                 info)[-1]
         return offset + int(np.prod(shape)) * dtype.itemsize
 
 
@@ -201,6 +200,8 @@ class Shard:
         self.announcer = Announcer(index, lo, hi, v, ready)
         self.hashes = [hashlib.sha256() for _ in envs]
         self.rand_names = rand_names(envs[0]) if envs else []
+        self.info = info_fields(envs[0]) if envs else {}
+        self.blank = {key: dtype.type(0).item() for key, dtype in self.info.items()}
         # With the batch renderer, the shard's envs' cameras are drawn together (a
         # multi-robot world draws its own robots' cameras in one call: no camera_jobs).
         self.camera_jobs: list[Any] = []
@@ -276,7 +277,10 @@ class Shard:
         v, lo, envs, pending_reset = self.v, self.lo, self.envs, self.pending_reset
         k = len(js)
         rewards, ended, cut = [0.0] * k, [False] * k, [False] * k
-        offsets, on_road, progress, stepped = [0.0] * k, [False] * k, [0.0] * k, [False] * k
+        # each declared info key's values and masks (the key is in the row's info)
+        values = {key: [blank] * k for key, blank in self.blank.items()}
+        masks = {key: [False] * k for key in self.info}
+        acted = [False] * k  # stepped with its action (and perhaps reset after)
         whole = k == len(envs)  # every env of the shard, in order (the synchronous path)
         rows: Any = slice(lo, self.hi) if whole else [lo + j for j in js]
         wheels = v["actions"][rows].tolist()
@@ -294,7 +298,7 @@ class Shard:
                 resets[m] = True
             else:
                 obs, rewards[m], ended[m], cut[m], info = env.step_wheels(*wheels[m])
-                progress[m], stepped[m] = info["progress_m"], True
+                acted[m] = True
                 if next_step:
                     pending_reset[j] = ended[m] or cut[m]
                 elif same_step and (ended[m] or cut[m]):
@@ -303,11 +307,12 @@ class Shard:
                     last[m] = (obs, info)
                     finals[m] = True
                     obs, info = env.reset()
-                    progress[m], stepped[m] = 0.0, False
                     resets[m] = True
             if resets[m] and self.rand_names:
                 v["rand"][lo + j] = [info["randomization"][p] for p in self.rand_names]
-            offsets[m], on_road[m] = info["lane_offset_m"], info["on_road"]
+            for key in values:
+                if key in info:
+                    values[key][m], masks[key][m] = info[key], True
             observed[m] = obs
         if self.camera_jobs:  # every env's camera of this step, drawn in one call
             draw_cameras(self.camera_jobs)
@@ -316,17 +321,16 @@ class Shard:
             if ended_last is not None:
                 self.put_final(lo + j, *ended_last)
             self.put(lo + j, observed[m])
-            self.hash(j, wheels[m] if stepped[m] or finals[m] else None, rewards[m], ended[m],
+            self.hash(j, wheels[m] if acted[m] else None, rewards[m], ended[m],
                       cut[m], finals[m])
         if same_step:
             v["final"][rows] = finals
         v["rewards"][rows] = rewards
         v["terminated"][rows] = ended
         v["truncated"][rows] = cut
-        v["info:lane_offset_m"][rows] = offsets
-        v["info:on_road"][rows] = on_road
-        v["info:progress_m"][rows] = progress
-        v["info:_progress_m"][rows] = stepped
+        for key in values:
+            v[f"info:{key}"][rows] = values[key]
+            v[f"info:_{key}"][rows] = masks[key]
         if self.rand_names:
             v["rand:_reset"][rows] = resets
 
@@ -349,8 +353,8 @@ class Shard:
     def put_final(self, i: int, obs: Any, info: dict[str, Any]) -> None:
         """The last observation and info of env ``i``'s episode (``SAME_STEP``)."""
         self.put(i, obs, "final:")
-        for key in INFO_FIELDS:
-            self.v[f"final:info:{key}"][i] = info[key]
+        for key, blank in self.blank.items():
+            self.v[f"final:info:{key}"][i] = info.get(key, blank)
 
     def run_pending(self) -> None:
         """Step the envs of the shard that the parent sent, then announce them
@@ -403,7 +407,7 @@ def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
             space = multi("space")(envs[0])
         arrays = Arrays(memory, n, fields(space), shards, render,
                         params=len(rand_names(envs[0])),
-                        final=mode == SAME_STEP, agents=robots_per_world is not None)
+                        final=mode == SAME_STEP, info=info_fields(envs[0]))
         if robots_per_world is None:
             return Shard(index, lo, hi, arrays.views, envs, render, ready, mode, done)
         shard: Shard = multi("shard")(index, lo, hi, arrays.views, envs, robots_per_world,

@@ -94,6 +94,12 @@ class MultiLane:
             ``randomize``: True, a dict or a file).
     """
 
+    batch_info: dict[str, Any] = {"lane_offset_m": np.float64, "on_road": np.bool_,
+                                  "progress_m": np.float64, "active": np.bool_,
+                                  "collided": np.bool_}
+    """The info keys the multi-robot batch gives as arrays, with their dtypes: a
+    robot's own, whether it acted in the step, and whether a contact began in it."""
+
     def __init__(self, robots: int = MULTI.robots, *, obs: str = "state",
                  camera: tuple[int, int] = MULTI.camera, map: str = MULTI.map,  # noqa: A002
                  max_episode_steps: int = EPISODE_STEPS, offset_penalty: float = OFFSET_PENALTY,

@@ -93,10 +93,13 @@ class WorldShard(Shard):
         v["truncated"][rows] = truncated
         v["info:lane_offset_m"][rows] = [info["lane_offset_m"] for info in infos]
         v["info:on_road"][rows] = [info["on_road"] for info in infos]
-        shown = stepped & (not reset)  # a reset's info has no progress
+        shown = stepped & (not reset)  # a reset's info has no progress, nor a stopped row's
         v["info:progress_m"][rows] = [info.get("progress_m", 0.0) if s else 0.0
                                       for info, s in zip(infos, shown, strict=True)]
         v["info:_progress_m"][rows] = shown
+        # every row of a world has the others, also at a reset (active and collided: as below)
+        for key in ("lane_offset_m", "on_road", "active", "collided"):
+            v[f"info:_{key}"][rows] = True
         # active: the row acted in this step (a stopped row's False, also where its
         # world resets in the same step); after a reset alone, every row
         v["info:active"][rows] = stepped if actions is not None else True
