@@ -15,7 +15,7 @@ from dmxshm.network.taps.digest import SampleDigest, StateDigest, combine
 from dmxshm.world.renderers import RendererError
 from dmxshm.world.state import rest_states
 from dmxshm.world.world import World
-from tests.networks import runner
+from tests.networks import Runs, runner
 
 RUN_TIMEOUT_S = 120
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -59,13 +59,20 @@ def test_one_pixel_one_imu_sample_one_command_or_one_state_field_changes_it() ->
     assert before not in changed and len(changed) == 4
 
 
-run = runner(robots=3, steps=20, camera=(32, 24), agent="random", seed=5,
-             wait_timeout_s=10.0)
+SPLIT = dict(robots=3, steps=20, camera=(32, 24), agent="random", seed=5, wait_timeout_s=10.0)
+run = runner(**SPLIT)
+
+
+@pytest.fixture(scope="module")
+def splits() -> Runs:
+    """The split runs, each made once for the tests that read them."""
+    return Runs(**SPLIT)
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
-def test_the_split_between_processes_does_not_change_it() -> None:
-    digests = {(r, a): run(renderers=r, agents=a) for r, a in ((1, 1), (2, 1), (1, 3), (2, 3))}
+def test_the_split_between_processes_does_not_change_it(splits: Runs) -> None:
+    digests = {(r, a): splits(renderers=r, agents=a)
+               for r, a in ((1, 1), (2, 1), (1, 3), (2, 3))}
     assert len({s.trajectory_digest for s in digests.values()}) == 1
     one = digests[1, 1]
     assert set(one.digests) == {"states", "commands"} | {
@@ -76,14 +83,14 @@ def test_the_split_between_processes_does_not_change_it() -> None:
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
-def test_the_same_noise_whatever_the_process_split() -> None:
+def test_the_same_noise_whatever_the_process_split(splits: Runs) -> None:
     # Sensor noise is on by default: the runs above are noisy. Here what it changes:
     # with it off the robots drive the same (random agents do not look), and every
     # noisy sensor's samples differ; the noisy ones are the same for every split. The
     # splits put each robot at another place in its renderer's and its agent's share
     # (all three in one process, or each alone), so noise keyed by a robot's place in
     # a process, not by the robot, would show.
-    noisy = {r: run(renderers=r, agents=r) for r in (1, 3)}
+    noisy = {r: splits(renderers=r, agents=r) for r in (1, 3)}
     assert noisy[1].digests == noisy[3].digests
     exact = run(renderers=2, agents=2, noise=False)
     assert exact.digests["states"] == noisy[1].digests["states"]

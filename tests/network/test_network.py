@@ -55,14 +55,14 @@ def signal_after(net: Network, role: str, signum: int,
 def test_same_seed_same_trajectory_whatever_the_process_count() -> None:
     # lane-follow acts on what the camera-era sensors see (lane, time of
     # flight), so a renderer-count difference in observations would show.
+    # Two runs of one seed: one split, one not (equal, they are also two runs alike).
     one = run(robots=4, agent="lane-follow", seed=3)
-    again = run(robots=4, agent="lane-follow", seed=3)
     split = run(robots=4, agent="lane-follow", seed=3, renderers=2, agents=3)
     other = run(robots=4, agent="lane-follow", seed=4)
     rand = run(robots=4, agent="random", seed=3)
     rand_split = run(robots=4, agent="random", seed=3, renderers=4, agents=2)
     assert rand.trajectory_digest == rand_split.trajectory_digest
-    assert one.trajectory_digest == again.trajectory_digest == split.trajectory_digest
+    assert one.trajectory_digest == split.trajectory_digest
     assert one.final_poses == split.final_poses
     assert other.trajectory_digest != one.trajectory_digest
     assert one.steps == 40 and one.sim_time_s == pytest.approx(40 / 30)
