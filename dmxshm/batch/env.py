@@ -49,21 +49,15 @@ from dmxshm.matrix.camera import Camera, quat_matrix
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
+from dmxshm.sim.obs import STATE_FIELDS, STATE_HIGH, STATE_LOW  # noqa: F401  (v0 names them)
 from dmxshm.sim.spec import V0
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.scene import tint
 from dmxshm.world.world import GRAVITY_M_S2, World
 
-STATE_FIELDS = ("lane_offset_m", "heading_err_rad", "speed_m_s", "yaw_rate_rad_s",
-                "acc_x", "acc_y", "acc_z", "gyro_x", "gyro_y", "gyro_z", "tof_m")
 OBS_KINDS = ("state", "camera", "both")
 ACTION_SCALE_RAD_S = 25.0
 """Wheel speed of action 1.0 (v0's meaning, fixed; not the motors' bound)."""
-# Bounds of the state vector (values are clipped into them).
-STATE_HIGH = np.array([1.0, np.pi, 2.0, 20.0, 50.0, 50.0, 50.0, 20.0, 20.0, 20.0, 1.2],
-                      dtype=np.float32)
-STATE_LOW = -STATE_HIGH
-STATE_LOW[-1] = 0.0
 
 
 _SCENES: dict[tuple[int, str, str], World] = {}

@@ -48,24 +48,22 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from dmxshm.batch.env import STATE_FIELDS, STATE_HIGH, STATE_LOW, DuckieLaneEnv
-from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
+from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.matrix.noise import Noise
+from dmxshm.sim.obs import (  # noqa: F401  (v1's vector, here since v1 was made)
+    MORE_FIELDS,
+    NO_TARGET_M,
+    STATE_FIELDS,
+    STATE_FIELDS_V1,
+    STATE_HIGH_V1,
+    STATE_LOW_V1,
+)
 from dmxshm.sim.robots import apply_physics, robot_make
 from dmxshm.sim.spec import V1
 from dmxshm.world import randomize as rand
 from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
 
-MORE_FIELDS = ("curvature_1_m", "turn", "turn_known")
-"""The state vector's fields after v0's :data:`~dmxshm.batch.env.STATE_FIELDS`."""
-
-STATE_FIELDS_V1 = STATE_FIELDS + MORE_FIELDS
-NO_TARGET_M = DUCKIEBOT_NOISE.tof.no_target_m
-"""v1's time-of-flight reading with nothing within range (8.0 m, the driver's)."""
-STATE_HIGH_V1 = np.concatenate([STATE_HIGH, np.array([10.0, 1.0, 1.0], np.float32)])
-STATE_HIGH_V1[STATE_FIELDS.index("tof_m")] = NO_TARGET_M
-STATE_LOW_V1 = np.concatenate([STATE_LOW, np.array([-10.0, -1.0, 0.0], np.float32)])
 _TOF = STATE_FIELDS.index("tof_m")
 _ACC = STATE_FIELDS.index("acc_x")
 

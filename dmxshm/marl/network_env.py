@@ -17,9 +17,11 @@ engine fills and reads with ``--episodes`` (:mod:`dmxshm.network.episodes`)::
         obs, rewards, terminations, truncations, infos = env.step(actions)
     env.close()
 
-- **Observations**: ``obs="state"`` (the default), per robot a float32 vector of its
-  record's fields :data:`STATE_FIELDS` (``+ route`` with ``--route``; NaN, where a
-  field has no value, as 0); ``"camera"``, its image (a network with a camera);
+- **Observations**: ``obs="state"`` (the default), per robot ``DuckieLane-v1``'s
+  state vector (:data:`~dmxshm.sim.obs.STATE_FIELDS_V1`, 14 floats, made from its
+  observation record by :func:`~dmxshm.sim.obs.state_v1`: the vector
+  ``dmxshm.parallel_env`` and ``make_vec`` give the same robot in the same state);
+  ``"camera"``, its image (a network with a camera);
   ``"both"``, a ``Dict`` of the two. ``info`` has the step, the simulated time, the
   lane offset and the on-road flag.
 - **Actions**: ``Box(-limit, limit, (2,))`` in the network's units, left then right:
@@ -33,8 +35,8 @@ engine fills and reads with ``--episodes`` (:mod:`dmxshm.network.episodes`)::
   when it started (``--seed``), so ``reset(seed=...)`` changes nothing in it (two
   networks started alike run alike: ``pettingzoo.test.parallel_seed_test`` passes);
   the other robots (built-in agents', other clients') go on.
-- **state()**: every robot's state vector side by side, ``(robots, len(fields))``
-  (the network gives its agents no poses).
+- **state()**: every robot's state vector side by side, ``(robots, 14)`` (the
+  network gives its agents no poses).
 - A network that ends (its ``--steps`` are done) or dies raises
   :class:`~dmxshm.client.NetworkEnded` from the next call; :meth:`close` gives the
   slots back (a gym network then waits ``--connect-timeout`` for another client).
@@ -52,13 +54,11 @@ from pettingzoo.utils.env import ParallelEnv
 from dmxshm import settings
 from dmxshm.client import Connection, NoNetworkError, SlotTakenError, _choose_run, _claim
 from dmxshm.errors import DmxError
+from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.network.runs import RunInfo
+from dmxshm.sim.obs import STATE_FIELDS_V1, STATE_HIGH_V1, STATE_LOW_V1, state_v1
 
 AGENT_PREFIX = "duckiebot"
-STATE_FIELDS = ("imu", "encoders", "tof_m", "lane")
-"""The record fields of the ``state`` observation, in order (``route`` follows where
-the network has routes): IMU (6), encoder ticks (2), time-of-flight range, lane
-(offset, heading error, on road)."""
 OBS_KINDS = ("state", "camera", "both")
 
 
@@ -123,9 +123,9 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         first = self._conns[0]
         self.command_limit = float(first.command_limit)
         names = first.record.names or ()
-        self.fields = [f for f in (*STATE_FIELDS, "route") if f in names]
-        width = sum(int(np.prod(first.record[f].shape)) or 1 for f in self.fields)
-        vector = spaces.Box(-np.inf, np.inf, (width,), np.float32)
+        width = len(STATE_FIELDS_V1)
+        vector = spaces.Box(STATE_LOW_V1, STATE_HIGH_V1, dtype=np.float32)
+        self._max_range_m = TimeOfFlight().max_range_m  # the network's range sensor's
         camera = (spaces.Box(0, 255, first.record["camera"].shape, np.uint8)
                   if "camera" in names else None)
         single: spaces.Space[Any] | None = {
@@ -136,8 +136,9 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         self.observation_spaces = {a: single for a in self.possible_agents}
         action = spaces.Box(-self.command_limit, self.command_limit, (2,), np.float32)
         self.action_spaces = {a: action for a in self.possible_agents}
-        self.state_space = spaces.Box(-np.inf, np.inf, (len(self.possible_agents), width),
-                                      np.float32)
+        self.state_space = spaces.Box(np.tile(STATE_LOW_V1, (len(self.possible_agents), 1)),
+                                      np.tile(STATE_HIGH_V1, (len(self.possible_agents), 1)),
+                                      dtype=np.float32)
         self._records: list[np.ndarray | None] = [None] * len(self._conns)
         self._state = np.zeros((len(self.possible_agents), width), np.float32)
 
@@ -264,11 +265,10 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
                                         strict=True):
             assert records is not None
             scores = conn.scores
+            vectors = state_v1(records, self._max_range_m)
             for i, agent in enumerate(names):
                 rec = records[i]
-                vector = np.concatenate([np.asarray(rec[f], np.float32).reshape(-1)
-                                         for f in self.fields])
-                np.nan_to_num(vector, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+                vector = vectors[i]
                 self._state[row] = vector
                 row += 1
                 if agent not in wanted:

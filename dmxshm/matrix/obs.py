@@ -29,6 +29,13 @@ field                dtype           meaning
                                      1 right; nan none) and ``may_go`` (0 while
                                      it must wait at the stop line, else 1;
                                      :mod:`dmxshm.world.routes`) **
+``motion``           float32 (3,)    pseudo-sensor, refreshed with every
+                                     observation: forward speed (m/s), yaw
+                                     rate (rad/s, world z) and the lane's
+                                     curvature (1/m, + left; a turn's through
+                                     an intersection; nan far from roads):
+                                     with the sensors, what the state vectors
+                                     of the envs hold (:mod:`dmxshm.sim.obs`)
 ``camera``           uint8 (H,W,3)   RGB image *
 ===================  ==============  ==========================================
 
@@ -67,7 +74,7 @@ def obs_dtype(camera_wh: tuple[int, int] | None, route: bool = False) -> np.dtyp
         >>> obs_dtype((160, 120))["camera"].shape
         (120, 160, 3)
         >>> "camera" in obs_dtype(None).names, obs_dtype(None).itemsize
-        (False, 96)
+        (False, 108)
     """
     fields: list[tuple] = [("step", "<u8"), ("sim_time_s", "<f8")]
     camera = camera_wh is not None and tuple(camera_wh) != (0, 0)
@@ -83,6 +90,7 @@ def obs_dtype(camera_wh: tuple[int, int] | None, route: bool = False) -> np.dtyp
                ("lane", "<f4", (3,))]
     if route:
         fields.append(("route", "<f4", (2,)))
+    fields.append(("motion", "<f4", (3,)))
     if camera:
         assert camera_wh is not None
         fields.append(("camera", "u1", (int(camera_wh[1]), int(camera_wh[0]), 3)))

@@ -16,12 +16,12 @@ end of this module). What a run does with sensors is read from the registry:
 
 A *timed* sensor (with a ``rate_hz``) samples at its own rate in realtime mode, is
 stamped, hashed into its robot's digest stream and logged. A *pseudo-sensor*
-(``rate_hz`` None: the lane pose, the route) is refreshed with every observation and
+(``rate_hz`` None: the lane pose, the route, the motion) is refreshed with every observation and
 is neither stamped, hashed nor logged.
 
 Example:
     >>> [s.name for s in sensors()]
-    ['camera', 'imu', 'encoders', 'tof', 'lane', 'route']
+    ['camera', 'imu', 'encoders', 'tof', 'lane', 'route', 'motion']
     >>> list(SENSOR_NAMES), DEFAULT_RATES_HZ["imu"]
     (['camera', 'imu', 'encoders', 'tof'], 100.0)
 """
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dmxshm.errors import DmxError
+from dmxshm.matrix.camera import quat_matrix
 from dmxshm.matrix.obs import ObsLayoutError
 from dmxshm.matrix.sensors import (
     CAMERA_RATE_HZ,
@@ -287,7 +288,7 @@ def obs_dtype(camera_wh: tuple[int, int] | None, route: bool = False) -> np.dtyp
         >>> obs_dtype((160, 120))["camera"].shape
         (120, 160, 3)
         >>> obs_dtype(None).names[:3], obs_dtype(None).itemsize
-        (('step', 'sim_time_s', 'imu_time_s'), 96)
+        (('step', 'sim_time_s', 'imu_time_s'), 108)
     """
     camera = camera_wh is not None and tuple(camera_wh) != (0, 0)
     if camera_wh is not None:
@@ -415,6 +416,26 @@ def _route(s: Sensing, r: Reading, out: np.ndarray) -> None:
             out[j] = s.routes.route[robot]
 
 
+def _motion(s: Sensing, r: Reading, out: np.ndarray) -> None:
+    """Forward speed (m/s), yaw rate (rad/s, world z) and the lane's curvature (1/m,
+    + left; nan far from roads): what the state vectors add to the sensors
+    (:mod:`dmxshm.sim.obs`)."""
+    if s.routes is not None:
+        s.routes.see(r.step, poses_2d(r.states).tolist())  # (a no-op after the lane's)
+        curvatures = [s.routes.curvature[robot] for robot in r.robots]
+    else:
+        road_map = s.world.road_map
+        xy = r.rows["pos_m"][:, :2].tolist()
+        curvatures = [road_map._lane(xy[j][0], xy[j][1], yaw)[1]  # noqa: SLF001
+                      for j, yaw in enumerate(yaw_of(r.rows["quat_xyzw"]).tolist())]
+    for j, (q, (vx, vy, vz), (_wx, _wy, wz)) in enumerate(zip(
+            r.rows["quat_xyzw"].tolist(), r.rows["lin_vel_m_s"].tolist(),
+            r.rows["ang_vel_rad_s"].tolist(), strict=True)):
+        (r00, _, _), (r10, _, _), (r20, _, _) = quat_matrix(q)
+        # the velocity along the robot's x axis (the rotation's first column)
+        out[j] = (r00 * vx + r10 * vy + r20 * vz, wz, curvatures[j])
+
+
 def _imu_message(value: np.ndarray) -> dict[str, Any]:
     imu = value.tolist()
     return {"acceleration_m_s2": imu[:3], "angular_velocity_rad_s": imu[3:]}
@@ -438,3 +459,4 @@ register(Sensor("tof", "tof_m", "<f4", (), _tof, rate_hz=TOF_RATE_HZ, place=30, 
     {"range_m": "number"}, lambda v: {"range_m": float(v)}, lambda d: d["range_m"])))
 register(Sensor("lane", "lane", "<f4", (3,), _lane, place=40))
 register(Sensor("route", "route", "<f4", (2,), _route, needs="route", place=50))
+register(Sensor("motion", "motion", "<f4", (3,), _motion, place=60))

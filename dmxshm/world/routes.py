@@ -424,6 +424,8 @@ class Routes:
 
     Attributes:
         lane: per robot, ``(offset_m, heading_err_rad, on_road)`` of the last step seen.
+        curvature: per robot, its lane's curvature there (1/m, + left; a turn's through
+            an intersection).
         route: per robot, ``(turn code, may_go)`` (:data:`TURN_CODE`; nan: none ahead).
         holds: per robot, what holds it now (None: it may go): ``robot 5 ahead
             0.08 m``, ``an object (cone) ahead 0.02 m``, ``waiting at the
@@ -433,6 +435,7 @@ class Routes:
     router: Router
     right_of_way: RightOfWay = field(init=False)
     lane: list[tuple[float, float, bool]] = field(init=False, default_factory=list)
+    curvature: list[float] = field(init=False, default_factory=list)
     route: list[tuple[float, float]] = field(init=False, default_factory=list)
     holds: list[str | None] = field(init=False, default_factory=list)
     _step: int | None = field(init=False, default=None)
@@ -462,10 +465,11 @@ class Routes:
             go[i] = False
             holds[i] = obstacle.describe()
         self.holds = holds
-        self.lane = []
+        self.lane, self.curvature = [], []
         for i, (x, y, yaw) in enumerate(poses):
-            lane, _ = r.lane(i, x, y, yaw)
+            lane, curvature = r.lane(i, x, y, yaw)
             self.lane.append((lane.offset_m, lane.heading_err_rad, lane.on_road))
+            self.curvature.append(curvature)
         self.route = [(TURN_CODE[s.turn] if s is not None else math.nan, float(g))
                       for s, g in zip(states, go, strict=True)]
 

@@ -9,7 +9,7 @@ from dmxshm.matrix.obs import ObsLayoutError, obs_dtype
 from dmxshm.matrix.sensors import obs_dtype as reexported
 
 SENSOR_FIELDS = {"step", "sim_time_s", "imu_time_s", "encoders_time_s", "tof_time_s",
-                 "encoders", "imu", "tof_m", "lane"}
+                 "encoders", "imu", "tof_m", "lane", "motion"}
 
 
 @pytest.mark.parametrize("camera_wh", [None, (0, 0), (160, 120), (64, 64), (1, 3)])
@@ -23,6 +23,7 @@ def test_fields_and_alignment(camera_wh: tuple[int, int] | None) -> None:
     assert dt["encoders"].shape == (2,) and dt["encoders"].base == np.int64
     assert dt["tof_m"] == np.float32
     assert dt["lane"].shape == (3,) and dt["lane"].base == np.float32
+    assert dt["motion"].shape == (3,) and dt["motion"].base == np.float32
     if with_camera:
         assert camera_wh is not None
         width, height = camera_wh

@@ -32,7 +32,10 @@ def test_the_offsets_are_those_of_docs_abi_md() -> None:
         ("step", 0, 1, "u", 8), ("sim_time_s", 8, 1, "f", 8), ("imu_time_s", 16, 1, "f", 8),
         ("encoders_time_s", 24, 1, "f", 8), ("tof_time_s", 32, 1, "f", 8),
         ("encoders", 40, 2, "i", 8), ("imu", 56, 6, "f", 4), ("tof_m", 80, 1, "f", 4),
-        ("lane", 84, 3, "f", 4)]
+        ("lane", 84, 3, "f", 4),
+        # Appended in 0.2 (the state vectors' source, dmxshm.sim.obs): within ABI 1 a
+        # record gains fields at its end (before the camera); none moves or goes.
+        ("motion", 96, 3, "f", 4)]
 
 
 def test_a_slot_reads_back_as_written_and_claims_exclude_each_other() -> None:
