@@ -11,9 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,8 +24,8 @@ from dmxshm.network import (
     SpineStoppedError,
 )
 from dmxshm.network.config import DEFAULT_SENSOR_RATES_HZ
-from dmxshm.network.taps import Tap
 from tests.network.test_network import no_entries_of, signal_after, steps_published
+from tests.taps import HangTheEngine
 
 RUN_TIMEOUT_S = 120
 # How long a run gets to start and make the steps a test waits for.
@@ -104,29 +102,6 @@ def test_a_hung_realtime_agent_fails_the_run_naming_it(capfd: pytest.CaptureFixt
     assert "agent-0" in str(info.value) and "never received a command" in str(info.value)
     assert "agent-0 did not finish" in err and "agent-1 did not finish" in err
     assert no_entries_of(os.getpid())
-
-
-class _Hangs(Tap):
-    """Busy in the engine's loop from its 20th published state on (at most a minute)."""
-
-    def state(self, step: int, sim_time_s: float, states: object) -> None:
-        if step >= 20:
-            until = time.monotonic() + 60.0
-            while time.monotonic() < until:
-                pass
-
-
-@dataclass(frozen=True)
-class HangTheEngine:
-    """A tap that hangs the engine: it runs, it is not stopped, it publishes nothing."""
-
-    name: str = "hang"
-
-    def prepare(self, plan: Any, registry: Any) -> None:
-        """Nothing to create."""
-
-    def __call__(self, plan: Any, role: str, index: int) -> Tap | None:
-        return _Hangs() if role == "engine" else None
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)

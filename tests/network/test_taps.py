@@ -4,8 +4,6 @@ declared points only (dmxshm.network.taps)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pytest
@@ -13,43 +11,9 @@ import pytest
 from dmxshm.network import Network, NetworkConfig
 from dmxshm.network.taps import Tap, Taps
 from dmxshm.shm.names import list_entries
+from tests.taps import CountStates
 
 RUN_TIMEOUT_S = 120
-
-
-class _Counts(Tap):
-    """Counts what the engine shows it: each published state, each applied command."""
-
-    def __init__(self) -> None:
-        self.seen: list[int] = []
-        self.applied: list[int] = []
-        self.ended_at: int | None = None
-
-    def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
-        self.seen.append(step)
-
-    def commands(self, step: int, sim_time_s: float, applied: np.ndarray,
-                 expired: np.ndarray | None) -> None:
-        self.applied.append(step)
-
-    def end(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
-        self.ended_at = step
-
-    def result(self) -> dict[str, Any]:
-        return {"states": self.seen, "commands": self.applied, "ended_at": self.ended_at}
-
-
-@dataclass(frozen=True)
-class CountStates:
-    """A tap given to a network from a test: one per engine, none elsewhere."""
-
-    name: str = "count"
-
-    def prepare(self, plan: Any, registry: Any) -> None:
-        """Nothing to create."""
-
-    def __call__(self, plan: Any, role: str, index: int) -> Tap | None:
-        return _Counts() if role == "engine" else None
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S)
