@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from dmxshm.cli import cli
 from dmxshm.network import (
     ConfigError,
     Network,
@@ -191,6 +193,5 @@ def test_a_spine_stopped_from_outside_sends_its_stops_and_fails_the_run() -> Non
                                   ["--mode", "realtime", "--spine-reply-at", "0.0003"]],
                          ids=["gym", "realtime without --spine"])
 def test_spine_reply_at_without_a_network_spine_is_refused(args: list[str]) -> None:
-    done = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", *args],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "--spine-reply-at" in done.stderr
+    done = CliRunner().invoke(cli, ["run", *args])  # refused before a process starts
+    assert done.exit_code == 2 and "--spine-reply-at" in done.stderr

@@ -29,7 +29,9 @@ pytest.importorskip("aiohttp", reason="the websocket client (pip install 'dmxshm
 pytest.importorskip("foxglove", reason="the foxglove extra (pip install 'dmxshm[foxglove]')")
 
 import aiohttp  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
 
+from dmxshm.cli import cli  # noqa: E402
 from dmxshm.network import Network, NetworkConfig  # noqa: E402
 from dmxshm.proc import program  # noqa: E402
 from dmxshm.shm.names import SHM_DIR, list_entries  # noqa: E402
@@ -227,7 +229,8 @@ def test_without_foxglove_sdk_the_error_names_the_extra(monkeypatch) -> None:
 
 
 @pytest.mark.timeout(TIMEOUT_S)
-def test_a_run_says_who_can_connect_to_its_foxglove_server(tmp_path) -> None:  # noqa: ANN001
+def test_a_run_says_who_can_connect_to_its_foxglove_server(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     # foxglove-sdk's server cannot authenticate (issue 42): it runs only when asked,
     # and the run's start message says that any local user can connect.
     port = free_port()
@@ -237,7 +240,6 @@ def test_a_run_says_who_can_connect_to_its_foxglove_server(tmp_path) -> None:  #
     assert out.returncode == 0, out.stderr
     assert (f"foxglove: ws://127.0.0.1:{port} (no authentication: any local user of this "
             "machine can connect and see the run)") in out.stderr
-    plain = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "5",
-                            "--camera", "0x0"],
-                           capture_output=True, text=True, timeout=TIMEOUT_S / 2, cwd=tmp_path)
-    assert plain.returncode == 0 and "foxglove" not in plain.stderr  # off unless asked
+    monkeypatch.chdir(tmp_path)
+    plain = CliRunner().invoke(cli, ["run", "--steps", "5", "--camera", "0x0"])
+    assert plain.exit_code == 0 and "foxglove" not in plain.output  # off unless asked

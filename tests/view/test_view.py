@@ -16,6 +16,9 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="the view extra (pip install 'dmxshm[view]')")
 
+from click.testing import CliRunner  # noqa: E402
+
+from dmxshm.cli import cli  # noqa: E402
 from dmxshm.network import Network, NetworkConfig  # noqa: E402
 from dmxshm.shm.names import list_entries  # noqa: E402
 from dmxshm.view.server import (  # noqa: E402
@@ -366,7 +369,6 @@ def test_run_with_view_prints_the_url_and_stops_its_view(tmp_path) -> None:
     # The view went with the run: nothing listens on its port any more.
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
-    refused = subprocess.run([sys.executable, "-m", "dmxshm.cli", "run", "--steps", "5",
-                              "--view", "--view-host", "0.0.0.0"],
-                             capture_output=True, text=True, timeout=TIMEOUT_S / 2, cwd=tmp_path)
-    assert refused.returncode != 0 and "--allow-remote" in refused.stderr
+    refused = CliRunner().invoke(cli, ["run", "--steps", "5", "--view", "--view-host",
+                                       "0.0.0.0"])  # refused before a process starts
+    assert refused.exit_code != 0 and "--allow-remote" in refused.stderr
