@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from dmxshm.errors import DmxError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dmxshm.batch.vector import make_vec
     from dmxshm.client import NetworkEnded, connect
     from dmxshm.marl import connect_parallel, parallel_env
@@ -65,16 +67,21 @@ def _register() -> None:
                            max_episode_steps=EPISODE_STEPS)
 
 
-class _RegisterOnImport:
-    """A finder that registers the envs once gymnasium is imported, then leaves.
+class _AfterImport:
+    """A finder that calls ``then()`` once the module ``name`` is imported, then leaves.
 
     A child process (:mod:`dmxshm.proc`) runs a role or a worker, which almost never
     needs gymnasium, and importing it was most of a child's start-up; but a user's
-    agent run in a child may still call ``gymnasium.make("dmxshm/DuckieLane-v1")``.
+    agent run in a child may still call ``gymnasium.make("dmxshm/DuckieLane-v1")``:
+    there the envs are registered once gymnasium is imported.
     """
 
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name = name
+        self.then = then
+
     def find_spec(self, name: str, path: object, target: object = None) -> Any:
-        if name != "gymnasium":
+        if name != self.name:
             return None
         sys.meta_path.remove(self)
         import importlib.util
@@ -82,11 +89,11 @@ class _RegisterOnImport:
         spec = importlib.util.find_spec(name)
         loader = getattr(spec, "loader", None)
         if loader is not None and hasattr(loader, "exec_module"):
-            run_module = loader.exec_module
+            run_module, then = loader.exec_module, self.then
 
             def exec_module(module: object) -> None:
                 run_module(module)
-                _register()
+                then()
 
             loader.exec_module = exec_module  # this spec's own loader object
         return spec
@@ -95,6 +102,6 @@ class _RegisterOnImport:
 # A child process's boot (dmxshm.proc.supervisor, dmxshm.proc.program) sets
 # sys._dmxshm_child before it imports dmxshm.
 if getattr(sys, "_dmxshm_child", False) and "gymnasium" not in sys.modules:
-    sys.meta_path.insert(0, _RegisterOnImport())
+    sys.meta_path.insert(0, _AfterImport("gymnasium", _register))
 else:
     _register()

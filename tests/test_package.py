@@ -46,3 +46,32 @@ def test_importing_dmxshm_registers_its_gymnasium_envs() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=50, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_a_childs_registration_runs_once_the_module_it_waits_for_is_imported(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    # The finder a child puts in front of gymnasium (dmxshm/__init__.py), on a module of
+    # this test's own: what it calls sees the module imported whole, and it leaves.
+    import importlib
+    import os
+
+    name = f"dmxshm_probe_{os.getpid()}"
+    other = f"{name}_other"
+    for module in (name, other):
+        (tmp_path / f"{module}.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[int] = []
+    finder = dmxshm._AfterImport(name, lambda: seen.append(sys.modules[name].VALUE))
+    sys.meta_path.insert(0, finder)
+    try:
+        importlib.import_module(other)
+        assert seen == [] and finder in sys.meta_path  # not its module: it waits on
+        importlib.import_module(name)
+        assert seen == [42] and finder not in sys.meta_path
+        importlib.reload(sys.modules[name])
+        assert seen == [42]  # once
+    finally:
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+        for module in (name, other):
+            sys.modules.pop(module, None)
