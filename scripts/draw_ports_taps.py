@@ -1,7 +1,7 @@
 """Draw a network's roles, the named ports between them and the taps on them:
 docs/ports-taps.png.
 
-Roles are boxes, each port of ``dmxshm.network.plan.PORTS`` an arrow from its
+Roles are boxes, each port of ``dmxshm.network.ports.PORTS`` an arrow from its
 writer to its reader, labelled with its name; each role's built-in taps hang
 under it with the points they watch (``dmxshm.network.taps``). The script
 checks that every port and tap point it draws exists in the code, and exits
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "ports-taps.png"
 
-from dmxshm.network.plan import PORTS  # noqa: E402
+from dmxshm.network.ports import PORTS  # noqa: E402
 from dmxshm.network.taps import POINTS  # noqa: E402
 
 ROLE, TAP, OUTSIDE = "#d9e8f6", "#fbf1c7", "#e8e0f4"
@@ -66,7 +66,7 @@ ARROWS = [
 ]
 DRAWN_PORTS = {"state.renderer.N", "state.camera.N", "camera.N", "cmd.agent.N",
                "spine.frames", "spine.replies", "spine.records", "view.meta", "view.state",
-               "view.obs.N", "slot.N"}
+               "view.obs.N", "slot.N", "obs.R.A"}
 
 
 def main(out: Path) -> int:
@@ -96,7 +96,7 @@ def main(out: Path) -> int:
             + "\nonce per step or tick,\nevery robot at once", fontsize=8,
             family="monospace", va="center", ha="left")
     fig.savefig(out, dpi=110, bbox_inches="tight")
-    missing = {p for p in PORTS if p not in DRAWN_PORTS}
+    missing = {p.name for p in PORTS if p.name not in DRAWN_PORTS}
     if missing:
         print(f"ports in the code the picture does not draw: {sorted(missing)}")
         return 1

@@ -51,34 +51,12 @@ class ObsLink:
     ring: str = ""
 
 
-PORTS = {
-    "state.renderer.N": "engine -> renderer-N: every robot's state, each published step",
-    "state.camera.N": "engine -> camera-N: the same, for renderer N's camera process",
-    "camera.N": "camera-N -> renderer-N: its robots' images (realtime with a camera)",
-    "cmd.agent.N": "agent-N -> engine (or the spine): its robots' wheel commands (N: "
-                   "the agent's index among built-in agents and slots, built-in first)",
-    "slot.N": "an outside program <-> slot-N: the agent slot of docs/abi.md",
-    "score.slot.N": "engine -> slot-N: its robots' rewards and episode ends, each step "
-                     "(gym mode with --episodes)",
-    "spine.frames": "spine -> engine: every robot's command, one frame per CAN cycle",
-    "spine.replies": "engine -> spine: the wheel states after each frame's physics step",
-    "spine.records": "spine -> anyone: its per-cycle timing records",
-    "view.meta": "supervisor -> the live view: what the run is",
-    "view.state": "engine -> the live view: every robot's pose, a few times a second",
-    "view.obs.N": "renderer-N -> the live view: its robots' newest images and counts",
-}
-"""The named ports of a network: what each ring between its roles carries (N: the
-index of the renderer, camera process or agent). The observation rings are the
-plan's :class:`ObsLink` records. A role asks its plan for a port by name
-(:meth:`Plan.ring`), never for a position in a list."""
-
-
 @dataclass(frozen=True)
 class Plan:
     """Who serves which robots, and the names of the rings between them.
 
-    ``rings`` maps each port of :data:`PORTS` that this run has (``N`` made a
-    number: ``"state.renderer.0"``) to its ring's name; ``taps`` are those the
+    ``rings`` maps each port of :data:`~dmxshm.network.ports.PORTS` that this run
+    has (``N`` made a number: ``"state.renderer.0"``) to its ring's name; ``taps`` are those the
     network was given (:class:`TapSpec`: a benchmark's floor, a
     test's counter), made in every process beside the built-in ones.
     """

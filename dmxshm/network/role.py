@@ -65,7 +65,7 @@ class Role(Generic[R]):
 
     # -- helpers for attach() --------------------------------------------------
     def port(self, name: str, side: str, **kwargs: Any) -> Ring:
-        """Attach the ring of port ``name`` (:data:`~dmxshm.network.plan.PORTS`) as
+        """Attach the ring of port ``name`` (:data:`~dmxshm.network.ports.PORTS`) as
         ``side``; it is closed when the role ends."""
         return self.ring(self.plan.ring(name), side, **kwargs)
 

@@ -28,19 +28,11 @@ from dmxshm import logs
 from dmxshm.errors import DmxError
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.network.agent import run_agent
-from dmxshm.network.camera import camera_slot_dtype, run_camera
+from dmxshm.network.camera import run_camera
 from dmxshm.network.config import NetworkConfig, role_name
 from dmxshm.network.engine import run_engine
-from dmxshm.network.episodes import score_dtype
-from dmxshm.network.plan import (
-    Plan,
-    TapSpec,
-    cmd_slot_dtype,
-    make_plan,
-    obs_slot_dtype,
-    robot_obs_dtype,
-    state_slot_dtype,
-)
+from dmxshm.network.plan import Plan, TapSpec, make_plan
+from dmxshm.network.ports import create_rings
 from dmxshm.network.renderer import run_renderer
 from dmxshm.network.runs import check_name, names_locked
 from dmxshm.network.slot import run_slot
@@ -61,16 +53,11 @@ from dmxshm.shm.barrier import Barrier
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.ring import Ring
-from dmxshm.shm.slot import SlotSegment
 from dmxshm.spine.network_spine import (
     request_stop,
-    spine_reply_dtype,
-    total_cycles,
 )
-from dmxshm.spine.records import RECORD_DTYPE
 from dmxshm.view import rings as view_rings
 from dmxshm.world.maps import load_map
-from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 
 # Once the engine has finished, how long the others get to finish too.
 END_GRACE_S = 2.0
@@ -83,13 +70,6 @@ MAINS: dict[str, Callable[..., object]] = {
     "engine": run_engine, "renderer": run_renderer, "agent": run_agent,
     "spine": run_spine, "camera": run_camera, "slot": run_slot}
 """The main function of each role."""
-
-SPINE_FRAME_SLOTS = 64
-"""Slots of the spine's frame ring (64 ms at 1 kHz)."""
-
-MAX_SPINE_RECORDS = 120_000
-"""The most per-cycle records of a network spine kept in shared memory (2 min at
-1 kHz, 18 MB); the spine's timing report covers every cycle."""
 
 
 def view_meta(cfg: NetworkConfig, plan: Plan, extra: dict[str, Any] | None = None
@@ -297,82 +277,18 @@ class Network:
             raise
 
     def _create_rings(self, reg: Registry, plan: Plan) -> Plan:
-        """Every ring and the start barrier of ``plan``; returns the plan with their names."""
-        cfg = self.config
-        disc = "blocking" if cfg.mode == "gym" else "overwrite"
-        nslots = 2 if cfg.mode == "gym" else 4
-        state_dt = state_slot_dtype(cfg.robots)
-        rings = [Ring.create(reg, f"state.{r}", state_dt, nslots, disc)
-                 for r in range(cfg.renderers)]
-        cameras = []
-        if cfg.camera_processes:  # a state ring to each camera process, its images back
-            assert cfg.camera_wh is not None
-            rings += [Ring.create(reg, f"state.camera.{r}", state_dt, nslots, disc)
-                      for r in range(cfg.renderers)]
-            cameras = [Ring.create(reg, f"camera.{r}",
-                                   camera_slot_dtype(len(robots), cfg.camera_wh), 3, disc)
-                       for r, robots in enumerate(plan.renderer_robots)]
-        self._state_ring = rings[0]  # read for progress
-        links = []
-        for link in plan.links:
-            ring = Ring.create(reg, f"obs.{link.renderer}.{link.agent}",
-                               obs_slot_dtype(cfg, len(link.robots)), nslots, disc)
-            links.append(dataclasses.replace(link, ring=ring.name))
-            ring.close()
-        cmd = [Ring.create(reg, f"cmd.{a}", cmd_slot_dtype(len(robots)), nslots, disc)
-               for a, robots in enumerate(plan.agent_robots)]
-        slots = []  # the agent slots outside programs take (docs/abi.md)
-        for j in range(cfg.external_agents):
-            slot = SlotSegment.create(reg, j, cfg.mode, plan.agent_robots[cfg.agents + j],
-                                      robot_obs_dtype(cfg), MAX_WHEEL_SPEED_RAD_S, cfg.action)
-            slots.append(slot.name)
-            slot.close()
-        # --episodes: each slot's robots' scores, from the engine (dmxshm.network.episodes)
-        scores = [Ring.create(reg, f"score.{j}", score_dtype(
-            len(plan.agent_robots[cfg.agents + j])), nslots, disc)
-            for j in range(cfg.external_agents if cfg.episodes else 0)]
-        spine = []  # commands to the engine, its replies (a spine process only)
-        if cfg.spine_process:
-            # The engine takes every frame in order: room for a stall of the
-            # engine of SPINE_FRAME_SLOTS cycles before one is overwritten.
-            spine = [Ring.create(reg, "spine.cmd", cmd_slot_dtype(cfg.robots),
-                                 max(nslots, SPINE_FRAME_SLOTS), disc),
-                     Ring.create(reg, "spine.reply", spine_reply_dtype(cfg.robots), nslots,
-                                 disc),
-                     # the spine's per-cycle timing records, the last MAX_SPINE_RECORDS
-                     Ring.create(reg, "spine.records", RECORD_DTYPE,
-                                 min(total_cycles(cfg) + 8, MAX_SPINE_RECORDS), "overwrite")]
-        # What the live view peeks at (dmxshm.view): never waited for by anyone.
-        view = [Ring.create(reg, view_rings.META, view_rings.META_DTYPE, 2, "overwrite"),
-                Ring.create(reg, view_rings.STATE, view_rings.state_dtype(cfg.robots), 4,
-                            "overwrite")]
-        view += [Ring.create(reg, view_rings.obs_name(r),
-                             view_rings.obs_dtype(len(robots), cfg.camera_wh), 2, "overwrite")
-                 for r, robots in enumerate(plan.renderer_robots)]
-        view[0].bind("writer", "supervisor")
-        view_rings.write_meta(view[0], view_meta(
-            cfg, dataclasses.replace(plan, rings={f"slot.{j}": name
-                                                  for j, name in enumerate(slots)}),
-            self.announce))
+        """Every ring of ``plan`` (:data:`~dmxshm.network.ports.PORTS`) and the start
+        barrier; returns the plan with their names."""
+        plan, opened = create_rings(reg, plan)
+        self._state_ring = opened.pop("state.renderer.0")  # read for progress
+        meta = opened[view_rings.META]
+        meta.bind("writer", "supervisor")
+        view_rings.write_meta(meta, view_meta(self.config, plan, self.announce))
         start = Barrier.create(reg, "start", plan.parties)
         start.close()
-        for ring in [*rings[1:], *cmd, *scores, *spine, *view, *cameras]:
+        for ring in opened.values():
             ring.close()
-        ports = {f"state.renderer.{r}": ring.name for r, ring in
-                 enumerate(rings[:cfg.renderers])}
-        ports.update({f"state.camera.{r}": ring.name for r, ring in
-                      enumerate(rings[cfg.renderers:])})
-        ports.update({f"camera.{r}": ring.name for r, ring in enumerate(cameras)})
-        ports.update({f"cmd.agent.{a}": ring.name for a, ring in enumerate(cmd)})
-        ports.update({f"slot.{j}": name for j, name in enumerate(slots)})
-        ports.update({f"score.slot.{j}": ring.name for j, ring in enumerate(scores)})
-        ports.update({name: ring.name for name, ring in
-                      zip(("spine.frames", "spine.replies", "spine.records"), spine,
-                          strict=False)})
-        ports.update({"view.meta": view[0].name, "view.state": view[1].name})
-        ports.update({f"view.obs.{r}": ring.name for r, ring in enumerate(view[2:])})
-        return dataclasses.replace(plan, links=tuple(links), rings=ports,
-                                   start_barrier=start.name, taps=self.taps)
+        return dataclasses.replace(plan, start_barrier=start.name, taps=self.taps)
 
     def _catch_sigterm(self) -> None:
         # SIGTERM must unwind like Ctrl-C so that close() runs. Only from the

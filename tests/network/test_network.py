@@ -234,7 +234,7 @@ def steps_published(pid: int) -> int:
     writes, read without taking a side of the ring); 0 before the ring exists."""
     from dmxshm.shm.ring import Ring
 
-    names = [e.name for e in list_entries() if e.pid == pid and e.what == "state.0"
+    names = [e.name for e in list_entries() if e.pid == pid and e.what == "state.renderer.0"
              and e.kind == "segment"]
     if not names:
         return 0

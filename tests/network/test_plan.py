@@ -9,7 +9,8 @@ import pytest
 
 import dmxshm
 from dmxshm.network import Network, NetworkConfig
-from dmxshm.network.plan import PORTS, make_plan
+from dmxshm.network.plan import make_plan
+from dmxshm.network.ports import PORTS
 
 RUN_TIMEOUT_S = 120
 ROOT = Path(dmxshm.__file__).parent
@@ -28,7 +29,7 @@ def test_every_ring_of_a_run_is_a_named_port(kw: dict) -> None:
     with Network(NetworkConfig(robots=2, **kw)) as net:
         plan = net.plan
         assert plan is not None
-        assert {template(p) for p in plan.rings} <= set(PORTS)
+        assert {template(p) for p in plan.rings} <= {p.name for p in PORTS}
         assert plan.indexed("cmd.agent") == [plan.ring(f"cmd.agent.{a}")
                                              for a in range(net.config.agents)]
         assert plan.has("spine.frames") == net.config.spine_process
