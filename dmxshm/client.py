@@ -45,7 +45,7 @@ from dmxshm.shm.waiting import EMPTY_OR_INTERRUPTED, acquire, spin_until
 from dmxshm.world.motor import DUCKIEBOT
 
 __all__ = ["Connection", "NetworkEnded", "NoNetworkError", "ProtocolError", "SlotTakenError",
-           "connect"]
+           "choose_run", "claim", "connect"]
 
 
 class NetworkEnded(DmxError):
@@ -67,7 +67,14 @@ def _describe(run: RunInfo) -> str:
             f"{len(run.slots)} slots free)")
 
 
-def _choose_run(name: str | None) -> RunInfo:
+def choose_run(name: str | None) -> RunInfo:
+    """The running network of yours named ``name``, or (None) the only one with agent
+    slots (run discovery: :func:`~dmxshm.network.runs.live_runs`).
+
+    Raises:
+        NoNetworkError: none, none of that name, it has no slots, or several have slots
+            and no name was given (the message lists them).
+    """
     runs = live_runs()
     if name is not None:
         named = [r for r in runs if r.name == name]
@@ -113,14 +120,24 @@ def connect(name: str | None = None, robots: Sequence[int] | None = None,
     deadline = time.monotonic() + (timeout_s or 0.0)
     while True:
         try:
-            return _claim(_choose_run(name), robots, client_name)
+            return claim(choose_run(name), robots, client_name)
         except (NoNetworkError, SlotTakenError, LayoutError):
             if time.monotonic() >= deadline:
                 raise
         time.sleep(settings.LIVENESS_POLL_S)
 
 
-def _claim(run: RunInfo, robots: Sequence[int] | None, client_name: str) -> Connection:
+def claim(run: RunInfo, robots: Sequence[int] | None = None,
+          client_name: str = "python") -> Connection:
+    """Claim a free agent slot of ``run`` (of exactly ``robots``; None: the first free
+    one) for this process: what :func:`connect` does once it has chosen the run.
+
+    Raises:
+        NoNetworkError: ``run`` has no slot of those robots.
+        SlotTakenError: every such slot is held (the message names the holders).
+        LayoutError: the only such slots were written over (their network writes them
+            back).
+    """
     slots = list(run.slots)
     if robots is not None:
         want = tuple(int(r) for r in robots)

@@ -52,7 +52,7 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
 from dmxshm import settings
-from dmxshm.client import Connection, NoNetworkError, SlotTakenError, _choose_run, _claim
+from dmxshm.client import Connection, NoNetworkError, SlotTakenError, choose_run, claim
 from dmxshm.errors import DmxError
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.network.runs import RunInfo
@@ -107,7 +107,7 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         deadline = time.monotonic() + (timeout_s or 0.0)
         while True:  # a network that is starting, slots that are being given back
             try:
-                run = _choose_run(name)
+                run = choose_run(name)
                 self._check(run, obs)
                 self._conns = self._claim(run)
                 break
@@ -161,7 +161,7 @@ class NetworkParallelEnv(ParallelEnv[str, Any, np.ndarray]):
         try:
             for slot in run.free_slots:
                 try:
-                    conns.append(_claim(run, slot.robots, "connect_parallel"))
+                    conns.append(claim(run, slot.robots, "connect_parallel"))
                 except SlotTakenError:
                     continue
         except BaseException:
