@@ -53,6 +53,7 @@ from dmxshm.sim.obs import STATE_FIELDS, STATE_HIGH, STATE_LOW  # noqa: F401  (v
 from dmxshm.sim.spec import V0
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.scene import tint
+from dmxshm.world.scoring import lane_score
 from dmxshm.world.world import GRAVITY_M_S2, World
 
 OBS_KINDS = ("state", "camera", "both")
@@ -331,10 +332,11 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self.world.step()
         self._steps += 1
         obs, (offset, heading, on_road), speed = self._measure(self.world.state(copy=False))
-        dt = self.world.dt_s
-        progress = speed * math.cos(0.0 if heading != heading else heading) * dt
-        reward = progress - self.offset_penalty * abs(0.0 if offset != offset else offset) * dt
-        terminated = not on_road
+        # The rule of every front-end (world/scoring.py), without collisions: v0's
+        # robot is alone on its map.
+        reward, progress, terminated = lane_score(speed, heading, offset, on_road, False,
+                                                  self.world.dt_s,
+                                                  offset_penalty=self.offset_penalty)
         truncated = bool(self.max_episode_steps) and self._steps >= self.max_episode_steps
         info = {"lane_offset_m": offset, "on_road": on_road, "progress_m": progress}
         return obs, float(reward), terminated, truncated, info
