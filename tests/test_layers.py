@@ -194,9 +194,6 @@ STRING_LOADS_ALLOWED = {
     ("dmxshm.batch.kinds", "dmxshm.marl.lanes"):
         "the multi-robot batch's world (MultiLane) lives in marl/, above the batch; it "
         "moves below the batch with the one simulation core (issue 43, sim/)",
-    ("dmxshm.batch.kinds", "dmxshm.marl.shard"):
-        "the multi-robot shard; goes when the batch has one shard for worlds of R robots "
-        "(issue 43)",
     ("dmxshm.batch.kinds", "dmxshm.duckietown"):
         "make_vec(version='duckietown'): the drop-in sits above the batch; the name -> class "
         "table belongs in a front-end above both (issue 43)",

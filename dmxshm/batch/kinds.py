@@ -18,8 +18,7 @@ KINDS: dict[str, str] = {"v0": "dmxshm.batch.env:DuckieLaneEnv",
 """Each kind's class, as an entry point (as gymnasium registers envs): the drop-ins
 sit above the batch, which loads them only when a batch of them is made."""
 MULTI: dict[str, str] = {"world": "dmxshm.marl.lanes:MultiLane",
-                         "space": "dmxshm.marl.lanes:single_space",
-                         "shard": "dmxshm.marl.shard:WorldShard"}
+                         "space": "dmxshm.marl.lanes:single_space"}
 """A multi-agent batch's parts (``make_vec(..., robots_per_world=R)``), as entry points:
 :mod:`dmxshm.marl` sits above the batch, which loads them only for such a batch."""
 VERSIONS = tuple(KINDS)
