@@ -40,11 +40,11 @@ from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
-from dmxshm.sim.robots import apply_physics, robot_makes
+from dmxshm.sim.robots import Robots, apply_physics, robot_makes
 from dmxshm.sim.spec import MULTI
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
-from dmxshm.world.motor import DUCKIEBOT, MotorModel, Motors
+from dmxshm.world.motor import DUCKIEBOT, MotorModel
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
 from dmxshm.world.scoring import COLLISION_PENALTY, OFFSET_PENALTY, lane_score
 from dmxshm.world.world import GRAVITY_M_S2, World
@@ -148,7 +148,7 @@ class MultiLane:
         self._router: Router | None = None
         self._noise: Noise | None = None
         self._cameras: RobotCameras | None = None
-        self._motors = Motors(self.motor, self.robots, self.world.dt_s)
+        self._robots = Robots(self.world, self.motor)
         self._params: list[dict[str, float]] = []
         self._obs: Any = None
         self._touching: set[tuple[str, int, int]] = set()
@@ -232,7 +232,7 @@ class MultiLane:
         makes = robot_makes(self._params or None, self.robots, self.motor)
         apply_physics(self.world, range(self.robots), makes)
         models = [make.motor for make in makes]
-        self._motors = Motors(models, self.robots, self.world.dt_s)
+        self._robots = Robots(self.world, models)
         return models, [make.noise for make in makes]
 
     def step(self, actions: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray,
@@ -246,8 +246,7 @@ class MultiLane:
             raise MultiLaneError(f"actions must be finite, not {duties.tolist()}")
         was_active = self.active.copy()
         duties[~was_active] = 0.0
-        self.world.apply_wheel_speeds(self._motors.step(duties))
-        self.world.step()
+        self._robots.step(self._robots.wheel_speeds(duties))
         self.steps += 1
         live = np.flatnonzero(was_active).tolist()
         obs, lanes, speeds = self._measure(live)
@@ -276,7 +275,7 @@ class MultiLane:
                           "turn": self._turn(i)})
         self.active &= ~(terminated | truncated)
         # an ended robot's motors stop at once (no lag): it brakes where it ended
-        self._motors.speed[terminated | truncated] = 0.0
+        self._robots.stop(np.flatnonzero(terminated | truncated))
         self._obs = obs
         return obs, rewards, terminated, truncated, infos
 

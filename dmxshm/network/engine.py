@@ -46,9 +46,9 @@ from dmxshm.network.taps.log import StateLog
 from dmxshm.network.taps.view import StatePoses
 from dmxshm.shm.ring import Ring
 from dmxshm.shm.slot import LIGHTS
+from dmxshm.sim.robots import Robots
 from dmxshm.sim.scoring import Scoring
 from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
-from dmxshm.world.motor import Motors
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.routes import Routes
 from dmxshm.world.state import poses_2d
@@ -176,9 +176,8 @@ class Engine(Role[EngineResult]):
         self.spine_reply = (self.port("spine.replies", "writer", spin_us=None)
                             if spine_process else None)
         self.rejections = Rejections(plan)
-        # A PWM run's wheels: duties to wheel speeds, a physics step at a time.
-        self.motors = (Motors(cfg.motor_models, cfg.robots, world.dt_s)
-                       if cfg.action == "pwm" else None)
+        # Commands -> (a PWM run's motors) -> physics, and resets: sim's Robots.
+        self.robots = Robots(world, cfg.motor_models if cfg.action == "pwm" else None)
         self.pose_digest = PoseDigest(with_end=not spine_process)
         turns = cfg.route_turns
         routes = (Routes.of(world.road_map, cfg.robots, cfg.seed, turns)
@@ -333,15 +332,12 @@ class Engine(Role[EngineResult]):
                 if episodes is not None:  # an ended episode's robot stands still
                     stopped = episodes.stopped
                     safe[stopped] = 0.0
-                    if self.motors is not None:
-                        self.motors.stop(np.flatnonzero(stopped))
-                if self.motors is not None:  # (no spine: refused with PWM)
-                    safe = self.motors.step(safe)
+                    self.robots.stop(np.flatnonzero(stopped))
+                safe = self.robots.wheel_speeds(safe)  # (a spine: refused with PWM)
                 taps.commands(k, seen_at, safe, None)
                 t0 = clock()
                 if spine is None:
-                    world.apply_wheel_speeds(safe)
-                    world.step()
+                    self.robots.step(safe)
                     states = world.state()
                 else:
                     spine.act(safe)
@@ -356,9 +352,7 @@ class Engine(Role[EngineResult]):
         """An outside agent asked for a reset (gym with ``--episodes``, or realtime):
         its robots back at their start poses, at rest, their motors stopped, the jump
         no distance driven, their episodes (if any) new. Every loop resets here."""
-        self.world.return_to_start(rows.tolist())
-        if self.motors is not None:
-            self.motors.stop(rows)
+        self.robots.reset(rows)
         self.scoring.moved(rows.tolist(), poses_2d(self.world.state(copy=False)))
         if self.episodes is not None:
             self.episodes.reset(rows)
@@ -402,8 +396,7 @@ class Engine(Role[EngineResult]):
                 safe = self.rejections.check(frame["wheels"], everyone, self.done)
                 taps.commands(self.done, world.sim_time_s, safe, None)  # every physics step
                 t0 = time.perf_counter()
-                world.apply_wheel_speeds(safe)
-                world.step()
+                self.robots.step(safe)
                 self.physics_s += time.perf_counter() - t0
                 states = world.state()
                 _reply_to_spine(reply, self.done, states, int(frame["step"]), t_taken)
@@ -458,13 +451,11 @@ class Engine(Role[EngineResult]):
                 expired += was_live & ~live  # a command that just ran out
                 was_live = live
                 applied = np.where(live[:, None], wheels, 0.0)
-                if self.motors is not None:  # duties: the wheels' speeds at the step's end
-                    applied = self.motors.step(applied)
+                applied = self.robots.wheel_speeds(applied)  # duties: through the motors
                 # The command each robot had in step k: what replay applies there.
                 taps.commands(k, world.sim_time_s, applied, ~live)
                 t0 = time.perf_counter()
-                world.apply_wheel_speeds(applied)
-                world.step()
+                self.robots.step(applied)
                 self.physics_s += time.perf_counter() - t0
                 # Sleep until the wall clock reaches the simulated time of step k+1.
                 # A late step is counted and the next one starts at once, so the

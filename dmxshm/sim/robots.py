@@ -1,6 +1,8 @@
-"""What a robot is made of: one path from a domain randomisation draw to its physics,
-its motors and its sensors' noise, for every front-end (the network's engine and
-renderers, ``DuckieLane-v1``, the multi-robot worlds).
+"""What a robot is made of and how it moves: one path from a domain randomisation draw
+to its physics, its motors and its sensors' noise, for every front-end (the network's
+engine and renderers, ``DuckieLane-v1``, the multi-robot worlds), and
+:class:`Robots`, the commands -> motors -> physics step and the resets of a world's
+robots.
 
 A draw (:func:`dmxshm.world.randomize.robot_draws`, or one robot's parameters drawn
 by an env at reset) is a dict of every parameter; ``None`` is the nominal robot.
@@ -21,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import NoiseModel
 from dmxshm.world import randomize as rand
-from dmxshm.world.motor import MotorModel
+from dmxshm.world.motor import MotorModel, Motors
 from dmxshm.world.world import World
 
 
@@ -87,3 +91,49 @@ def apply_physics(world: World, robots: Iterable[int], makes: Sequence[RobotMake
     (``makes[j]`` for the j-th of ``robots``)."""
     for robot, make in zip(robots, makes, strict=True):
         world.set_robot_physics(robot, make.friction, make.mass, make.wheel_radius)
+
+
+class Robots:
+    """The robots of one world as the simulation moves them: their commands (wheel
+    speeds, or duties through each robot's motor model), the physics step, and their
+    resets. Every multi-robot front-end steps its robots here: the network's engine
+    (all its loops) and the multi-robot world.
+
+    Args:
+        world: the physics (a Bullet :class:`~dmxshm.world.world.World` today; a
+            backend that steps every robot of every world in one call plugs in here).
+        motors: the motor model of every robot, or one per robot, when commands are
+            duties (``action="pwm"``); None: commands are wheel speeds (rad/s).
+    """
+
+    def __init__(self, world: World,
+                 motors: MotorModel | Sequence[MotorModel] | None = None) -> None:
+        self.world = world
+        self.motors = (Motors(motors, world.num_robots, world.dt_s)
+                       if motors is not None else None)
+
+    @property
+    def duties(self) -> bool:
+        """Commands are duties through the motor models (else wheel speeds)."""
+        return self.motors is not None
+
+    def wheel_speeds(self, commands: np.ndarray) -> np.ndarray:
+        """The ``(robots, 2)`` wheel speeds (rad/s) that ``commands`` give over the next
+        step: the commands themselves, or the motors' mean speeds under the duties
+        (which advances the motors by a step)."""
+        return commands if self.motors is None else self.motors.step(commands)
+
+    def step(self, wheel_speeds: np.ndarray) -> None:
+        """One physics step with these wheel speeds (:meth:`wheel_speeds`'s)."""
+        self.world.apply_wheel_speeds(wheel_speeds)
+        self.world.step()
+
+    def stop(self, rows: Sequence[int] | np.ndarray) -> None:
+        """The motors of ``rows`` at rest at once (an ended episode's robot)."""
+        if self.motors is not None:
+            self.motors.stop(rows)
+
+    def reset(self, rows: Sequence[int] | np.ndarray) -> None:
+        """``rows`` back at their start poses, at rest, their motors stopped."""
+        self.world.return_to_start([int(r) for r in rows])
+        self.stop(rows)

@@ -62,6 +62,7 @@ def test_every_front_end_makes_its_robots_from_its_draws_alike() -> None:
         draws = world._params  # noqa: SLF001 - what the world drew
         assert draws
         expected = [robot_make(p, DUCKIEBOT).motor for p in draws]
-        assert world._motors.models == expected  # noqa: SLF001
+        assert world._robots.motors is not None  # noqa: SLF001
+        assert world._robots.motors.models == expected  # noqa: SLF001
     finally:
         world.close()
