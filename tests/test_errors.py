@@ -21,6 +21,8 @@ from dmxshm import errors
 from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.obs import obs_dtype
 from dmxshm.network.config import NetworkConfig
+from dmxshm.sim import sensing
+from dmxshm.sim.spec import SimSpec
 from dmxshm.world.maps import load_map, parse_map
 from dmxshm.world.objects import MapObject
 from dmxshm.world.renderers import resolve as resolve_renderer
@@ -95,6 +97,8 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.network.config.ConfigError": lambda: NetworkConfig(robots=0),
     "dmxshm.matrix.camera.CameraError": lambda: Camera(width=0),
     "dmxshm.matrix.obs.ObsLayoutError": lambda: obs_dtype((-1, 2)),
+    "dmxshm.sim.spec.SimSpecError": lambda: SimSpec(robots=0),
+    "dmxshm.sim.sensing.SensorError": lambda: sensing.get("no-such-sensor"),
     "dmxshm.world.maperror.MapError": lambda: parse_map({"tiles": [["straight"]]}),
     "dmxshm.world.maperror.MapNotFoundError": lambda: load_map("no-such-map"),
     "dmxshm.world.objects.ObjectError": lambda: MapObject("a", "pylon", 0.0, 0.0),
