@@ -144,7 +144,7 @@ def test_a_killed_process_ends_the_run_with_its_name(victim: str, signum: int) -
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_a_policy_that_raises_is_reported_with_its_traceback() -> None:
     with pytest.raises(NetworkError) as info:
-        run(agent="tests.agents:raises")
+        run(agent="tests.agents:raises", camera=(0, 0))  # no image needed to raise
     assert info.value.role == "agent-0"
     assert "policy exploded on purpose" in str(info.value)
     assert "Traceback" in str(info.value)
@@ -153,7 +153,7 @@ def test_a_policy_that_raises_is_reported_with_its_traceback() -> None:
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_an_answer_of_the_wrong_shape_ends_the_run_naming_the_agent() -> None:
     with pytest.raises(NetworkError) as info:
-        run(agent="tests.agents:wrong_shape", steps=3)
+        run(agent="tests.agents:wrong_shape", steps=3, camera=(0, 0))
     assert info.value.role == "agent-0"
     assert "shape (3,)" in str(info.value)
     assert "AgentError" in info.value.cause
