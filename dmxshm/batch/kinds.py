@@ -1,7 +1,8 @@
 """The envs a batch can hold (``make_vec(..., version=)``): ``"v0"``
-(``dmxshm/DuckieLane-v0``), ``"v1"`` (``dmxshm/DuckieLane-v1``), and the gym-duckietown
+(``dmxshm/DuckieLane-v0``), ``"v1"`` (``dmxshm/DuckieLane-v1``), the gym-duckietown
 drop-ins ``"duckietown"`` (:class:`dmxshm.duckietown.DuckietownEnv`) and
-``"simulator"`` (:class:`dmxshm.duckietown.Simulator`)."""
+``"simulator"`` (:class:`dmxshm.duckietown.Simulator`), or a user's env class of one
+robot (:data:`Kind`)."""
 
 from __future__ import annotations
 
@@ -25,36 +26,54 @@ VERSIONS = tuple(KINDS)
 DROP_INS = ("duckietown", "simulator")
 
 
-def normalize(version: str) -> str:
+Kind = str | type
+"""A batch's kind: a version (a key of :data:`KINDS`), or a user's env class of one
+robot (a gymnasium env whose action is 2 floats; its arguments are ``make_vec``'s
+``env_kwargs``, and the workers import it by its module and name)."""
+
+
+def normalize(version: Kind) -> Kind:
     """``version`` as a key of :data:`KINDS` (a gymnasium id ``"dmxshm/DuckieLane-v1"``
-    is its version).
+    is its version), or the env class it is.
 
     Raises:
         ValueError: another version.
     """
+    if isinstance(version, type):
+        return version
     short = version.rsplit("-", 1)[-1] if version.startswith("dmxshm/DuckieLane-") else version
     if short not in KINDS:
         raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
     return short
 
 
-def env_class(version: str) -> type[DuckieLaneEnv]:
+def env_class(version: Kind) -> type[DuckieLaneEnv]:
     """The env class of ``version`` (see :func:`normalize`)."""
-    module, name = KINDS[normalize(version)].split(":")
+    kind = normalize(version)
+    if isinstance(kind, type):
+        return kind
+    module, name = KINDS[kind].split(":")
     cls: type[DuckieLaneEnv] = getattr(importlib.import_module(module), name)
     return cls
 
 
-def env_kwargs(version: str, obs: str, camera: tuple[int, int],
+def env_kwargs(version: Kind, obs: str, camera: tuple[int, int],
                kwargs: dict[str, Any]) -> dict[str, Any]:
     """What each env of a batch of ``version`` is built with: ``obs`` and ``camera``
     and ``kwargs`` for DuckieLane; ``kwargs`` alone for a drop-in (its image is
-    ``camera_width`` x ``camera_height``).
+    ``camera_width`` x ``camera_height``) or a user's env class.
 
     Raises:
-        ValueError: a drop-in batch given ``obs`` or ``camera``, or ``render_mode``.
+        ValueError: a drop-in or user's batch given ``obs`` or ``camera``, or
+            ``render_mode``.
     """
-    if normalize(version) not in DROP_INS:
+    kind = normalize(version)
+    if isinstance(kind, type):
+        if obs != "state" or tuple(camera) != (160, 120) or "render_mode" in kwargs:
+            raise ValueError(f"a batch of {kind.__name__} takes its own arguments: leave "
+                             "make_vec's obs, camera and render_mode out")
+        return dict(kwargs)
+    if kind not in DROP_INS:
         return dict(obs=obs, camera=tuple(camera), **kwargs)
     if obs != "state" or tuple(camera) != (160, 120):
         raise ValueError("a batch of gym-duckietown drop-ins observes the camera at "
@@ -65,25 +84,27 @@ def env_kwargs(version: str, obs: str, camera: tuple[int, int],
     return dict(kwargs)
 
 
-def check_keywords(version: str, kwargs: dict[str, Any]) -> None:
+def check_keywords(version: Kind, kwargs: dict[str, Any]) -> None:
     """Refuse, before any env is made, an argument ``version``'s env does not take,
     naming the version that does (``randomize`` is v1's, not v0's).
 
     Raises:
         TypeError: a keyword the env does not take (a ``TypeError``, as Python's own).
     """
-    taken = _keywords(normalize(version))
+    kind = normalize(version)
+    taken = _keywords(kind)
     unknown = sorted(set(kwargs) - taken)
     if not unknown:
         return
-    others = [v for v in KINDS if v != normalize(version) and v not in DROP_INS
+    others = [v for v in KINDS if v != kind and v not in DROP_INS
               and set(unknown) <= _keywords(v)]
     hint = (f": they are {others[0]}'s, give version={others[0]!r}" if others
             else f"; it takes {', '.join(sorted(taken))}")
-    raise TypeError(f"DuckieLane-{normalize(version)} takes no {', '.join(unknown)}{hint}")
+    name = kind.__name__ if isinstance(kind, type) else f"DuckieLane-{kind}"
+    raise TypeError(f"{name} takes no {', '.join(unknown)}{hint}")
 
 
-def _keywords(version: str) -> set[str]:
+def _keywords(version: Kind) -> set[str]:
     """The keywords ``version``'s env takes, its bases' too where it passes ``**kwargs``
     on."""
     names: set[str] = set()

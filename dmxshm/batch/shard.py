@@ -351,6 +351,7 @@ class Shard:
         self.put(rows, obs, "final:")
         for key, blank in self.blank.items():
             self.v[f"final:info:{key}"][rows] = [info.get(key, blank) for info in infos]
+            self.v[f"final:info:_{key}"][rows] = [key in info for info in infos]
 
     def run_pending(self) -> None:
         """Step the rows of the shard that the parent sent, then announce them
@@ -365,7 +366,8 @@ class Shard:
         commands = mine[js].tolist()
         envs = [lo + j for j in js]
         cmd[envs] = 0  # none of them can be sent again before it is announced
-        r, of_world = self.robots, {}  # whole worlds: a world's rows share one command
+        r = self.robots
+        of_world: dict[int, int] = {}  # whole worlds: a world's rows share one command
         for j, command in zip(js, commands, strict=True):
             of_world.setdefault(j // r, command)
         self.step_worlds(list(of_world), list(of_world.values()))

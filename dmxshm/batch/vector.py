@@ -169,7 +169,7 @@ def _worker_count(num_workers: int | None) -> int:
     return int(num_workers)
 
 
-def _robots_per_world(value: Any, num_envs: int, version: str | None,
+def _robots_per_world(value: Any, num_envs: int, version: str | type | None,
                       env_kwargs: dict[str, Any]) -> int | None:
     """``robots_per_world`` checked (None: one robot per world, the single-agent batch).
 
@@ -215,7 +215,7 @@ class DmxVectorEnv(VectorEnv):
                  profile_interval_s: float = 0.5, breakdown: bool = False,
                  batch_size: int | None = None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-                 version: str | None = None, robots_per_world: int | None = None,
+                 version: str | type | None = None, robots_per_world: int | None = None,
                  **env_kwargs: Any) -> None:
         from dmxshm.batch import kinds
 
@@ -271,7 +271,11 @@ class DmxVectorEnv(VectorEnv):
             if kinds.normalize(version) not in kinds.DROP_INS:
                 kinds.check_keywords(version, env_kwargs)  # a TypeError naming the fix
             probe = env_type(**kwargs)
-        if probe.camera is not None:
+            if getattr(probe.action_space, "shape", None) != (2,):
+                probe.close()
+                raise ValueError(f"a batch's actions are 2 floats per row: {env_type.__name__}"
+                                 f"'s action space is {probe.action_space}")
+        if getattr(probe, "camera", None) is not None:
             # The renderer, auto resolved here once: every worker draws with the same.
             kwargs["renderer"] = probe.renderer
             if probe.renderer == "batch":  # compiled here, not in every worker at once
@@ -558,10 +562,13 @@ class DmxVectorEnv(VectorEnv):
             last[row] = (v["final:obs:"][env].copy() if "final:obs:" in v else
                          {key[4:]: v[f"final:{key}"][env].copy() for key in self._obs_keys})
         final_info: dict[str, np.ndarray] = {}
-        for key, dtype in self._info_fields.items():
-            values = np.zeros(n, dtype=dtype)
-            values[rows] = v[f"final:info:{key}"][envs]
-            final_info[key], final_info[f"_{key}"] = values, final.copy()
+        for key, dtype in self._info_fields.items():  # a key no last info has is left out
+            has = np.zeros(n, dtype=np.bool_)
+            has[rows] = v[f"final:info:_{key}"][envs]
+            if np.count_nonzero(has):
+                values = np.zeros(n, dtype=dtype)
+                values[rows] = v[f"final:info:{key}"][envs]
+                final_info[key], final_info[f"_{key}"] = values, has
         info["final_obs"], info["_final_obs"] = last, final.copy()
         info["final_info"], info["_final_info"] = final_info, final.copy()
 
@@ -628,9 +635,11 @@ class DmxVectorEnv(VectorEnv):
     def _seeds(self, seed: int | list[int | None] | None) -> list[int]:
         """One seed per row (-1: none). With ``robots_per_world``, a world's seed is
         its first row's, and every row of the world carries it."""
+        # make_vec's seed is the first reset's, unless that reset names its own; later
+        # resets continue the random streams (as gymnasium's seed at make)
+        given, self._seed = self._seed, None
         if seed is None:
-            seed = self._seed
-            self._seed = None  # later resets continue the random streams
+            seed = given
         if seed is None:
             return [-1] * self.num_envs
         r, worlds = self.robots_per_world, self.num_worlds
@@ -941,7 +950,7 @@ class DmxVectorEnv(VectorEnv):
 
 def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
              camera: tuple[int, int] = (160, 120), seed: int | None = None, copy: bool = True,
-             batch_size: int | None = None, version: str | None = None,
+             batch_size: int | None = None, version: str | type | None = None,
              robots_per_world: int | None = None, **env_kwargs: Any) -> DmxVectorEnv:
     """A :class:`DmxVectorEnv` of ``num_envs`` DuckieLane worlds (see the module docstring).
 
@@ -950,7 +959,10 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
     or a gym-duckietown drop-in,
     ``"duckietown"`` or ``"simulator"`` (:mod:`dmxshm.duckietown`; its arguments in
     ``env_kwargs``, its image ``camera_width`` x ``camera_height``); ``env_kwargs``
-    go to each env.
+    go to each env. Or a gymnasium env class of one robot whose action is 2 floats
+    (its arguments in ``env_kwargs``; importable by the workers: not ``__main__``'s):
+    the batch steps it with ``step``, and gives as info arrays the keys it declares in
+    its ``batch_info`` class attribute (key -> dtype).
 
     ``num_workers``: worker processes, an integer >= 1 (at most ``num_envs`` are
     used), or None (the default) for one per usable CPU; 0 steps every env in this

@@ -139,7 +139,9 @@ class Arrays:
                        ("rand:_reset", (n,), np.dtype(np.bool_))]
         if final:  # SAME_STEP autoreset: the last observation and info of an ended episode
             layout += [("final", (n,), np.dtype(np.bool_))]
-            layout += [(f"final:info:{k}", (n,), dt) for k, dt in info.items()]
+            for k, dt in info.items():  # each key's value and mask (in the last info)
+                layout += [(f"final:info:{k}", (n,), dt),
+                           (f"final:info:_{k}", (n,), np.dtype(np.bool_))]
             layout += [(f"final:obs:{k}", (n, *shape), dtype) for k, (shape, dtype) in obs.items()]
         out, offset = [], 0
         for name, shape, dtype in layout:

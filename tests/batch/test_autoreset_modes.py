@@ -1,7 +1,11 @@
-"""Batch mode's three autoreset modes, each against gymnasium's SyncVectorEnv.
+"""Batch mode's three autoreset modes over DuckieLane, each against gymnasium's
+SyncVectorEnv.
 
 In-process (its rows are the workers' in every mode, tests/batch/test_serial.py);
-over both backends where an env in flight ends or is dropped while others finish."""
+over both backends where an env in flight ends or is dropped while others finish. The
+semantics row by row (a refused step, a masked reset, ``final_obs`` through
+``send``/``recv``) are tests/batch/test_counting.py's, on a world whose observation is
+its step count."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.batch.vector import parse_autoreset_mode
 from dmxshm.errors import DmxError
 from dmxshm.shm.names import list_entries
-from tests.batch.rows import BACKENDS, IN_PROCESS
+from tests.batch.rows import IN_PROCESS
 
 VEC_TIMEOUT_S = 120
 N, STEPS, EPISODE = 6, 60, 20
@@ -92,62 +96,6 @@ def test_each_mode_is_sync_vector_envs_bit_for_bit(mode: AutoresetMode) -> None:
     if mode == AutoresetMode.SAME_STEP:
         assert sum("final_obs" in t[4] for t in steps) >= 2  # final_obs was compared
     assert [e for e in list_entries() if e.pid == os.getpid()] == []
-
-
-@pytest.mark.timeout(VEC_TIMEOUT_S)
-def test_disabled_refuses_to_step_an_ended_env_until_it_is_reset() -> None:
-    env = dmxshm.make_vec(2, num_workers=IN_PROCESS, seed=0, max_episode_steps=2,
-                          autoreset_mode="disabled")
-    try:
-        env.reset()
-        a = np.zeros((2, 2), np.float32)
-        env.step(a)
-        _, _, _, truncated, _ = env.step(a)
-        assert truncated.all()
-        with pytest.raises(DmxError, match=r"env\(s\) \[0, 1\] ended.*reset_mask"):
-            env.step(a)
-        mask = np.array([True, False])
-        obs, info = env.reset(options={"reset_mask": mask})
-        assert info["_lane_offset_m"].tolist() == [True, False]
-        with pytest.raises(DmxError, match=r"env\(s\) \[1\] ended"):
-            env.step(a)
-        env.reset(options={"reset_mask": ~mask})
-        env.step(a)  # both reset: stepping works again
-        for bad, error in ((np.array([1, 0]), TypeError), (np.zeros(3, bool), ValueError),
-                           (np.zeros(2, bool), ValueError), ([True, False], TypeError)):
-            with pytest.raises(error, match="reset_mask"):
-                env.reset(options={"reset_mask": bad})
-    finally:
-        env.close()
-
-
-@pytest.mark.timeout(VEC_TIMEOUT_S)
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_same_step_through_the_asynchronous_api(backend: int) -> None:
-    # recv() gives final_obs and final_info for the envs of its batch that
-    # ended, and the observation is already the next episode's first.
-    env = dmxshm.make_vec(4, num_workers=backend, seed=0, max_episode_steps=3, batch_size=2,
-                          autoreset_mode=AutoresetMode.SAME_STEP)
-    try:
-        env.async_reset()
-        finals = 0
-        for _ in range(12):
-            obs, _, terminated, truncated, info = env.recv()
-            ended = terminated | truncated
-            if ended.any():
-                finals += int(ended.sum())
-                assert np.array_equal(info["_final_obs"], ended)
-                for row in np.flatnonzero(ended):
-                    assert info["final_obs"][row].shape == (11,)
-                    assert not np.array_equal(info["final_obs"][row], obs[row])
-                assert np.array_equal(info["final_info"]["_progress_m"], ended)
-                assert not (info.get("_progress_m", np.zeros(2, bool)) & ended).any()
-            else:
-                assert "final_obs" not in info
-            env.send(np.zeros((2, 2), np.float32), info["env_id"])
-        assert finals >= 4
-    finally:
-        env.close()
 
 
 def test_modes_are_named_as_gymnasium_names_them() -> None:
