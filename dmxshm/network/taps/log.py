@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.lib import recfunctions
 
-from dmxshm.logs import LogPart
 from dmxshm.network.taps import Tap
+
+if TYPE_CHECKING:
+    from dmxshm.logs import LogPart
+
+
+def _part(path: str, role: str) -> LogPart:
+    # Loaded by a run with --log only: a role's process imports this module always.
+    from dmxshm.logs import LogPart
+
+    return LogPart(path, role)
 
 
 class StateLog(Tap):
@@ -16,7 +25,7 @@ class StateLog(Tap):
     each robot had in each step (what replay applies there)."""
 
     def __init__(self, path: str) -> None:
-        self.part = LogPart(path, "engine")
+        self.part = _part(path, "engine")
 
     def state(self, step: int, sim_time_s: float, states: np.ndarray) -> None:
         wall_ns = time.time_ns()
@@ -41,7 +50,7 @@ class SampleLog(Tap):
     the tick's slots went out, so that an agent never waits for the log."""
 
     def __init__(self, path: str, role: str) -> None:
-        self.part = LogPart(path, role)
+        self.part = _part(path, role)
         self._pending: list[tuple[tuple[int, ...], np.ndarray, tuple[str, ...]]] = []
 
     def samples(self, step: int, sim_time_s: float, robots: tuple[int, ...],
@@ -50,6 +59,8 @@ class SampleLog(Tap):
             return
         names = obs.dtype.names or ()
         if "camera" in names and "camera" not in due:  # the images are not logged: not copied
+            from numpy.lib import recfunctions  # (numpy.ma: a tenth of a second to load)
+
             kept = recfunctions.repack_fields(obs[[n for n in names if n != "camera"]])
         else:
             kept = obs.copy()
@@ -69,7 +80,7 @@ class ImageLog(Tap):
     """A camera process's part: each of its frames."""
 
     def __init__(self, path: str, role: str) -> None:
-        self.part = LogPart(path, role)
+        self.part = _part(path, role)
 
     def images(self, frame: int, step: int, sim_time_s: float, robots: tuple[int, ...],
                images: np.ndarray) -> None:
