@@ -83,20 +83,29 @@ import hashlib
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import posix_ipc
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dmxshm import settings
 from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
 from dmxshm.batch.completions import Collector
+from dmxshm.batch.failures import WorkerError, worker_error
+from dmxshm.batch.options import (
+    AUTORESET_MODES,
+    check_robots_per_world,
+    parse_autoreset_mode,
+    resolve_spin_s,
+    worker_count,
+)
+from dmxshm.batch.readout import Readout
+from dmxshm.batch.sampling import Sampler
+from dmxshm.batch.seeds import check_whole_worlds, reset_mask, row_seeds
 from dmxshm.batch.serial import Memory, Serial
 from dmxshm.batch.worker import (
     CLOSE,
@@ -115,91 +124,15 @@ from dmxshm.batch.worker import (
     run_worker,
 )
 from dmxshm.errors import DmxError, DmxTimeoutError
-from dmxshm.proc.cpus import usable_cpus
-from dmxshm.proc.outcome import Cause, Outcome
 from dmxshm.proc.supervisor import Child, Supervisor
-from dmxshm.proc.watch import ChildFailedError, short_cause
-from dmxshm.profiling import Profiler, ProfileReport, shm_sizes
+from dmxshm.profiling import ProfileReport
 from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
 
-AUTORESET_MODES = {mode.name.lower(): mode for mode in AutoresetMode}
-
-
-def parse_autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
-    """``value`` as an :class:`~gymnasium.vector.AutoresetMode`: the enum, its value
-    (``"NextStep"``) or its name in any case (``"same_step"``).
-
-    Raises:
-        ValueError: none of them.
-    """
-    if isinstance(value, AutoresetMode):
-        return value
-    if isinstance(value, str):
-        for mode in AutoresetMode:
-            if value in (mode.value, mode.name) or value.lower() == mode.name.lower():
-                return mode
-    raise ValueError(f"autoreset_mode must be one of {sorted(AUTORESET_MODES)} "
-                     f"(or a gymnasium.vector.AutoresetMode), not {value!r}")
-
-
-def _resolve_spin_s(spin_us: float | None) -> float:
-    if spin_us is None:
-        spin_us = settings.spin_us(settings.BATCH_SPIN_US)
-    if spin_us < 0:
-        raise ValueError(f"spin_us must be >= 0, not {spin_us}")
-    return spin_us * 1e-6 if posix_ipc.SEMAPHORE_VALUE_SUPPORTED else 0.0
-
-
-def _worker_count(num_workers: int | None) -> int:
-    """``num_workers``, or one per usable CPU for None (0: the in-process batch).
-
-    Raises:
-        ValueError: anything else than None or an integer >= 0 (0 never means "auto").
-    """
-    if num_workers is None:
-        return len(usable_cpus())
-    if isinstance(num_workers, (bool, np.bool_)) or not isinstance(num_workers,
-                                                                     (int, np.integer)) \
-            or num_workers < 0:
-        raise ValueError(f"num_workers must be None (one worker per usable CPU, here "
-                         f"{len(usable_cpus())}), 0 (the envs step in this process) or "
-                         f"an integer >= 1, not {num_workers!r}")
-    return int(num_workers)
-
-
-def _robots_per_world(value: Any, num_envs: int, version: str | type | None,
-                      env_kwargs: dict[str, Any]) -> int | None:
-    """``robots_per_world`` checked (None: one robot per world, the single-agent batch).
-
-    Raises:
-        ValueError: not an integer >= 1, ``num_envs`` not a multiple of it, another
-            version than v1, or a render mode.
-    """
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < 1:
-        raise ValueError(f"robots_per_world must be an integer >= 1, not {value!r}")
-    if num_envs % value:
-        raise ValueError(f"num_envs ({num_envs}) must be a multiple of robots_per_world "
-                         f"({value}): each robot of each world is a row")
-    if version is not None:
-        from dmxshm.batch import kinds
-
-        if kinds.normalize(version) != "v1":
-            raise ValueError("the robots of robots_per_world are DuckieLane-v1's: leave "
-                             f"version out, or give 'v1', not {version!r}")
-    if env_kwargs.get("render_mode") is not None:
-        raise ValueError("a multi-agent batch has no render(): a world's top view is "
-                         "dmxshm.parallel_env(..., render_mode='rgb_array').render()")
-    return int(value)
-
-
-class WorkerError(ChildFailedError):
-    """A batch worker died or raised; names the worker (``role``: ``batch-W``), its pid
-    and the cause."""
+__all__ = ["AUTORESET_MODES", "DmxVectorEnv", "WorkerError", "make_vec", "make_vec_v1",
+           "parse_autoreset_mode"]
+"""The batch's public names, here as they always were (their homes: options, failures)."""
 
 
 class DmxVectorEnv(VectorEnv):
@@ -219,7 +152,7 @@ class DmxVectorEnv(VectorEnv):
                  **env_kwargs: Any) -> None:
         from dmxshm.batch import kinds
 
-        group = _robots_per_world(robots_per_world, num_envs, version, env_kwargs)
+        group = check_robots_per_world(robots_per_world, num_envs, version, env_kwargs)
         version = version or ("v1" if group else "v0")
         env_type = kinds.env_class(version)
 
@@ -232,7 +165,7 @@ class DmxVectorEnv(VectorEnv):
         self.robots_per_world = group or 1
         self._multi = group is not None
         self.num_worlds = num_envs // self.robots_per_world
-        workers = min(_worker_count(num_workers), self.num_worlds)
+        workers = min(worker_count(num_workers), self.num_worlds)
         shards = max(workers, 1)  # the in-process batch (0 workers) is one shard
         if batch_size is None:
             batch_size = num_envs
@@ -247,7 +180,7 @@ class DmxVectorEnv(VectorEnv):
         self.num_workers = workers
         self.copy = copy
         self.timeout_s = timeout_s
-        self._spin_s = _resolve_spin_s(spin_us)
+        self._spin_s = resolve_spin_s(spin_us)
         self._broken = ""
         self._seed = seed
         self._sequence = 0  # of whole-shard commands
@@ -255,7 +188,6 @@ class DmxVectorEnv(VectorEnv):
         # envs the last recv() returned (what comes back: self._collector)
         self._in_flight = np.zeros(num_envs, dtype=np.bool_)
         self._last_ids = np.arange(num_envs)
-        self._trues: dict[int, np.ndarray] = {}  # all-True info masks, by batch length
         # envs whose episode ended and that were not reset since (DISABLED autoreset)
         self._ended = np.zeros(num_envs, dtype=np.bool_)
         self._final = mode == AutoresetMode.SAME_STEP
@@ -305,14 +237,13 @@ class DmxVectorEnv(VectorEnv):
                            else self._registry.create_segment("batch", size))
             self._arrays = Arrays(memory, num_envs, self._fields, shards, render, self._final,
                                   len(self._rand_names), self._info_fields)
-            self._obs_keys = [key for key in self._arrays.views if key.startswith("obs:")]
+            self._read = Readout(self._arrays.views, copy, self._info_fields, self._rand_names,
+                                 self._final, self.robots_per_world, self._multi)
             r = self.robots_per_world  # each shard holds whole worlds
             bounds = [(int(b[0]) * r, (int(b[-1]) + 1) * r)
                       for b in np.array_split(np.arange(self.num_worlds), shards)]
             self._owner = np.repeat(np.arange(shards), [hi - lo for lo, hi in bounds]).tolist()
             self._collector = Collector(self._arrays.views, bounds)
-            rows = np.arange(num_envs)
-            self._world_of, self._agent_of = rows // r, rows % r
             if workers == 0:
                 # The worker body in this process: its go post runs it (batch.serial).
                 self._serial = Serial(open_shard(
@@ -322,9 +253,12 @@ class DmxVectorEnv(VectorEnv):
                 self._ready = self._done = NoPost()
             else:
                 self._start_workers(memory.name, workers, bounds, kwargs, mode, group)
-            self._profiler: Profiler | None = None
+            self._profiler: Sampler | None = None
             if profile:
-                self._start_profiler(profile_interval_s)
+                self._profiler = Sampler(
+                    {"parent": os.getpid(),
+                     **{f"worker-{w}": child.pid for w, child in enumerate(self._workers)}},
+                    profile_interval_s, self._registry)
         except BaseException:
             self.close()
             raise
@@ -352,34 +286,6 @@ class DmxVectorEnv(VectorEnv):
                 death_signal=signal.SIGTERM))
 
     # -- profiling -------------------------------------------------------------
-    def _start_profiler(self, interval_s: float) -> None:
-        if not interval_s > 0:
-            raise ValueError(f"profile_interval_s must be positive, not {interval_s}")
-        registry = self._registry
-        profiler = Profiler(
-            {"parent": os.getpid(),
-             **{f"worker-{w}": child.pid for w, child in enumerate(self._workers)}},
-            interval_s, shm=lambda: shm_sizes(registry.names))
-        lock, stop = threading.Lock(), threading.Event()
-        failure: list[str] = []
-
-        def sample() -> None:  # holds no reference to the env: it may be collected
-            try:
-                while not stop.is_set():
-                    with lock:
-                        profiler.sample()
-                    stop.wait(interval_s)
-            except Exception as exc:  # noqa: BLE001  reported by profile()
-                failure.append(f"{type(exc).__name__}: {exc}")
-            finally:
-                profiler.stop()
-
-        self._profiler, self._profile_lock, self._profile_stop = profiler, lock, stop
-        self._profile_failure = failure
-        self._profile_thread = threading.Thread(target=sample, name="dmx-profile",
-                                                daemon=True)
-        self._profile_thread.start()
-
     def profile(self) -> ProfileReport:
         """The profile so far (``make_vec(..., profile=True)``): one row per process.
 
@@ -391,15 +297,12 @@ class DmxVectorEnv(VectorEnv):
             ``sampler_cpu_fraction``.
 
         Raises:
-            DmxError: profiling was not asked for.
+            DmxError: profiling was not asked for, or it stopped at an error.
         """
         if getattr(self, "_profiler", None) is None:
             raise DmxError("this vector env was made without profile=True")
-        if self._profile_failure:
-            raise DmxError(f"profiling stopped: {self._profile_failure[0]}")
-        with self._profile_lock:
-            assert self._profiler is not None
-            return self._profiler.report()
+        assert self._profiler is not None
+        return self._profiler.report()
 
     # -- the step path ---------------------------------------------------------
     def _run(self, command: int) -> None:
@@ -472,105 +375,7 @@ class DmxVectorEnv(VectorEnv):
         child.refresh()
         outcome = child.outcome
         if outcome is not None:
-            raise self._worker_error(w, outcome)
-
-    def _worker_error(self, w: int, outcome: Outcome) -> WorkerError:
-        """The error of worker ``w``'s end, worded as every run's (proc.watch.explain's
-        cause, with the traceback only of an error it raised)."""
-        cause = "it ended" if outcome.ok else short_cause(outcome)
-        detail = (f"\n{outcome.traceback.rstrip()}" if outcome.traceback
-                  and outcome.cause in (Cause.RAISED, Cause.PEER) else "")
-        return WorkerError(f"batch worker {w} (pid {outcome.pid}) failed: {cause}{detail}",
-                           role=outcome.name, pid=outcome.pid, cause=cause, outcome=outcome)
-
-    def _obs(self) -> Any:
-        v = self._arrays.views
-        if "obs:" in v:
-            return v["obs:"].copy() if self.copy else v["obs:"]
-        return {k[4:]: (v[k].copy() if self.copy else v[k]) for k in self._obs_keys}
-
-    def _out(self, name: str) -> np.ndarray:
-        arr = self._arrays.views[name]
-        return arr.copy() if self.copy else arr
-
-    def _info(self, ids: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Per-env info arrays (of the envs ``ids``, or all), with gymnasium's ``_key``
-        masks (True where the env's info has the key), as ``SyncVectorEnv`` gives them.
-
-        On the step path: plain fancy indexing and ``count_nonzero``, not
-        ``np.ones`` or ``.any()`` (2.5 us each, Python-level numpy functions).
-        """
-        v = self._arrays.views
-        if ids is None:
-            n = self.num_envs
-            pick = self._out
-        else:
-            n = ids.size
-
-            def pick(name: str) -> np.ndarray:
-                return v[name][ids]
-        info: dict[str, np.ndarray] = {}
-        for key in self._info_fields:  # a key no row's info has is left out
-            mask = pick(f"info:_{key}")
-            if np.count_nonzero(mask):
-                info[key], info[f"_{key}"] = pick(f"info:{key}"), mask
-        if self._multi:
-            every = self._trues.get(n)
-            if every is None:
-                every = self._trues[n] = np.ones(n, dtype=np.bool_)
-            self._add_rows(info, ids, every)
-        if self._rand_names:
-            self._add_randomization(info, pick("rand:_reset"), pick("rand"))
-        if self._final:
-            self._add_final(info, pick("final"), ids)
-        return info
-
-    def _add_rows(self, info: dict[str, Any], ids: np.ndarray | None,
-                  mask: np.ndarray) -> None:
-        """``info["world"]`` and ``info["agent"]``: each row's world index and agent index
-        (its robot ``duckiebot{agent}`` of that world's ``dmxshm.parallel_env``)."""
-        world = self._world_of if ids is None else self._world_of[ids]
-        agent = self._agent_of if ids is None else self._agent_of[ids]
-        info["world"], info["_world"] = world.copy(), mask.copy()
-        info["agent"], info["_agent"] = agent.copy(), mask.copy()
-
-    def _add_randomization(self, info: dict[str, Any], reset: np.ndarray,
-                           values: np.ndarray) -> None:
-        """``info["randomization"]``: each parameter drawn at the reset of the envs that
-        reset in this call (``_randomization`` masks them), as gymnasium nests a dict."""
-        if not np.count_nonzero(reset):
-            return
-        nested: dict[str, np.ndarray] = {}
-        for j, name in enumerate(self._rand_names):
-            nested[name] = np.where(reset, values[:, j], 0.0)
-            nested[f"_{name}"] = reset.copy()
-        info["randomization"], info["_randomization"] = nested, reset.copy()
-
-    def _add_final(self, info: dict[str, Any], final: np.ndarray,
-                   ids: np.ndarray | None) -> None:
-        """SAME_STEP autoreset: ``final_obs`` and ``final_info`` of the envs whose
-        episode ended in this step, as ``SyncVectorEnv`` gives them (an object
-        array of observations, None elsewhere; info arrays with zeros and
-        False masks elsewhere)."""
-        rows = np.flatnonzero(final)
-        if not rows.size:
-            return
-        v, n = self._arrays.views, final.size
-        envs = rows if ids is None else ids[rows]
-        last = np.full(n, None, dtype=object)
-        for row, env in zip(rows.tolist(), envs.tolist(), strict=True):
-            last[row] = (v["final:obs:"][env].copy() if "final:obs:" in v else
-                         {key[4:]: v[f"final:{key}"][env].copy() for key in self._obs_keys})
-        final_info: dict[str, np.ndarray] = {}
-        for key, dtype in self._info_fields.items():  # a key no last info has is left out
-            has = np.zeros(n, dtype=np.bool_)
-            has[rows] = v[f"final:info:_{key}"][envs]
-            if np.count_nonzero(has):
-                values = np.zeros(n, dtype=dtype)
-                values[rows] = v[f"final:info:{key}"][envs]
-                final_info[key], final_info[f"_{key}"] = values, has
-        info["final_obs"], info["_final_obs"] = last, final.copy()
-        info["final_info"], info["_final_info"] = final_info, final.copy()
+            raise worker_error(w, outcome)
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -583,16 +388,17 @@ class DmxVectorEnv(VectorEnv):
         return is dropped.
         """
         self._check_open()
-        mask = self._reset_mask(options)  # checked before anything in flight is dropped
+        mask = reset_mask(options, self.num_envs)  # checked before anything in flight is dropped
         if mask is not None:
-            self._check_whole_worlds(np.flatnonzero(mask), "options['reset_mask']")
+            check_whole_worlds(np.flatnonzero(mask), self.robots_per_world,
+                               "options['reset_mask']")
         seeds = self._seeds(seed)
         self._settle()
         if mask is None:
             self._arrays.views["seeds"][:] = seeds
             self._run(RESET)
             self._ended[:] = False
-            return self._obs(), self._info()
+            return self._read.obs(), self._read.info()
         # Only the envs of the mask; the others keep their state and observation.
         ids = np.flatnonzero(mask)
         self._arrays.views["seeds"][ids] = np.asarray(seeds, dtype=np.int64)[ids]
@@ -601,73 +407,15 @@ class DmxVectorEnv(VectorEnv):
             self._await(ids.size)
         self._in_flight[self._collector.take(ids.size)] = False
         self._ended[ids] = False
-        info: dict[str, np.ndarray] = {}
-        views = self._arrays.views
-        for key, dtype in self._info_fields.items():  # what the reset envs' infos have
-            has = np.zeros(self.num_envs, dtype=np.bool_)
-            has[ids] = views[f"info:_{key}"][ids]
-            if np.count_nonzero(has):
-                values = np.zeros(self.num_envs, dtype=dtype)
-                values[ids] = views[f"info:{key}"][ids]
-                info[key], info[f"_{key}"] = values, has
-        if self._multi:
-            self._add_rows(info, None, mask)
-        if self._rand_names:
-            self._add_randomization(info, mask, self._arrays.views["rand"])
-        return self._obs(), info
-
-    def _reset_mask(self, options: dict[str, Any] | None) -> np.ndarray | None:
-        """``options["reset_mask"]``, checked as ``SyncVectorEnv`` checks it."""
-        if options is None or "reset_mask" not in options:
-            return None
-        mask = options["reset_mask"]
-        if not isinstance(mask, np.ndarray):
-            raise TypeError(f"options['reset_mask'] must be a numpy array, got {type(mask)}")
-        if mask.shape != (self.num_envs,):
-            raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), "
-                             f"got {mask.shape}")
-        if mask.dtype != np.bool_:
-            raise TypeError(f"options['reset_mask'] must have dtype bool, got {mask.dtype}")
-        if not np.count_nonzero(mask):
-            raise ValueError("options['reset_mask'] must have at least one True value")
-        return mask
+        return self._read.obs(), self._read.reset_info(ids, mask)
 
     def _seeds(self, seed: int | list[int | None] | None) -> list[int]:
-        """One seed per row (-1: none). With ``robots_per_world``, a world's seed is
-        its first row's, and every row of the world carries it."""
-        # make_vec's seed is the first reset's, unless that reset names its own; later
-        # resets continue the random streams (as gymnasium's seed at make)
+        """One seed per row (:func:`~dmxshm.batch.seeds.row_seeds`). make_vec's seed is
+        the first reset's, unless that reset names its own; later resets continue the
+        random streams (as gymnasium's seed at make)."""
         given, self._seed = self._seed, None
-        if seed is None:
-            seed = given
-        if seed is None:
-            return [-1] * self.num_envs
-        r, worlds = self.robots_per_world, self.num_worlds
-        if isinstance(seed, (int, np.integer)):
-            return [int(seed) + i // r for i in range(self.num_envs)]
-        if self._multi and len(seed) == worlds:
-            return [-1 if seed[i // r] is None else int(seed[i // r])  # type: ignore[arg-type]
-                    for i in range(self.num_envs)]
-        if len(seed) != self.num_envs:
-            each = f" or one per world ({worlds})" if self._multi else ""
-            raise ValueError(f"seed as a list needs one per env ({self.num_envs}){each}, "
-                             f"got {len(seed)}")
-        return [-1 if seed[i - i % r] is None else int(seed[i - i % r])  # type: ignore[arg-type]
-                for i in range(self.num_envs)]
-
-    def _check_whole_worlds(self, ids: np.ndarray, what: str) -> None:
-        """With ``robots_per_world``, ``ids`` must be every row of each world they touch
-        (a world steps and resets as one)."""
-        r = self.robots_per_world
-        if r == 1:
-            return
-        worlds = np.unique(ids // r)
-        if ids.size != worlds.size * r:
-            partial = [int(w) for w in worlds
-                       if np.count_nonzero(ids // r == w) != r]
-            raise ValueError(
-                f"{what} must name whole worlds (robots_per_world={r}: rows w*{r} to "
-                f"w*{r}+{r - 1} of world w); these worlds are not whole: {partial}")
+        return row_seeds(given if seed is None else seed, self.num_envs,
+                         self.robots_per_world, self._multi)
 
     def _settle(self) -> None:
         """Wait for every env in flight from :meth:`send` and drop what it returns."""
@@ -708,8 +456,8 @@ class DmxVectorEnv(VectorEnv):
         self._run(STEP)
         if self.autoreset_mode == AutoresetMode.DISABLED:
             self._ended[:] = self._ended_now(None)
-        return (self._obs(), self._out("rewards"), self._out("terminated"),
-                self._out("truncated"), self._info())
+        return (self._read.obs(), self._read.out("rewards"), self._read.out("terminated"),
+                self._read.out("truncated"), self._read.info())
 
     def _ended_now(self, ids: np.ndarray | None) -> np.ndarray:
         """Which of the rows ``ids`` (default: all) must be reset before they step
@@ -772,7 +520,7 @@ class DmxVectorEnv(VectorEnv):
             raise ValueError(f"env_ids must be in [0, {self.num_envs}), got {listed}")
         if len(set(listed)) != len(listed):
             raise ValueError(f"env_ids must be distinct, got {listed}")
-        self._check_whole_worlds(ids, "env_ids")
+        check_whole_worlds(ids, self.robots_per_world, "env_ids")
         busy = self._in_flight[ids]
         if np.count_nonzero(busy):
             raise DmxError(f"env(s) {ids[busy].tolist()} are in flight: "
@@ -821,8 +569,8 @@ class DmxVectorEnv(VectorEnv):
         if "obs:" in v:
             obs = v["obs:"].take(ids, axis=0)
         else:
-            obs = {key[4:]: v[key].take(ids, axis=0) for key in self._obs_keys}
-        info = self._info(ids)
+            obs = {key[4:]: v[key].take(ids, axis=0) for key in self._read.obs_keys}
+        info = self._read.info(ids)
         info["env_id"] = ids.astype(np.int32)
         terminated, truncated = v["terminated"][ids], v["truncated"][ids]
         if self.autoreset_mode == AutoresetMode.DISABLED:
@@ -851,11 +599,11 @@ class DmxVectorEnv(VectorEnv):
             child.refresh()
         cause = self._supervisor.failure()
         if cause is not None:
-            raise self._worker_error(self._workers.index(self._supervisor.child(cause.name)),
+            raise worker_error(self._workers.index(self._supervisor.child(cause.name)),
                                      cause)
         for w, child in enumerate(self._workers):  # a worker that returned: it ended
             if child.outcome is not None:
-                raise self._worker_error(w, child.outcome)
+                raise worker_error(w, child.outcome)
 
     def _recv_timed_out(self, waited_s: float) -> DmxTimeoutError:
         stopped = [f"{w} (pid {c.pid})" for w, c in enumerate(self._workers) if c.stopped()]
@@ -921,9 +669,9 @@ class DmxVectorEnv(VectorEnv):
         """
         workers, self._workers = getattr(self, "_workers", []), []
         try:
-            if getattr(self, "_profiler", None) is not None:
-                self._profile_stop.set()
-                self._profile_thread.join(5.0)
+            sampler = getattr(self, "_profiler", None)
+            if sampler is not None:
+                sampler.stop()
             serial, self._serial = getattr(self, "_serial", None), None
             if serial is not None:
                 serial.shard.close()
