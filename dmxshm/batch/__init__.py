@@ -11,7 +11,7 @@ Below it, one concern per module: :mod:`~dmxshm.batch.options` (the arguments ch
 worlds of a worker, stepped and written: one autoreset), :mod:`~dmxshm.batch.worker`
 (the shared arrays and a worker's loop), :mod:`~dmxshm.batch.completions`
 (asynchronous sends coming back), :mod:`~dmxshm.batch.readout` (rows and infos read
-out), :mod:`~dmxshm.batch.seeds` (reset masks and seeds), :mod:`~dmxshm.batch.failures`
-(a worker's end as an error), :mod:`~dmxshm.batch.breakdown` and
+out), :mod:`~dmxshm.batch.seeds` (reset masks and seeds), :mod:`~dmxshm.batch.processes`
+(the worker processes started, watched and stopped), :mod:`~dmxshm.batch.breakdown` and
 :mod:`~dmxshm.batch.sampling` (where a step goes; profiling).
 """

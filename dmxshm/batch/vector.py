@@ -81,8 +81,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -95,7 +93,6 @@ from gymnasium.vector.utils import batch_space
 from dmxshm import settings
 from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
 from dmxshm.batch.completions import Collector
-from dmxshm.batch.failures import WorkerError, worker_error
 from dmxshm.batch.options import (
     AUTORESET_MODES,
     check_robots_per_world,
@@ -103,30 +100,34 @@ from dmxshm.batch.options import (
     resolve_spin_s,
     worker_count,
 )
+from dmxshm.batch.processes import (
+    WorkerError,
+    failed_worker,
+    late_worker,
+    start_workers,
+    stop_workers,
+    stopped_workers,
+)
 from dmxshm.batch.readout import Readout
 from dmxshm.batch.sampling import Sampler
 from dmxshm.batch.seeds import check_whole_worlds, reset_mask, row_seeds
 from dmxshm.batch.serial import Memory, Serial
 from dmxshm.batch.worker import (
-    CLOSE,
     PENDING,
     RENDER,
     RESET,
     STEP,
     Arrays,
-    BatchPorts,
     NoPost,
     fields,
     info_fields,
     open_shard,
     rand_names,
     render_shape,
-    run_worker,
 )
 from dmxshm.errors import DmxError, DmxTimeoutError
 from dmxshm.proc.supervisor import Child, Supervisor
 from dmxshm.profiling import ProfileReport
-from dmxshm.shm.names import make_name
 from dmxshm.shm.registry import Registry
 from dmxshm.shm.waiting import wait_semaphore
 
@@ -252,7 +253,10 @@ class DmxVectorEnv(VectorEnv):
                 self._go: list[Any] = [self._serial]
                 self._ready = self._done = NoPost()
             else:
-                self._start_workers(memory.name, workers, bounds, kwargs, mode, group)
+                self._ready, self._done, self._go, started = start_workers(
+                    self._registry, self._supervisor, memory.name, bounds, num_envs,
+                    {**kwargs, "version": self.version}, self._spin_s, mode.value, group)
+                self._workers += started
             self._profiler: Sampler | None = None
             if profile:
                 self._profiler = Sampler(
@@ -262,28 +266,6 @@ class DmxVectorEnv(VectorEnv):
         except BaseException:
             self.close()
             raise
-
-    def _start_workers(self, arrays: str, workers: int, bounds: list[tuple[int, int]],
-                       kwargs: dict[str, Any], mode: AutoresetMode, group: int | None) -> None:
-        """Start one worker process per shard of ``bounds``, over the segment ``arrays``."""
-        from dmxshm.world.renderers import egl_device
-
-        token = self._registry.token
-        ports = BatchPorts(arrays=arrays, ready=make_name(token, "batch.ready"),
-                           done=make_name(token, "batch.done"),
-                           go=tuple(make_name(token, f"batch.go.{w}") for w in range(workers)))
-        self._ready = self._registry.create_semaphore(ports.ready, 0)
-        self._done = self._registry.create_semaphore(ports.done, 0)
-        self._go = [self._registry.create_semaphore(name, 0) for name in ports.go]
-        for w, (lo, hi) in enumerate(bounds):
-            self._workers.append(self._supervisor.start(
-                f"batch-{w}", run_worker, w, ports, lo, hi,
-                self.num_envs, workers, {**kwargs, "version": self.version}, os.getpid(),
-                self._spin_s, mode.value,
-                egl_device(), group,
-                # An owner killed (Ray kills an actor so) cannot unlink: its workers,
-                # told by SIGTERM, unlink the batch's objects.
-                death_signal=signal.SIGTERM))
 
     # -- profiling -------------------------------------------------------------
     def profile(self) -> ProfileReport:
@@ -361,21 +343,7 @@ class DmxVectorEnv(VectorEnv):
 
     def _step_timed_out(self, waited_s: float) -> DmxTimeoutError:
         late = np.flatnonzero(self._arrays.views["finished"] != self._sequence).tolist()
-        return self._timed_out(late[0] if late else 0)
-
-    def _timed_out(self, w: int) -> DmxTimeoutError:
-        child = self._workers[w]
-        state = " and is stopped (SIGSTOP?)" if child.stopped() else ""
-        return DmxTimeoutError(f"batch worker {w} (pid {child.pid}) did not answer within "
-                               f"{self.timeout_s:g} s{state}")
-
-    def _check_worker(self, w: int) -> None:
-        """Raise WorkerError if worker ``w`` ended (died, raised, or returned)."""
-        child = self._workers[w]
-        child.refresh()
-        outcome = child.outcome
-        if outcome is not None:
-            raise worker_error(w, outcome)
+        return late_worker(self._workers, late[0] if late else 0, self.timeout_s)
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -592,25 +560,16 @@ class DmxVectorEnv(VectorEnv):
             collector.stop_waiting()
 
     def _check_workers(self) -> None:
-        """Raise WorkerError for the root cause if some worker ended: every worker's
-        news first, then the one ranked first (the process layer's ranking, as the
-        network's and the spine's), not the first in index order."""
-        for child in self._workers:
-            child.refresh()
-        cause = self._supervisor.failure()
-        if cause is not None:
-            raise worker_error(self._workers.index(self._supervisor.child(cause.name)),
-                                     cause)
-        for w, child in enumerate(self._workers):  # a worker that returned: it ended
-            if child.outcome is not None:
-                raise worker_error(w, child.outcome)
+        """Raise WorkerError for the root cause if some worker ended
+        (:func:`~dmxshm.batch.processes.failed_worker`)."""
+        error = failed_worker(self._workers, self._supervisor)
+        if error is not None:
+            raise error
 
     def _recv_timed_out(self, waited_s: float) -> DmxTimeoutError:
-        stopped = [f"{w} (pid {c.pid})" for w, c in enumerate(self._workers) if c.stopped()]
-        state = f"; stopped (SIGSTOP?): batch worker {', '.join(stopped)}" if stopped else ""
         return DmxTimeoutError(
             f"recv() waited {waited_s:.1f} s (timeout_s) for {self.batch_size} env(s); "
-            f"{len(self._collector.finished)} finished{state}")
+            f"{len(self._collector.finished)} finished{stopped_workers(self._workers)}")
 
     @property
     def trajectory_digest(self) -> str:
@@ -675,18 +634,8 @@ class DmxVectorEnv(VectorEnv):
             serial, self._serial = getattr(self, "_serial", None), None
             if serial is not None:
                 serial.shard.close()
-            if workers:
-                self._arrays.views["command"][:] = CLOSE
-                for child, sem in zip(workers, self._go, strict=False):  # a partial init
-                    if child.alive():
-                        sem.release()
-            deadline = time.monotonic() + settings.STOP_GRACE_S
-            for child in workers:
-                if not child.stopped():  # a stopped one cannot answer: no grace
-                    try:
-                        child.popen.wait(max(deadline - time.monotonic(), 0.0))
-                    except subprocess.TimeoutExpired:
-                        pass  # stopped below
+            stop_workers(workers, getattr(self, "_go", []),
+                         self._arrays.views["command"] if workers else None)
         finally:
             try:
                 if hasattr(self, "_supervisor"):
