@@ -42,10 +42,10 @@ ENTRY, BENCH, FRONT, BESIDE, CORE, MODELS, PROCESS, SHM, FLOOR = (
 
 # name: (x, y, width, height, colour, title, lines of contents)
 BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
-    "cli": (1, 82, 33, 9.5, ENTRY, "cli/  +  console.py",
+    "cli": (1, 82, 33, 9.5, ENTRY, "cli/",
             ["the `dmxshm` command, one module a",
              "command: click options -> typed library",
-             "calls; console.py prints; sysinfo.py: info"]),
+             "calls; cli/console.py prints; cli/sysinfo.py: info"]),
     "bench": (38, 82, 28, 9.5, BENCH, "bench/",
               ["ipc, network, vector, render,",
                "agents, floor, faults, plot:",
@@ -167,7 +167,7 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("cli", "shm"): "clean, signals, info's capabilities",
     ("cli", "world"): "maps, to check --map and --route; pngio for maps --render",
     ("cli", "matrix"): "maps --render's top view",
-    ("cli", "profiling"): "the profile's report types, printed by console.py (types only)",
+    ("cli", "profiling"): "the profile's report types, printed by cli/console.py (types only)",
     ("cli", "logs"): "run --log, log info, replay, view (logs.py, replay.py, view/)",
     ("cli", "duckiematrix"): "run --duckiematrix checks its names and starts the bridge",
     ("bench", "dmxshm"): "bench agents and faults drive outside agents (dmxshm.connect)",
@@ -224,7 +224,7 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
 }
 FLOOR_NAMES = {"settings", "errors"}
 # Small top-level modules drawn inside another box.
-INSIDE = {"console": "cli", "sysinfo": "cli", "pngio": "world", "_pybullet": "world",
+INSIDE = {"pngio": "world", "_pybullet": "world",
           # The built-in agents and the user's policies: shared by network and spine.
           "policies": "world",
           # In the box beside the front-ends, without arrows: their imports are listed.

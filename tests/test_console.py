@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from dmxshm import console
+from dmxshm.cli import console
 
 
 class Clock:

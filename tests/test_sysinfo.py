@@ -1,4 +1,4 @@
-"""``dmxshm info``'s result is typed (:class:`~dmxshm.sysinfo.SystemInfo`); its JSON
+"""``dmxshm info``'s result is typed (:class:`~dmxshm.cli.sysinfo.SystemInfo`); its JSON
 keeps the names it has always had."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from dmxshm import console
-from dmxshm.sysinfo import Capability, ShmObjects, ShmSpace, SystemInfo, collect
+from dmxshm.cli import print_bench
+from dmxshm.cli.sysinfo import Capability, ShmObjects, ShmSpace, SystemInfo, collect
 
 KEYS = ["python", "platform", "machine", "cpus_logical", "cpus_physical", "memory_bytes", "shm",
         "realtime_scheduling", "cpu_pinning", "semaphore_timeout_supported",
@@ -48,7 +48,7 @@ def test_to_dict_keeps_the_json_names() -> None:
 
 
 def test_info_prints_the_typed_fields(capsys: pytest.CaptureFixture[str]) -> None:
-    console.print_info(INFO)
+    print_bench.print_info(INFO)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "python                3.11.7 on Linux-6"
     assert "real-time scheduling  no: not permitted (RLIMIT_RTPRIO=0)" in lines

@@ -1,7 +1,7 @@
 """The ``dmxshm`` command line (click). It parses and prints; the library works.
 
 One module per command or group of commands, each its options, a call of the
-library and a call of :mod:`dmxshm.console` that prints the result:
+library and a call of :mod:`dmxshm.cli.console` that prints the result:
 
 * :mod:`~dmxshm.cli.group`: the group, :func:`main`, the exit codes, and the one
   place where a refusal becomes exit code 2.

@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from dmxshm import console
 from dmxshm.bench import ipc, render, vector
-from dmxshm.cli import bench_world
+from dmxshm.cli import bench_world, console, print_bench
 from dmxshm.cli.checks import check_folder, check_outputs, check_targets, usage_errors
 from dmxshm.cli.group import Group
 from dmxshm.cli.options import (
@@ -70,7 +69,7 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
                            show_pos=True, item_show_func=lambda s: s) as bar:
         rows = ipc.run(rounds=rounds, repeats=repeats, warmup=preset["warmup"],
                        progress=lambda label: bar.update(1, label))
-    console.print_ipc_table(rows)
+    print_bench.print_ipc_table(rows)
     from dmxshm.bench.plot import plot_ipc
 
     console.write_outputs(ipc.as_dicts(rows), json, plot, lambda p: plot_ipc(rows, p))
@@ -134,7 +133,7 @@ def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras
                            item_show_func=lambda s: s) as bar:
         result = render.run(wh, chosen, seconds, robots=robots, map_name=map_name, lens=lens,
                             cameras=cameras, progress=lambda label: bar.update(1, label))
-    console.print_render(result)
+    print_bench.print_render(result)
     if images_dir:
         for path in _write_images({name: {k: v[0] for k, v in by.items()}
                                    for name, by in result.images.items()}, images_dir):
@@ -178,8 +177,8 @@ def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) 
     with click.progressbar(length=len(network.CONFIGS), label="bench network",
                            file=sys.stderr, item_show_func=lambda s: s) as bar:
         rows = network.run(quick=quick, progress=lambda label: bar.update(1, label))
-    console.print_network_rows(rows)
-    console.print_network_busy(rows)
+    print_bench.print_network_rows(rows)
+    print_bench.print_network_busy(rows)
     from dmxshm.bench.plot import plot_network
 
     console.write_outputs(network.as_dicts(rows), json, plot, lambda p: plot_network(rows, p))
@@ -206,7 +205,7 @@ def bench_agents(quick: bool, pairs: int | None, json: str | None, check: bool) 
     res = agents.run(pairs=pairs or (2 if quick else 5), steps=500 if quick else 1000,
                      duration_s=3.0 if quick else 5.0,
                      progress=lambda s: click.echo(f"bench agents: {s}", err=True))
-    console.print_agents_bench(res)
+    print_bench.print_agents_bench(res)
     console.write_outputs(res.to_dict(), json, None, None)
     check_targets(res.targets(), check)
 
@@ -283,8 +282,8 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
         rows = vector.run(num_envs=num_envs, workers=workers or None, quick=quick,
                           configs=configs, progress=lambda label: bar.update(1, label),
                           recheck=check)
-    console.print_vector_rows(rows, vector.summary(rows))
-    console.print_breakdowns(rows)
+    print_bench.print_vector_rows(rows, vector.summary(rows))
+    print_bench.print_breakdowns(rows)
     from dmxshm.bench.plot import plot_scaling, plot_vector
 
     console.write_outputs(vector.as_dicts(rows), json, plot, lambda p: plot_vector(rows, p))

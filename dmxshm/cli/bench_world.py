@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from dmxshm import console
 from dmxshm.bench.noise import CASES
+from dmxshm.cli import console
 from dmxshm.cli.checks import check_outputs, check_targets
 from dmxshm.cli.group import Command
 from dmxshm.cli.options import (

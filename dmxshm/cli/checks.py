@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import print_bench
 from dmxshm.cli.group import EXIT_TARGET_MISSED
 from dmxshm.errors import DmxError, RefusedError
 
@@ -67,6 +67,6 @@ def check_targets(targets: list[tuple[str, float, bool]], check: bool) -> None:
     """With --check: print the project's target figures, exit 3 if one is missed."""
     if not check or not targets:
         return
-    console.print_targets(targets)
+    print_bench.print_targets(targets)
     if not all(ok for _, _, ok in targets):
         sys.exit(EXIT_TARGET_MISSED)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import print_bench
 from dmxshm.cli.group import Command
 
 
@@ -28,5 +28,5 @@ def clean(dry_run: bool, remove_all: bool, all_namespaces: bool) -> None:
     from dmxshm.shm.clean import scan, sweep
 
     found = scan(all_namespaces=all_namespaces)
-    console.print_clean(found, sweep(remove_live=remove_all, dry_run=dry_run,
+    print_bench.print_clean(found, sweep(remove_live=remove_all, dry_run=dry_run,
                                      all_namespaces=all_namespaces), dry_run)

@@ -6,7 +6,7 @@ import json as _json
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import print_bench
 from dmxshm.cli.group import Command
 
 
@@ -19,10 +19,10 @@ def info(as_json: bool) -> None:
     pinning are permitted, the memory-ordering primitive in use, dmxshm
     objects present in /dev/shm, and package versions.
     """
-    from dmxshm.sysinfo import collect
+    from dmxshm.cli.sysinfo import collect
 
     info = collect()
     if as_json:
         click.echo(_json.dumps(info.to_dict(), indent=2))
     else:
-        console.print_info(info)
+        print_bench.print_info(info)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import console, print_runs
 from dmxshm.cli.checks import check_outputs, usage_errors
 from dmxshm.cli.group import EXIT_ERROR, Command, Group
 from dmxshm.cli.options import json_file_option, parse_wh
@@ -32,8 +32,8 @@ def log_info(path: str, as_json: bool) -> None:
     if as_json:
         click.echo(_json.dumps(found.as_dict(), indent=2))
     else:
-        console.print_log_info(found)
-    console.print_cut_parts(found)
+        print_runs.print_log_info(found)
+    print_runs.print_cut_parts(found)
 
 
 @click.command(cls=Command)
@@ -67,6 +67,6 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
     with console.run_progress("replay", rec.steps, live_table=False) as (on_progress, _):
         result = rp.run_recording(rec, path, log=log_path, camera=camera,
                                   on_progress=on_progress)
-    console.print_replay(result, json)
+    print_runs.print_replay(result, json)
     if not result.equal:
         sys.exit(EXIT_ERROR)

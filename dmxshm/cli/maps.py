@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import print_bench
 from dmxshm.cli.checks import check_folder
 from dmxshm.cli.group import Command
 
@@ -46,7 +46,7 @@ def maps(map_paths: tuple[str, ...], as_json: bool, render_dir: str | None) -> N
     if as_json:
         click.echo(_json.dumps([m.to_dict() for m in infos], indent=2))
     else:
-        console.print_maps(infos)
+        print_bench.print_maps(infos)
     if render_dir:
         for path in _draw(infos, render_dir):
             click.echo(f"wrote {path}", err=as_json)

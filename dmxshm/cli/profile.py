@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import print_runs
 from dmxshm.cli.checks import check_outputs
 from dmxshm.cli.group import Command
 from dmxshm.cli.options import plot_option
@@ -29,7 +29,7 @@ def profile(path: str, plot: str | None) -> None:
     from dmxshm.profiling import ProfileReport
 
     report = ProfileReport.from_dict(run["profile"], run["processes"])
-    console.print_profile(report.processes, report, run.get("shm_bytes", 0))
+    print_runs.print_profile(report.processes, report, run.get("shm_bytes", 0))
     if plot:
         from dmxshm.bench.plot import plot_profile
 

@@ -6,7 +6,7 @@ import json as _json
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import print_runs
 from dmxshm.cli.group import Command
 
 
@@ -24,4 +24,4 @@ def ps(as_json: bool) -> None:
     if as_json:
         click.echo(_json.dumps([r.to_dict() for r in runs], indent=2))
     else:
-        console.print_runs(runs)
+        print_runs.print_runs(runs)

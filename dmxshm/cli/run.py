@@ -14,7 +14,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from dmxshm import console, network
+from dmxshm import network
+from dmxshm.cli import console, print_runs
 from dmxshm.cli.checks import add_app_dir, check_outputs, usage_errors
 from dmxshm.cli.group import Command
 from dmxshm.cli.run_options import FIELDS, run_options
@@ -124,9 +125,9 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
     if stopped is not None:
         partial = getattr(stopped, "summary", None)
         if partial is not None:
-            console.print_run(partial, json, profile, stopped=True)
+            print_runs.print_run(partial, json, profile, stopped=True)
         raise stopped
-    console.print_run(summary, json, profile)
+    print_runs.print_run(summary, json, profile)
     if failed is not None:
         raise failed
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from dmxshm import console
+from dmxshm.cli import console, print_bench, print_runs
 from dmxshm.cli.checks import add_app_dir, check_outputs, usage_errors
 from dmxshm.cli.group import Command
 from dmxshm.cli.options import (
@@ -105,9 +105,9 @@ def spine(schedule: str, frequency_hz: float, cpu: int | None, actuation: str,
     note = console.scheduling_refused(report.scheduling, report.bus_scheduling)
     if note:  # once, and the run went on
         click.echo(note, err=True)
-    console.print_spine(report)
+    print_bench.print_spine(report)
     if report.processes is not None and report.profile is not None:
-        console.print_profile(report.processes, report.profile, report.shm_bytes)
+        print_runs.print_profile(report.processes, report.profile, report.shm_bytes)
     from dmxshm.bench.plot import plot_spine
 
     console.write_outputs(report.to_dict() if json else None, json, plot,

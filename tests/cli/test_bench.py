@@ -50,7 +50,7 @@ def test_bench_ipc_quick_and_full_take_their_rounds_from_the_library(monkeypatch
 
     monkeypatch.setattr(ipc, "run", fake_run)
     monkeypatch.setattr(ipc, "targets", lambda rows: [])
-    monkeypatch.setattr("dmxshm.console.print_ipc_table", lambda rows: None)
+    monkeypatch.setattr("dmxshm.cli.print_bench.print_ipc_table", lambda rows: None)
     runner = CliRunner()
     assert runner.invoke(cli, ["bench", "ipc", "--quick"]).exit_code == 0
     assert runner.invoke(cli, ["bench", "ipc"]).exit_code == 0

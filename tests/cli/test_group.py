@@ -69,12 +69,12 @@ def test_version_names_the_package_version() -> None:
 
 
 def test_dmx_error_becomes_a_message_and_exit_code(monkeypatch, capsys) -> None:  # noqa: ANN001
-    import dmxshm.sysinfo
+    import dmxshm.cli.sysinfo
 
     def boom() -> dict:
         raise DmxError("something clear went wrong")
 
-    monkeypatch.setattr(dmxshm.sysinfo, "collect", boom)
+    monkeypatch.setattr(dmxshm.cli.sysinfo, "collect", boom)
     with pytest.raises(SystemExit) as exc:
         main(["info"])
     assert exc.value.code == EXIT_ERROR
@@ -90,12 +90,12 @@ def test_bad_option_value_is_a_usage_error() -> None:
 def test_a_refusal_raised_anywhere_in_a_command_exits_2(monkeypatch) -> None:  # noqa: ANN001
     # The one place: a RefusedError out of any command is a usage error, with the
     # command's usage line, through click's runner as through main().
-    import dmxshm.sysinfo
+    import dmxshm.cli.sysinfo
 
     def refuse() -> dict:
         raise RefusedError("cannot here: do this instead")
 
-    monkeypatch.setattr(dmxshm.sysinfo, "collect", refuse)
+    monkeypatch.setattr(dmxshm.cli.sysinfo, "collect", refuse)
     result = CliRunner().invoke(cli, ["info"])
     assert result.exit_code == EXIT_USAGE
     assert "Usage: cli info" in result.output and "cannot here: do this instead" in result.output

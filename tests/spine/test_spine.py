@@ -334,7 +334,7 @@ def test_ctrl_c_makes_the_spine_send_its_shutdown_stops() -> None:
 
 
 def test_a_refused_real_time_scheduling_is_said_once() -> None:
-    from dmxshm.console import realtime_refused, scheduling_refused
+    from dmxshm.cli.console import realtime_refused, scheduling_refused
 
     assert scheduling_refused("SCHED_FIFO priority 10", "SCHED_FIFO priority 9") is None
     refused = ("SCHED_OTHER (SCHED_FIFO refused: [Errno 1] Operation not permitted; grant "
