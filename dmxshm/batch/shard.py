@@ -110,12 +110,12 @@ class OneRobot:
         self.done = False
         return _one_row(obs), [info]
 
-    def step(self, actions: list[list[float]]) -> tuple[Any, list[float], list[bool],
-                                                        list[bool], list[dict[str, Any]]]:
+    def step(self, actions: list[list[float]]) -> tuple[Any, tuple[float], tuple[bool],
+                                                        tuple[bool], tuple[dict[str, Any]]]:
         obs, reward, terminated, truncated, info = self._step(*actions[0])
         self.done = terminated or truncated
         row = obs[None] if type(obs) is np.ndarray else _one_row(obs)
-        return row, [reward], [terminated], [truncated], [info]
+        return row, (reward,), (terminated,), (truncated,), (info,)
 
     def render(self) -> Any:
         return self.env.render()
