@@ -1,9 +1,10 @@
 """make_vec(num_envs, robots_per_world=R): a multi-agent batch whose rows are the robots
 of num_envs / R worlds. Its rows equal dmxshm.parallel_env's robots, bit for bit, in each
 autoreset mode, with a reference written here from the issue's rules (a stopped row:
-reward 0, flags False, info active False, its last observation; a world resets when all
-its robots ended or at truncation), through both the step and the asynchronous API;
-bad input is refused before anything starts.
+reward 0, flags False, info active False and no progress, its last observation; a world
+resets when all its robots ended or at truncation, and its rows then show no progress),
+through both the step and the asynchronous API; bad input is refused before anything
+starts.
 
 Semantics run in-process (the multi-robot batch's rows are two workers' in every mode,
 tests/batch/test_serial.py); the asynchronous API over both backends (worlds finish in
@@ -59,7 +60,7 @@ class Reference:
         """Every world, ``a`` one row per robot."""
         out: dict[str, list[Any]] = {k: [] for k in ("obs", "reward", "terminated",
                                                      "truncated", "active", "collided",
-                                                     "final")}
+                                                     "progress", "final")}
         for w in range(len(self.envs)):
             self.step_world(w, a[w * R:(w + 1) * R], out)
         return out
@@ -73,7 +74,8 @@ class Reference:
             for agent in names:
                 for key, value in (("obs", obs[agent]), ("reward", 0.0),
                                    ("terminated", False), ("truncated", False),
-                                   ("active", True), ("collided", False), ("final", None)):
+                                   ("active", True), ("collided", False), ("progress", None),
+                                   ("final", None)):
                     out[key].append(value)
             return
         live = list(env.agents)
@@ -95,6 +97,9 @@ class Reference:
             out["active"].append(acted)
             # a contact that began in this step (also where the world resets in it)
             out["collided"].append(bool(infos[agent]["collided"]) if acted else False)
+            # progress: a robot that drove in this step, in a world that did not reset in it
+            out["progress"].append(infos[agent]["progress_m"] if acted and reset_obs is None
+                                   else None)
             out["final"].append(self.last[w][agent] if ended else None)
             out["obs"].append(reset_obs[agent] if reset_obs is not None
                               else self.last[w][agent])
@@ -115,6 +120,12 @@ def _compare(mine: tuple, theirs: dict[str, Any], mode: AutoresetMode, k: int) -
     np.testing.assert_array_equal(truncated, theirs["truncated"], err_msg=where)
     np.testing.assert_array_equal(info["active"], theirs["active"], err_msg=where)
     np.testing.assert_array_equal(info["collided"], theirs["collided"], err_msg=where)
+    shown = [p is not None for p in theirs["progress"]]  # no progress on a stopped row
+    assert list(info.get("_progress_m", np.zeros(len(shown), bool))) == shown, where
+    for row in np.flatnonzero(shown):
+        assert info["progress_m"][row] == theirs["progress"][row], where
+    for key in ("lane_offset_m", "on_road", "active", "collided"):  # every row has them
+        assert info[f"_{key}"].all(), (where, key)
     if mode == AutoresetMode.SAME_STEP:
         final = [f is not None for f in theirs["final"]]
         assert list(info.get("_final_obs", np.zeros(len(final), bool))) == final, where
