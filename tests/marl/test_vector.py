@@ -42,6 +42,10 @@ def actions() -> np.ndarray:
 class Reference:
     """The rules of the issue, applied to one ``dmxshm.parallel_env`` per world."""
 
+    FIELDS = ("obs", "reward", "terminated", "truncated", "active", "collided", "progress",
+              "final")
+    """What :meth:`step_world` gives each row."""
+
     def __init__(self, mode: AutoresetMode, worlds: int = WORLDS) -> None:
         self.mode = mode
         self.envs = [dmxshm.parallel_env(robots=R, **KW) for _ in range(worlds)]
@@ -58,9 +62,7 @@ class Reference:
 
     def step(self, a: np.ndarray) -> dict[str, Any]:
         """Every world, ``a`` one row per robot."""
-        out: dict[str, list[Any]] = {k: [] for k in ("obs", "reward", "terminated",
-                                                     "truncated", "active", "collided",
-                                                     "progress", "final")}
+        out: dict[str, list[Any]] = {k: [] for k in self.FIELDS}
         for w in range(len(self.envs)):
             self.step_world(w, a[w * R:(w + 1) * R], out)
         return out
@@ -194,9 +196,7 @@ def test_the_async_api_returns_whole_worlds_and_the_same_numbers(backend: int) -
             np.testing.assert_array_equal(obs, expected[w])
             step = a[seen[w] % STEPS, w % WORLDS * R:(w % WORLDS + 1) * R]
             envs.send(step, ids)
-            out: dict[str, list[Any]] = {k: [] for k in ("obs", "reward", "terminated",
-                                                         "truncated", "active", "collided",
-                                                         "final")}
+            out: dict[str, list[Any]] = {k: [] for k in Reference.FIELDS}
             ref.step_world(w, step, out)
             expected[w] = np.stack(out["obs"])
             seen[w] += 1
