@@ -16,11 +16,12 @@ neutral folder):
   resets;
 - ``network``: ``dmxshm bench network --quick`` (its fixed steps).
 
-The figure is the CPU time (user + system) of the process and every child it waited
-for, per env-step (``network``: per run of the command), and the wall-clock rate
-where there is one. Each pair runs the base first, then this tree; the table gives
-each side's median and range and the ratio of the medians (this / base: below 1.05
-is the target, 1.0 equal).
+The figure is the CPU time (user + system) of the process and its workers over the
+stepping loop alone (start-up and imports left out: read with psutil before and after
+the loop), per env-step; ``network``: the whole command's, and its children's, per
+run of the command (fixed work). Each pair runs the base first, then this tree; the
+table gives each side's median and range and the ratio of the medians (this / base:
+below 1.05 is the target, 1.0 equal).
 """
 
 from __future__ import annotations
@@ -40,47 +41,63 @@ HERE = Path(__file__).resolve().parent.parent
 SNIPPETS = {
     "vector-state": ("""
 import time, numpy as np, dmxshm
+{cpu}
 env = dmxshm.make_vec(16, num_workers=2)
 env.reset(seed=0)
 rng = np.random.default_rng(0)
-t0 = time.perf_counter()
+c0, t0 = cpu(), time.perf_counter()
 for _ in range({steps}):
     env.step(rng.uniform(-0.2, 1.0, (16, 2)).astype(np.float32))
-wall = time.perf_counter() - t0
+wall, used = time.perf_counter() - t0, cpu() - c0
 env.close()
-print(wall)
+print(wall, used)
 """, 300 * 16),
     "vector-camera64": ("""
 import time, numpy as np, dmxshm
+{cpu}
 env = dmxshm.make_vec(16, num_workers=2, obs="camera",
                       camera=(64, 64))
 env.reset(seed=0)
 rng = np.random.default_rng(0)
-t0 = time.perf_counter()
+c0, t0 = cpu(), time.perf_counter()
 for _ in range({steps}):
     env.step(rng.uniform(-0.2, 1.0, (16, 2)).astype(np.float32))
-wall = time.perf_counter() - t0
+wall, used = time.perf_counter() - t0, cpu() - c0
 env.close()
-print(wall)
+print(wall, used)
 """, 100 * 16),
     "parallel": ("""
 import time, numpy as np, dmxshm
+{cpu}
 env = dmxshm.parallel_env(robots=4)
 env.reset(seed=0)
 rng = np.random.default_rng(0)
 episode = 0
-t0 = time.perf_counter()
+c0, t0 = cpu(), time.perf_counter()
 for _ in range({steps}):
     if not env.agents:
         episode += 1
         env.reset(seed=episode)
     env.step({{a: rng.uniform(-0.2, 1.0, 2).astype(np.float32) for a in env.agents}})
-wall = time.perf_counter() - t0
+wall, used = time.perf_counter() - t0, cpu() - c0
 env.close()
-print(wall)
+print(wall, used)
 """, 600),
 }
 STEPS = {"vector-state": 300, "vector-camera64": 100, "parallel": 600}
+CPU = """
+import psutil
+me = psutil.Process()
+def cpu():
+    # this process and its workers: the CPU the steps cost, start-up left out
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    return total
+"""
 
 
 def _cpu_of(argv: list[str], tree: Path, folder: str) -> tuple[float, str]:
@@ -103,8 +120,9 @@ def one(case: str, tree: Path, folder: str) -> dict[str, float]:
                          tree, folder)
         return {"cpu_per_step_us": cpu * 1e6, "rate": float("nan")}
     code, env_steps = SNIPPETS[case]
-    cpu, out = _cpu_of([sys.executable, "-c", code.format(steps=STEPS[case])], tree, folder)
-    wall = float(out.strip().splitlines()[-1])
+    _, out = _cpu_of([sys.executable, "-c", code.format(steps=STEPS[case], cpu=CPU)], tree,
+                     folder)
+    wall, cpu = (float(v) for v in out.strip().splitlines()[-1].split())
     return {"cpu_per_step_us": cpu / env_steps * 1e6, "rate": env_steps / wall}
 
 
