@@ -67,11 +67,13 @@ ROW_KEYS = ("world", "agent", "active", "collided")
 """A multi-agent row's info keys besides DuckieLane's (``robots_per_world``)."""
 
 
-def row_spec(version: str, max_episode_steps: int | None = None) -> EnvSpec | None:
+def row_spec(version: str | type, max_episode_steps: int | None = None) -> EnvSpec | None:
     """The gymnasium spec of one row of a batch of ``version``: ``dmxshm/DuckieLane-v0``
     or ``-v1`` (a multi-agent batch's robots are v1's), with the batch's
-    ``max_episode_steps`` where given; None for the gym-duckietown drop-ins, which
-    gymnasium does not know."""
+    ``max_episode_steps`` where given; None for the gym-duckietown drop-ins and a
+    user's env class (``make_vec(version=MyEnv)``), which gymnasium does not know."""
+    if not isinstance(version, str):
+        return None
     env_id = f"dmxshm/DuckieLane-{version}"
     if env_id not in gym.registry:
         return None

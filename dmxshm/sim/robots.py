@@ -131,7 +131,7 @@ class Robots:
     def stop(self, rows: Sequence[int] | np.ndarray) -> None:
         """The motors of ``rows`` at rest at once (an ended episode's robot)."""
         if self.motors is not None:
-            self.motors.stop(rows)
+            self.motors.stop(np.asarray(rows, np.int64))
 
     def reset(self, rows: Sequence[int] | np.ndarray) -> None:
         """``rows`` back at their start poses, at rest, their motors stopped."""
