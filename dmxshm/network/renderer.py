@@ -41,6 +41,10 @@ from dmxshm.world.world import World
 SENSORS = sensing.SENSOR_NAMES
 """The timed sensors (:data:`dmxshm.sim.sensing.SENSOR_NAMES`)."""
 
+_END_POLL_S = 0.01
+"""How often a renderer whose sensors have all read the engine's last state looks for
+the engine's close (seconds)."""
+
 
 class _Sensing(sensing.Sensing):
     """Fills observation records of this renderer's robots: the registry's sensors
@@ -226,6 +230,10 @@ class Renderer(Role[RendererResult]):
         produced, missed = sensing.produced, self.missed
         fresh, repeated = self.fresh, self.repeated
         read_at: dict[str, float] = {}  # per sensor: the simulated time of its last state
+        # The engine's last state (without a spine, whose frames set the steps): each
+        # sensor reads it once. A tick that would read it again is past the end of the
+        # simulation (no state comes after it; the engine is ending) and is not made.
+        last = self.cfg.planned_steps - 1 if not self.cfg.spine else -1
         while True:
             newer = state_ring.try_read(newest=True)
             if newer is not None:
@@ -234,9 +242,17 @@ class Renderer(Role[RendererResult]):
                 break
             now = time.monotonic()
             due = tuple(s for s in sensors if due_at[s] <= now)
+            if due and int(st["step"]) == last:
+                ended = float(st["sim_time_s"])
+                for s in due:
+                    if read_at.get(s) == ended:
+                        due_at[s] = math.inf
+                due = tuple(s for s in due if due_at[s] <= now)
             frame = camera_ring.try_read(newest=True) if camera_ring is not None else None
             if not due and frame is None:
                 wait_s = max(min(due_at.values()) - now, 0.0)
+                if wait_s == math.inf:  # every sensor past the end: poll for the close
+                    wait_s = _END_POLL_S
                 if camera_ring is not None and not camera_ring.closed:
                     # Wake for the next sensor tick or a new image, whichever comes first:
                     # each image goes out as soon as it is made.
