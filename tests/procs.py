@@ -58,3 +58,38 @@ def _closed(proc: BaseProcess) -> bool:
     except ValueError:
         return True
     return False
+
+
+def dmx_children(pid: int | None = None) -> list[Any]:
+    """The children a supervisor in process ``pid`` (default: this one) started, by
+    their names (``dmx-<name>``): forked by its fork server (then the server's
+    children) or spawned (its own); the fork server itself is not one."""
+    import psutil
+
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            name = child.name()
+        except psutil.NoSuchProcess:
+            continue
+        if name.startswith("dmx-") and name != "dmx-forkserver":
+            found.append(child)
+    return found
+
+
+def await_end(pid: int, timeout_s: float = 30.0) -> None:
+    """Wait until process ``pid`` has exited, without reaping it: gone (its parent, a
+    fork server, reaped it) or a zombie (its parent, this process, has not yet)."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.005)
+    raise TimeoutError(f"process {pid} still runs after {timeout_s} s")

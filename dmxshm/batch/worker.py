@@ -13,7 +13,6 @@ Nothing is pickled on the step path.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -232,7 +231,7 @@ def run_worker(index: int, ports: BatchPorts, lo: int, hi: int, n: int, workers:
                     acquire(go, settings.LIVENESS_POLL_S * 20)
                     break
                 except posix_ipc.BusyError:
-                    if os.getppid() != parent_pid:
+                    if parent_gone(parent_pid):
                         return
             if not shard.serve(time.perf_counter()):
                 break

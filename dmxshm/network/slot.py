@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import sys
 import threading
 import time
@@ -47,6 +46,7 @@ from dmxshm.errors import DmxError, RingClosedError, RingTimeoutError
 from dmxshm.network.plan import Plan
 from dmxshm.network.results import SlotResult
 from dmxshm.network.role import Role, run_role
+from dmxshm.proc.child import supervisor_pid
 from dmxshm.shm.slot import (
     FAILED,
     LIGHTS_ONLY,
@@ -114,7 +114,7 @@ class Slot(Role[SlotResult]):
         # --episodes: the engine's scores of this slot's robots, one record a step
         self.score_ring = (self.port(f"score.slot.{j}", "reader") if cfg.episodes else None)
         self.slot = slot = self.own(SlotSegment.attach(plan.ring(f"slot.{j}")))
-        slot.serve(os.getppid())
+        slot.serve(supervisor_pid())
         self.result = SlotResult(index=j, robots=list(robots))
         self._obs = np.zeros(len(robots), slot.record)  # _read fills, publish copies
         self.holding: dict[str, Any] | None = None  # the present holder's record

@@ -104,9 +104,12 @@ def parent_gone(parent_pid: int, wait_s: float = 0.0) -> bool:
     """
     import psutil  # here: not on every child's start-up path
 
+    # A child of the fork server watches the server's pid for its reparenting (the
+    # server dies with the supervisor), and the supervisor's for its state.
+    parent = _parent_pid if parent_pid == _supervisor_pid and _parent_pid else parent_pid
     deadline = time.monotonic() + wait_s
     while True:
-        if os.getppid() != parent_pid:
+        if os.getppid() != parent:
             return True
         try:
             if psutil.Process(parent_pid).status() in (psutil.STATUS_ZOMBIE,
@@ -135,9 +138,24 @@ def ignore_stop_signals() -> None:
             continue
 
 
-def main(argv: list[str]) -> int:
+# This child's supervisor and the process it was started by (the supervisor, or
+# the fork server that forked it for its supervisor: dmxshm.proc.forkserver).
+_supervisor_pid: int | None = None
+_parent_pid: int | None = None
+
+
+def supervisor_pid() -> int:
+    """The pid of the process that supervises this child (its parent's, where this
+    process is not a dmxshm child)."""
+    return _supervisor_pid if _supervisor_pid is not None else os.getppid()
+
+
+def main(argv: list[str], parent_pid: int | None = None) -> int:
     """Run one child (``argv``: its channel's file descriptor and its name); returns
-    its exit status. Whatever fails, from reading its spec on, is reported."""
+    its exit status. Whatever fails, from reading its spec on, is reported.
+    ``parent_pid``: the process that started it, where that is not its supervisor
+    (the fork server)."""
+    global _supervisor_pid, _parent_pid
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # SIGTERM: dmxshm's handler, raising Terminated where the child is (a
     # semaphore wait records it and acts itself: no wait pays for holding a
@@ -160,8 +178,10 @@ def main(argv: list[str]) -> int:
             handler = resolve(spec.on_stop)
             signal.signal(signal.SIGINT, handler)
             signal.signal(signal.SIGTERM, handler)
+        _supervisor_pid = spec.parent_pid
+        _parent_pid = parent_pid if parent_pid is not None else spec.parent_pid
         die_with_parent(spec.death_signal)
-        if os.getppid() != spec.parent_pid:  # the supervisor died before the line above
+        if os.getppid() != _parent_pid:  # the supervisor died before the line above
             return 1
         if spec.cpu is not None:
             os.sched_setaffinity(0, [spec.cpu])
@@ -184,13 +204,13 @@ def main(argv: list[str]) -> int:
     return 0 if outcome.ok else 1
 
 
-def run(argv: list[str]) -> None:
+def run(argv: list[str], parent_pid: int | None = None) -> None:
     """The child's whole life: :func:`main`, then its end without the interpreter's
     finalisation. Once its outcome is sent nothing is left to do, and tearing down
     numpy, pybullet and numba module by module took a few hundred milliseconds of a
     run's end (as multiprocessing's children, it ends with ``os._exit``), after the
     functions registered with :mod:`atexit` (a user's agent's, coverage's)."""
-    code = main(argv)
+    code = main(argv, parent_pid)
     atexit._run_exitfuncs()  # what the code run here asked for at exit (a user's agent's)
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -12,7 +12,9 @@ The network, the batch and the spine all start their processes here::
     finally:
         sup.close()                     # SIGTERM, then SIGKILL, whatever is left
 
-A child is a fresh interpreter (``python -c <boot>``) that never runs
+A child is forked from this process's fork server (:mod:`dmxshm.proc.forkserver`:
+a fresh interpreter with dmxshm's modules imported), or is itself a fresh
+interpreter (``python -c <boot>``); either way it never runs
 the caller's ``__main__`` (see :mod:`dmxshm.proc.child`); its target is a
 module-level function, its arguments pickle, and it reports exactly one
 :class:`~dmxshm.proc.outcome.Outcome` through a socket that also tells the
@@ -36,7 +38,9 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
+from dmxshm.proc import forkserver
 from dmxshm.proc.child import ChildSpec, ref
+from dmxshm.proc.forkserver import Forked
 from dmxshm.proc.outcome import Cause, Outcome, root_cause
 from dmxshm.settings import START_TIMEOUT_S, STOP_GRACE_S
 from dmxshm.shm.peers import pid_stopped
@@ -64,7 +68,8 @@ class Child:
             (SIGSTOP) for longer than its watch allows.
     """
 
-    def __init__(self, name: str, popen: subprocess.Popen[bytes], conn: Connection) -> None:
+    def __init__(self, name: str, popen: subprocess.Popen[bytes] | Forked,
+                 conn: Connection) -> None:
         self.name = name
         self.popen = popen
         self.pid: int = popen.pid
@@ -210,10 +215,15 @@ class Supervisor:
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
                         struct.pack("ll", int(START_TIMEOUT_S), 0))
         try:
-            popen = subprocess.Popen(
-                [sys.executable, *interpreter_flags(), "-c", _BOOT.format(sys.path),
-                 str(theirs.fileno()), name],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+            flags = interpreter_flags()
+            popen: subprocess.Popen[bytes] | Forked | None = None
+            if forkserver.wanted():
+                popen = forkserver.fork(name, theirs.fileno(), spec.target, flags)
+            if popen is None:
+                popen = subprocess.Popen(
+                    [sys.executable, *flags, "-c", _BOOT.format(sys.path),
+                     str(theirs.fileno()), name],
+                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
         except BaseException:
             mine.close()
             raise

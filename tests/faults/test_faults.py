@@ -21,6 +21,7 @@ import pytest
 
 from dmxshm.bench.faults import DETECT_S, TARGET_TIMEOUT_S, TARGETS, inject
 from dmxshm.shm.names import list_entries
+from tests import procs
 
 _ALL = [
     *[("gym", role, sig) for role in ("engine", "renderer-0", "agent-0")
@@ -82,10 +83,10 @@ def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up(
     try:
         root = psutil.Process(proc.pid)
         deadline = time.monotonic() + 60
-        while len([c for c in root.children() if c.name().startswith("dmx-")]) < 3:
+        while len(procs.dmx_children(root.pid)) < 3:
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
-        children = [c for c in root.children() if c.name().startswith("dmx-")]
+        children = procs.dmx_children(root.pid)
         assert [e for e in list_entries() if e.pid == proc.pid]  # its rings exist
         if stop_one:  # a stopped child never acts on a SIGTERM: it must die all the same
             os.kill(children[0].pid, signal.SIGSTOP)

@@ -20,6 +20,7 @@ from dmxshm.network import (
 )
 from dmxshm.network.policies import AgentError
 from dmxshm.shm.names import list_entries
+from tests import procs
 from tests.networks import runner
 
 RUN_TIMEOUT_S = 120
@@ -215,8 +216,7 @@ def test_ctrl_c_or_sigterm_stops_the_run_and_leaves_nothing(signum: int, code: i
         children: list[psutil.Process] = []
         while len(children) < 3:  # engine, renderer, agent (plus the resource tracker)
             assert proc.poll() is None and time.monotonic() < deadline
-            children = [c for c in psutil.Process(proc.pid).children()
-                        if c.name().startswith("dmx-")]
+            children = procs.dmx_children(proc.pid)
             time.sleep(0.05)
         proc.send_signal(signum)
         assert proc.wait(RUN_TIMEOUT_S / 2) == code

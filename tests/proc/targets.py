@@ -50,11 +50,16 @@ def sleeps(seconds: float) -> str:
 
 
 def where_am_i() -> dict[str, object]:
-    """What a child sees of itself: its CPUs, its parent, its stdin, its main module."""
+    """What a child sees of itself: its CPUs, its parent and supervisor, its stdin and
+    stdout, its main module, its working folder and environment."""
     import __main__
+    from dmxshm.proc.child import supervisor_pid
 
     return {"cpus": sorted(os.sched_getaffinity(0)), "ppid": os.getppid(),
+            "supervisor": supervisor_pid(),
             "stdin_is_null": os.path.samefile("/proc/self/fd/0", os.devnull),
+            "stdout": os.readlink("/proc/self/fd/1"), "cwd": os.getcwd(),
+            "mark": os.environ.get("DMXSHM_TEST_MARK"),
             "main_file": getattr(__main__, "__file__", None)}
 
 

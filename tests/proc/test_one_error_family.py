@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 
-import psutil
 import pytest
 
 from dmxshm.batch.vector import DmxVectorEnv
@@ -16,12 +15,13 @@ from dmxshm.network import Network, NetworkConfig
 from dmxshm.proc.outcome import Cause
 from dmxshm.proc.watch import ChildFailedError
 from dmxshm.shm.names import list_entries
+from tests import procs
 
 TIMEOUT_S = 120
 
 
 def _child_pid(name: str) -> int:
-    return next(c.pid for c in psutil.Process().children() if c.name() == f"dmx-{name}")
+    return next(c.pid for c in procs.dmx_children() if c.name() == f"dmx-{name}")
 
 
 def _network_kill(victim: str) -> ChildFailedError:

@@ -8,6 +8,7 @@ import signal
 import psutil
 import pytest
 
+from dmxshm.proc import forkserver
 from dmxshm.proc.child import ref
 from dmxshm.proc.outcome import Cause, Outcome, root_cause
 from dmxshm.proc.supervisor import Child, Supervisor
@@ -52,8 +53,12 @@ def test_a_child_returns_its_result_and_exits_zero() -> None:
 
 
 @pytest.mark.timeout(TIMEOUT_S)
-def test_a_child_imports_gymnasium_only_when_its_target_does() -> None:
+def test_a_child_imports_gymnasium_only_when_its_target_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # Registering dmxshm's envs imported gymnasium in every child: most of its start-up.
+    # A fresh interpreter each (a forked child has what its fork server imported:
+    # tests/proc/test_forkserver.py checks that this is no more to begin with).
+    monkeypatch.setenv(forkserver.START_ENV, "spawn")
     heavy = ["gymnasium", "pettingzoo", "numba", "pybullet", "PIL"]
     with Supervisor() as sup:
         bare = sup.start("worker-0", targets.imported, heavy)
@@ -158,7 +163,9 @@ def test_a_child_is_pinned_reads_nothing_and_never_runs_our_main() -> None:
         child = sup.start("agent-0", targets.where_am_i, cpu=cpu)
         wait_until(sup, ended(child))
         seen = child.outcome.result  # type: ignore[union-attr]
-        assert seen["cpus"] == [cpu] and seen["ppid"] == os.getpid()
+        # Its parent is this process, or this process's fork server; its supervisor is this.
+        assert seen["cpus"] == [cpu] and seen["supervisor"] == os.getpid()
+        assert seen["ppid"] in (os.getpid(), forkserver.server_pid())
         assert seen["stdin_is_null"]
         assert seen["main_file"] is None or seen["main_file"].endswith(
             os.path.join("dmxshm", "proc", "__main__.py"))

@@ -12,13 +12,13 @@ import os
 import signal
 
 import numpy as np
-import psutil
 import pytest
 
 from dmxshm.proc.outcome import Cause
 from dmxshm.shm.names import list_entries
 from dmxshm.spine.run import SpineBusError, SpineConfig, SpineProcessError, run
 from dmxshm.spine.state_machine import State
+from tests import procs
 
 SPINE_TIMEOUT_S = 90
 REPLY_TIMEOUT_S = 0.2  # how long the spine and the bus wait for each other
@@ -34,10 +34,10 @@ def kill_then_await(victim: str, peer: str, pids: dict[str, int]):  # noqa: ANN2
     def progress(cycles_recorded: int) -> None:
         if pids or cycles_recorded < ACTING:
             return
-        children = {c.name(): c.pid for c in psutil.Process().children()}
+        children = {c.name(): c.pid for c in procs.dmx_children()}
         pids.update(victim=children[f"dmx-{victim}"], peer=children[f"dmx-{peer}"])
         os.kill(pids["victim"], signal.SIGKILL)
-        os.waitid(os.P_PID, pids["peer"], os.WEXITED | os.WNOWAIT)
+        procs.await_end(pids["peer"])
     return progress
 
 

@@ -18,6 +18,7 @@ from dmxshm.spine.clock import SynchronousClock, overruns
 from dmxshm.spine.report import _of_cycles
 from dmxshm.spine.run import SpineConfig, SpineError, SpineStopped, run
 from dmxshm.spine.state_machine import State
+from tests import procs
 
 SPINE_TIMEOUT_S = 90
 # 200 Hz: a 5 ms period, so a busy CI machine keeps to it.
@@ -173,8 +174,8 @@ def spine_child(parent: int) -> psutil.Process:
     deadline = time.monotonic() + SPINE_TIMEOUT_S / 2
     while True:
         assert time.monotonic() < deadline
-        victim = next((c for c in psutil.Process(parent).children()
-                       if c.name() == "dmx-spine"), None)
+        victim = next((c for c in procs.dmx_children(parent) if c.name() == "dmx-spine"),
+                      None)
         if victim is not None:
             return victim
         time.sleep(0.05)
