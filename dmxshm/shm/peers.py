@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import psutil
 
-# psutil derives create_time from boot time + start ticks; two reads of the
-# same process agree far better than this, a reused pid differs by far more.
+# Two reads of the same process's start agree far better than this (they are
+# the same clock ticks), a reused pid differs by far more.
 _CTIME_TOLERANCE_S = 0.05
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 ALIVE = "alive"
 STOPPED = "stopped"
@@ -30,7 +31,8 @@ class Peer:
     Attributes:
         role: what it does there, e.g. ``"writer"`` or ``"renderer-1"``.
         pid: its process id (0 when nobody has joined yet).
-        create_time: its start time (psutil), to tell a reused pid apart.
+        create_time: its start time (:func:`process_create_time`), to tell a reused
+            pid apart.
     """
 
     role: str
@@ -51,7 +53,23 @@ def me(role: str) -> Peer:
 
 
 def process_create_time(pid: int) -> float:
-    """Start time of ``pid`` as psutil reports it (0.0 when unknown)."""
+    """Start time of ``pid`` (0.0 when unknown): on Linux, seconds since boot.
+
+    Not psutil's ``create_time()``, which adds the boot time as the wall clock
+    tells it now (``btime`` in /proc/stat): on a machine whose clock is being
+    corrected (a VM's, NTP slewing it) that whole second moves now and then, and
+    a live writer recorded before the move looked like another process after it
+    (a reused pid: "died"). The start in clock ticks since boot never moves.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # after the command name (which may hold spaces and parentheses): field 22
+        return int(stat[stat.rindex(b")") + 2:].split()[19]) / _TICKS_PER_S
+    except FileNotFoundError:
+        return 0.0
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         return psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -71,7 +89,8 @@ def peer_state(peer: Peer) -> str:
         status = proc.status()
         if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
             return DEAD
-        if peer.create_time and abs(proc.create_time() - peer.create_time) > _CTIME_TOLERANCE_S:
+        if peer.create_time and \
+                abs(process_create_time(peer.pid) - peer.create_time) > _CTIME_TOLERANCE_S:
             return DEAD
         if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
             return STOPPED

@@ -43,6 +43,21 @@ def test_reused_pid_counts_as_dead() -> None:
     assert peer_state(Peer("old", rec.pid, rec.create_time - 86400)) == DEAD
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="Linux's /proc only")
+def test_a_wall_clock_correction_does_not_make_a_live_peer_dead(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A VM's clock being slewed moves /proc/stat's whole-second boot time now and
+    # then: every live writer recorded before looked reused ("died") after it.
+    import psutil
+
+    rec = me("writer")
+    boot = psutil.boot_time()
+    monkeypatch.setattr(psutil, "boot_time", lambda: boot + 1.0)
+    monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: boot + 1.0)
+    assert peer_state(rec) == ALIVE
+    assert process_create_time(rec.pid) == rec.create_time
+
+
 def wait_for(ready: Event, never: Event) -> None:
     ready.set()
     never.wait(CHILD_START_TIMEOUT_S * 3)
