@@ -17,6 +17,7 @@ in-process network's; a CLI run in a subprocess sweeps unseen).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 from collections.abc import Iterator
@@ -69,6 +70,29 @@ def unlink_entry(entry: Entry) -> None:
 def leaked_since(before: set[str], pids: set[int]) -> list[Entry]:
     """Entries of ``pids`` that were not in the ``before`` snapshot."""
     return [e for e in list_entries() if e.name not in before and e.pid in pids]
+
+
+@pytest.fixture(autouse=True)
+def alone_when_marked(request: pytest.FixtureRequest,
+                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest-xdist, a test marked ``alone`` runs while no other worker runs one.
+
+    Every network start sweeps the objects of dead creators (``dmxshm clean``): a
+    test that looks at what a killed run left (its orphans, until a clean) would
+    see another worker's network sweep them first. Each test holds a lock shared
+    by the workers of the run; an ``alone`` test holds it exclusively.
+    """
+    if not hasattr(request.config, "workerinput"):
+        yield  # one process: nothing runs beside it
+        return
+    path = tmp_path_factory.getbasetemp().parent / "dmxshm-tests.lock"
+    with open(path, "a") as lock:
+        exclusive = request.node.get_closest_marker("alone") is not None
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ def _leak_from_a_process_that_exits() -> str:
     return entry.name
 
 
+@pytest.mark.alone  # the leak of a dead process: any other network's sweep removes it
 def test_a_leak_of_a_process_already_gone_is_seen() -> None:
     from dmxshm.shm.names import list_entries
 
@@ -38,6 +39,7 @@ def test_a_leak_of_a_process_already_gone_is_seen() -> None:
         unlink_entry(entry)
 
 
+@pytest.mark.alone
 def test_a_leak_swept_by_a_network_start_is_reported_not_hidden() -> None:
     from dmxshm.network import supervisor
 

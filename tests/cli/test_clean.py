@@ -30,6 +30,7 @@ def _orphan_segment() -> str:
     return name
 
 
+@pytest.mark.alone  # its orphan must stay until its clean: no other network's sweep
 def test_clean_removes_orphans_and_keeps_live_objects(registry: Registry) -> None:
     orphan = _orphan_segment()
     live = registry.create_segment("live", 4096)

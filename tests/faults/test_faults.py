@@ -73,6 +73,7 @@ def ended(proc: psutil.Process) -> bool:
         return True
 
 
+@pytest.mark.alone  # its orphans must stay until its clean: no other network's sweep
 @pytest.mark.timeout(FAULT_TIMEOUT_S)
 @pytest.mark.parametrize("stop_one", [False, True], ids=["running", "one-stopped"])
 def test_a_killed_supervisor_takes_its_children_along_and_clean_sweeps_up(
