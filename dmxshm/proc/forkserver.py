@@ -9,6 +9,14 @@ them imported, as a fresh interpreter would have them, and runs
 :func:`dmxshm.proc.child.run` as a spawned child does. The server never runs
 a role, never imports the caller's ``__main__`` and holds no shared memory.
 
+The server imports numpy, posix_ipc and dmxshm's shared-memory layer at its
+start. Once a supervisor has stopped its children (:func:`learn`), it also
+imports the modules of the targets it forked children for (a role's: pybullet
+for the engine...), so that a process that starts runs again (tests,
+benchmarks, a batch made anew) starts the next ones in milliseconds; a process
+that starts one run never pays for those imports twice, and no run is slowed
+by them.
+
 What a child gets from its supervisor at the moment it is started, as with
 ``subprocess.Popen``: the standard output and error (file descriptors sent
 over the server's socket), the environment, the working folder, ``sys.path``
@@ -191,11 +199,20 @@ class _Client:
         if self.owner != os.getpid() or self.sock.fileno() < 0:
             return  # a forked copy's (the server is its parent's), or closed already
         self.sock.close()
+        # At once: it may be importing (learning), and what it forked is stopped
+        # already, or would die with this process all the same (its death signal).
+        self.popen.kill()
+        self.popen.wait()
+
+    def learn(self) -> None:
+        """Tell the server to import, while nothing else asks, the modules of the
+        targets it forked children for (a process that starts runs again gets its
+        next children with their roles imported)."""
         try:
-            self.popen.wait(1.0)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait()
+            with self.lock:
+                self.sock.send(pickle.dumps({"learn": True}), socket.MSG_DONTWAIT)
+        except OSError:
+            pass
 
 
 _client: _Client | None = None
@@ -227,6 +244,16 @@ def fork(name: str, channel_fd: int, target: str, flags: list[str]) -> Forked | 
         return None
 
 
+def learn() -> None:
+    """This process's fork server, if it has one, imports the modules of the targets
+    it forked children for, while nothing else asks: called when a supervisor has
+    stopped all its children (so never while a run goes on, which the imports would
+    slow, nor in a process that only ever starts one run)."""
+    client = _client
+    if client is not None and client.owner == os.getpid() and _broken_in != client.owner:
+        client.learn()
+
+
 def server_pid() -> int | None:
     """The pid of this process's fork server, if it has one."""
     client, pid = _client, os.getpid()
@@ -255,6 +282,7 @@ def serve(argv: list[str]) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children: dict[int, int] = {}  # pid -> its status socket's fd
+    seen: set[str] = set()  # the modules of the targets forked for
     to_learn: list[str] = []
     while True:
         try:
@@ -280,6 +308,9 @@ def serve(argv: list[str]) -> None:
             if not msg:
                 os._exit(0)  # the process that started it has ended
             request = pickle.loads(msg)
+            if request.get("learn"):
+                to_learn.extend(m for m in seen if m not in sys.modules and m not in to_learn)
+                continue
             out, err, channel, status = fds
             pid = os.fork()
             if pid == 0:
@@ -292,10 +323,8 @@ def serve(argv: list[str]) -> None:
             except OSError:
                 pass
             children[pid] = status
-            module = request["module"]
-            if module.startswith("dmxshm.") and module not in sys.modules \
-                    and module not in to_learn:
-                to_learn.append(module)
+            if request["module"].startswith("dmxshm."):
+                seen.add(request["module"])
             _reap(children)
 
 

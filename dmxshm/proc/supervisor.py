@@ -338,6 +338,8 @@ class Supervisor:
         finally:
             for c in self.children:
                 c.close()
+            if any(isinstance(c.popen, Forked) for c in self.children):
+                forkserver.learn()  # nothing of ours runs: the server may import now
 
 
 def _wake_and_terminate(child: Child) -> None:

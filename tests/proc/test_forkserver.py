@@ -136,3 +136,31 @@ with Supervisor() as sup:
 print(json.dumps(kinds))
 """)
     assert seen == [["Forked", 7], ["Popen", 7]]
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+def test_once_a_supervisor_closes_the_server_imports_its_targets_modules() -> None:
+    # The first child of a role imports the role's module itself; once its
+    # supervisor has closed, the server imports it, and later children have it.
+    seen = run_script("""
+import json, time
+from dmxshm.proc.supervisor import Supervisor
+from tests.proc import targets
+ROLE = "dmxshm.network.engine"
+def has_role():
+    with Supervisor() as sup:
+        child = sup.start("worker-0", targets.imported, [ROLE])
+        while not child.ended:
+            sup.wait(0.1)
+        return child.outcome.result[ROLE]
+before = has_role()
+with Supervisor() as sup:  # a child of the role's target (it fails: no arguments)
+    child = sup.start("engine", getattr(__import__(ROLE, fromlist=["x"]), "run_engine"))
+    while not child.ended:
+        sup.wait(0.1)
+deadline = time.monotonic() + 30
+while not (after := has_role()) and time.monotonic() < deadline:
+    pass  # each try is a fork: the server imports once it is idle between two
+print(json.dumps({"before": before, "after": after}))
+""")
+    assert seen == {"before": False, "after": True}
