@@ -80,15 +80,22 @@ def alone_when_marked(request: pytest.FixtureRequest,
     Every network start sweeps the objects of dead creators (``dmxshm clean``): a
     test that looks at what a killed run left (its orphans, until a clean) would
     see another worker's network sweep them first. Each test holds a lock shared
-    by the workers of the run; an ``alone`` test holds it exclusively.
+    by the workers of the run; an ``alone`` test holds it exclusively. A gate
+    before it keeps the others from starting new tests while an ``alone`` one
+    waits (flock prefers no one: it could wait for ever).
     """
     if not hasattr(request.config, "workerinput"):
         yield  # one process: nothing runs beside it
         return
-    path = tmp_path_factory.getbasetemp().parent / "dmxshm-tests.lock"
-    with open(path, "a") as lock:
-        exclusive = request.node.get_closest_marker("alone") is not None
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    folder = tmp_path_factory.getbasetemp().parent
+    mode = fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH
+    with open(folder / "dmxshm-tests.gate", "a") as gate, \
+            open(folder / "dmxshm-tests.lock", "a") as lock:
+        fcntl.flock(gate, mode)
+        try:
+            fcntl.flock(lock, mode)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
         try:
             yield
         finally:

@@ -1,7 +1,10 @@
 """Child processes for the multi-process tests.
 
-Children are started with the ``spawn`` method (a fresh interpreter: no
-inherited locks, mappings or semaphore handles, as in a real network) and
+Children are forked from multiprocessing's fork server (which imported numpy,
+posix_ipc and the shared-memory layer once: a child starts in milliseconds, and
+holds no inherited locks, mappings or semaphore handles, as in a real network),
+or, where a test needs its child to be its own (``waitpid``, a zombie), started
+with the ``spawn`` method: a fresh interpreter. They are
 always stopped in a ``finally`` with :func:`stop`. Their pids are recorded so
 that the /dev/shm leak check of ``conftest.py`` also claims what they create.
 """
@@ -16,7 +19,9 @@ from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-CTX = mp.get_context("spawn")
+CTX = mp.get_context("forkserver")
+CTX.set_forkserver_preload(["numpy", "posix_ipc", "dmxshm.shm.ring", "dmxshm.shm.barrier"])
+SPAWN = mp.get_context("spawn")
 # How long a child gets to exit once told to, before it is killed.
 JOIN_TIMEOUT_S = 10.0
 
@@ -26,9 +31,11 @@ swept_entries: list[Any] = []
 """What the running test's in-process networks swept at start (conftest.py checks it)."""
 
 
-def start(target: Callable[..., Any], *args: Any, name: str | None = None) -> BaseProcess:
-    """Start ``target(*args)`` in a spawned child and record its pid."""
-    proc = CTX.Process(target=target, args=args, name=name, daemon=True)
+def start(target: Callable[..., Any], *args: Any, name: str | None = None,
+          own: bool = False) -> BaseProcess:
+    """Start ``target(*args)`` in a child and record its pid; ``own``: a child of this
+    process (spawned), which it can wait for, stopped or dead, as its parent."""
+    proc = (SPAWN if own else CTX).Process(target=target, args=args, name=name, daemon=True)
     proc.start()
     assert proc.pid is not None
     started_pids.add(proc.pid)

@@ -227,7 +227,8 @@ def test_stopped_party_is_named_on_timeout(registry: Registry) -> None:
     # The other waiter would wait far longer than the parent: the parent's
     # timeout breaks the barrier, which must wake it with BrokenBarrierError.
     waiter = procs.start(wait_and_report, barrier.name, 1, BARRIER_WAIT_S, joined[0], send)
-    sleeper = procs.start(join_and_hang, barrier.name, 2, "renderer-2", joined[1], never)
+    sleeper = procs.start(join_and_hang, barrier.name, 2, "renderer-2", joined[1], never,
+                          own=True)  # waited for, stopped
     try:
         assert all(j.wait(CHILD_START_TIMEOUT_S) for j in joined), "a child never joined"
         os.kill(sleeper.pid, signal.SIGSTOP)

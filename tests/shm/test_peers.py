@@ -66,7 +66,7 @@ def wait_for(ready: Event, never: Event) -> None:
 @pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_child_states() -> None:
     ready, never = procs.CTX.Event(), procs.CTX.Event()
-    child = procs.start(wait_for, ready, never)
+    child = procs.start(wait_for, ready, never, own=True)  # waited for: stopped, a zombie
     try:
         assert ready.wait(CHILD_START_TIMEOUT_S)
         peer = Peer("child", child.pid, process_create_time(child.pid))
