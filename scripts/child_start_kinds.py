@@ -5,12 +5,15 @@
 For each kind (``DMXSHM_CHILD_START``: ``fork``, ``spawn``), a fresh interpreter
 (its own fork server) starts one network role's child after another: each child
 imports its role's module (``dmxshm.network.engine``, ``renderer``, ``agent``)
-and reports at once. Per child, the wall time from ``Supervisor.start`` to its
+and reports at once (its main, called without arguments, raises a TypeError). Per child, the wall time from ``Supervisor.start`` to its
 report, and the CPU time of the children together (this process's children's
 rusage, the server's included once it is reaped): the median and range over
-``--runs`` processes. A process's first child pays for the server's start (fork);
-the later ones are what a process that starts runs again gets, after its first
-supervisor closed (the server then imports the roles' modules).
+``--runs`` processes. Each role's child is started
+four times, one supervisor each; the first and the fourth are reported. A
+process's first child pays for the server's start (fork); the fourth is what a
+process that starts runs again gets, once the server has imported the roles'
+modules (which it does, one at a time, when a supervisor has closed and no
+request waits: during the second and third rounds).
 """
 
 from __future__ import annotations
@@ -34,15 +37,18 @@ from dmxshm.proc import forkserver
 def start(name, module):
     with Supervisor() as sup:
         t0 = time.perf_counter()
-        child = sup.start(name, exec, "import " + module)
+        main = getattr(__import__("importlib").import_module(module), "run_" + name)
+        child = sup.start(name, main)  # no arguments: it raises at once (a TypeError)
         while not child.ended:
             sup.wait(0.01)
-        assert child.outcome.ok, child.outcome
+        assert child.outcome.error_type == "TypeError", child.outcome
         return time.perf_counter() - t0
 walls = {}
-for round in ("first", "again"):
+for round in ("first", "2", "3", "later"):
     for role in %r:
-        walls[f"{round}-{role}"] = start(role, "dmxshm.network." + role)
+        took = start(role, "dmxshm.network." + role)
+        if round in ("first", "later"):
+            walls[f"{round}-{role}"] = took
 forkserver._client is not None and forkserver._client.close()
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"walls": walls, "cpu_s": ru.ru_utime + ru.ru_stime}))
@@ -73,7 +79,7 @@ def main() -> int:
             ms = [r["walls"][key] * 1e3 for r in runs]  # type: ignore[index]
             cells.append(f"{key} {statistics.median(ms):.0f} ({min(ms):.0f}-{max(ms):.0f})")
         cpu = [float(r["cpu_s"]) for r in runs]  # type: ignore[arg-type]
-        print(f"{kind:6} " + ", ".join(cells) + f"; children's CPU for the 6: "
+        print(f"{kind:6} " + ", ".join(cells) + f"; children's CPU, all 12 starts: "
               f"{statistics.median(cpu):.2f} s ({min(cpu):.2f}-{max(cpu):.2f})", flush=True)
     load = os.getloadavg()
     print(f"load at the end {load[0]:.2f}")
