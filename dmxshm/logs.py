@@ -62,6 +62,7 @@ import psutil
 
 from dmxshm.errors import DmxError, RefusedError
 from dmxshm.pngio import encode_png
+from dmxshm.shm.peers import process_create_time
 from dmxshm.sim import sensing
 
 CONFIG_TOPIC = "/dmxshm/config"
@@ -73,6 +74,9 @@ LOG_FORMAT = 2  # the layout of the topics above; replay checks it (2: every sam
 OWNER_FILE = "owner.json"  # in a parts folder: the run writing it (pid, start time)
 CUT_METADATA = "dmxshm.cut_parts"  # in a merged log: the parts that were cut short
 _SAME_START_S = 1.0  # a pid whose process started this close to the owner's is the owner
+# The same, in clock ticks since boot (the owner file's own reading, exact to a tick);
+# the wall-clock start above moves by a whole second when /proc/stat's boot time does.
+_SAME_BOOT_START_S = 0.05
 
 _SCHEMAS: dict[str, dict[str, Any]] = {  # a sensor's: its registration's (LogFields)
     "wheels": {"left_rad_s": "number", "right_rad_s": "number", "expired": "boolean"},
@@ -145,14 +149,17 @@ def check_writable(path: str) -> None:
     _refuse_if_in_use(path)
 
 
-def _owner_record(path: str) -> tuple[int, float, str] | None:
-    """``(pid, start time, claim)`` of the owner file of the parts of ``path``, or None
-    (no folder, or one left by a run that never wrote its owner file)."""
+def _owner_record(path: str) -> tuple[int, float, float | None, str] | None:
+    """``(pid, start time, start since boot or None, claim)`` of the owner file of the
+    parts of ``path``, or None (no folder, or one left by a run that never wrote its
+    owner file). The start since boot is absent from an older dmxshm's file."""
     try:
         with open(os.path.join(parts_dir(path), OWNER_FILE)) as f:
             data = json.load(f)
-        return int(data["pid"]), float(data["started_s"]), str(data["claim"])
-    except (OSError, ValueError, KeyError, TypeError):
+        boot = data.get("started_since_boot_s")
+        return (int(data["pid"]), float(data["started_s"]),
+                None if boot is None else float(boot), str(data["claim"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -164,12 +171,15 @@ def owner(path: str) -> int | None:
     record = _owner_record(path)
     if record is None:
         return None
-    pid, started_s, _ = record
+    pid, started_s, since_boot_s, _ = record
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
             return None
-        alive = abs(proc.create_time() - started_s) < _SAME_START_S
+        if since_boot_s is not None:  # clock ticks since boot: no wall clock in it
+            alive = abs(process_create_time(pid) - since_boot_s) < _SAME_BOOT_START_S
+        else:  # psutil's, as the wall clock tells the boot time now
+            alive = abs(proc.create_time() - started_s) < _SAME_START_S
     except psutil.NoSuchProcess:
         return None
     except psutil.AccessDenied:  # another user's process: assume it is the owner
@@ -202,6 +212,7 @@ def _claim_parts(path: str) -> str:
     try:
         with open(os.path.join(new, OWNER_FILE), "w") as f:
             json.dump({"pid": os.getpid(), "started_s": psutil.Process().create_time(),
+                       "started_since_boot_s": process_create_time(os.getpid()),
                        "claim": claim}, f)
         for _ in range(3):  # another run may claim a stale folder between two tries
             try:
@@ -232,7 +243,7 @@ def _owned_here(path: str, claim: str | None) -> bool:
     ``claim`` (None: any claim of this process)."""
     record = _owner_record(path)
     return (record is not None and record[0] == os.getpid() and owner(path) == os.getpid()
-            and claim in (None, record[2]))
+            and claim in (None, record[3]))
 
 
 def _json_schema(kind: str) -> dict[str, Any]:

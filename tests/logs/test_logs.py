@@ -347,6 +347,20 @@ def test_parts_of_a_run_that_is_gone_are_cleared(tmp_path) -> None:
     assert logs.owner(path) is None
     logs.start(path, {"robots": 1})
     assert logs.owner(path) == os.getpid()
+    # The wall clock's boot time moved by a second since (a VM's clock slewed): the
+    # owner is still the owner, by its start in clock ticks since boot.
+    owner_file = os.path.join(folder, logs.OWNER_FILE)
+    with open(owner_file) as f:
+        record = json.load(f)
+    with open(owner_file, "w") as f:
+        json.dump({**record, "started_s": record["started_s"] - 1.0}, f)
+    assert logs.owner(path) == os.getpid()
+    # ...and another process's start since boot is not the owner's.
+    with open(owner_file, "w") as f:
+        json.dump({**record, "started_since_boot_s": record["started_since_boot_s"] - 1.0}, f)
+    assert logs.owner(path) is None
+    with open(owner_file, "w") as f:
+        json.dump(record, f)
     logs.finish(path, None)
 
 
