@@ -153,16 +153,23 @@ def _exists(pid: int) -> bool:
     return True
 
 
+def spawn(boot: str, fd: int, *argv: str, flags: list[str]) -> subprocess.Popen[bytes]:
+    """A fresh interpreter (this one, with ``flags``) running ``boot`` (formatted with
+    this process's ``sys.path``) with the file descriptor ``fd`` passed to it and
+    ``fd argv...`` as its arguments; standard input from /dev/null. The fork server
+    is started so, and so is a child that is not forked."""
+    return subprocess.Popen([sys.executable, *flags, "-c", boot.format(sys.path), str(fd),
+                             *argv], pass_fds=(fd,), stdin=subprocess.DEVNULL,
+                            close_fds=True)
+
+
 class _Client:
     """This process's end of its fork server."""
 
     def __init__(self, flags: list[str]) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.popen = subprocess.Popen(
-                [sys.executable, *flags, "-c", _BOOT.format(sys.path), str(theirs.fileno()),
-                 str(os.getpid())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+            self.popen = spawn(_BOOT, theirs.fileno(), str(os.getpid()), flags=flags)
         except BaseException:
             mine.close()
             raise
@@ -357,7 +364,6 @@ def _reap(children: dict[int, int]) -> None:
 
 def _child(request: dict[str, Any], out: int, err: int, channel: int,
            server_fds: list[int]) -> None:
-    code = 1
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -379,6 +385,6 @@ def _child(request: dict[str, Any], out: int, err: int, channel: int,
         os.sched_setaffinity(0, request["cpus"])
         from dmxshm.proc.child import run
 
-        run([str(channel), request["name"]], parent_pid=os.getppid())
+        run([str(channel), request["name"]], parent_pid=os.getppid())  # never returns
     finally:
-        os._exit(code)
+        os._exit(1)  # it failed before its run

@@ -30,7 +30,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import time
 import types
 from collections.abc import Callable, Iterable
@@ -220,10 +219,7 @@ class Supervisor:
             if forkserver.wanted():
                 popen = forkserver.fork(name, theirs.fileno(), spec.target, flags)
             if popen is None:
-                popen = subprocess.Popen(
-                    [sys.executable, *flags, "-c", _BOOT.format(sys.path),
-                     str(theirs.fileno()), name],
-                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+                popen = forkserver.spawn(_BOOT, theirs.fileno(), name, flags=flags)
         except BaseException:
             mine.close()
             raise
