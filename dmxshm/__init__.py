@@ -60,6 +60,11 @@ def _register() -> None:
     # warning (it warns wherever a higher version is registered) says what is not so.
     warnings.filterwarnings("ignore", message=".*DuckieLane-v0 is out of date",
                             category=DeprecationWarning)
+    # The gym-duckietown drop-ins sit above the batch: they join its kinds from here.
+    from dmxshm.batch import kinds
+
+    kinds.register("duckietown", "dmxshm.duckietown:DuckietownEnv", own_camera=True)
+    kinds.register("simulator", "dmxshm.duckietown:Simulator", own_camera=True)
     if "dmxshm/DuckieLane-v1" not in gymnasium.registry:
         gymnasium.register(id="dmxshm/DuckieLane-v1",
                            entry_point="dmxshm.batch.env_v1:DuckieLaneV1Env",

@@ -134,7 +134,7 @@ def _free_worker(args: tuple[int, int, float, int]) -> tuple[int, float]:
     """Worlds ``first`` to ``first + worlds - 1`` of the batch, as its workers hold them:
     world w seeded w (``make_vec(seed=0)``), a world whose robots all ended reset at its
     next step (NEXT_STEP: a step of the batch that resets it, counted as one)."""
-    from dmxshm.marl.lanes import MultiLane
+    from dmxshm.batch.lanes import MultiLane
 
     worlds, robots, seconds, first = args
     ws = [MultiLane(robots, map="loop") for _ in range(worlds)]

@@ -2,19 +2,17 @@
 
     python scripts/child_start_kinds.py --runs 7
 
-For each kind (``DMXSHM_CHILD_START``: ``fork``, ``spawn``), a fresh interpreter
-(its own fork server) starts one network role's child after another: each child
-imports its role's module (``dmxshm.network.engine``, ``renderer``, ``agent``)
-and reports at once (its main, called without arguments, raises a TypeError). Per child, the wall time from ``Supervisor.start`` to its
-report, and the CPU time of the children together (this process's children's
-rusage, the server's included once it is reaped): the median and range over
-``--runs`` processes. Each role's child is started
-four times, one supervisor each; the first and the fourth are reported. A
-process's first child pays for the server's start (fork); the fourth is what a
-process that starts runs again gets, once the server has imported the roles'
-modules (which it does, one at a time, when a supervisor has closed and no
-request waits: during the second and third rounds).
-"""
+For each kind (``DMXSHM_CHILD_START``: ``fork``, ``spawn``), a fresh interpreter (its
+own fork server) starts one network role's child after another: each child imports its
+role's module (``dmxshm.network.engine``, ``renderer``, ``agent``) and reports at once
+(its main, called without arguments, raises a TypeError). Per child, the wall time from
+``Supervisor.start`` to its report, and the CPU time of the children together (this
+process's children's rusage, the server's included once it is reaped): the median and
+range over ``--runs`` processes. Each role's child is started four times, one supervisor
+each; the first and the fourth are reported. A process's first child pays for the
+server's start (fork); the fourth is what a process that starts runs again gets, once
+the server has imported the roles' modules (which it does, one at a time, when a
+supervisor has closed and no request waits: during the second and third rounds). """
 
 from __future__ import annotations
 

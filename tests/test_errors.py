@@ -76,7 +76,7 @@ def _batch_too_big() -> object:
 
 
 def _no_robots() -> object:
-    from dmxshm.marl.lanes import MultiLane
+    from dmxshm.batch.lanes import MultiLane
 
     return MultiLane(robots=0)
 
@@ -108,7 +108,7 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.world.world.WorldError": lambda: World("loop", num_robots=-1),
     "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),
     "dmxshm.matrix.batch_render.BatchRenderError": _batch_too_big,
-    "dmxshm.marl.lanes.MultiLaneError": _no_robots,
+    "dmxshm.batch.lanes.MultiLaneError": _no_robots,
     "dmxshm.marl.network_env.NetworkEnvError": _bad_network_obs,
 }
 """A public call that raises each leaf defined outside dmxshm.errors that

@@ -190,14 +190,7 @@ def string_loads(source: str, known: set[str]) -> set[tuple[str, int]]:
     return {(m, line) for m, line in found if m in known}
 
 
-STRING_LOADS_ALLOWED = {
-    ("dmxshm.batch.kinds", "dmxshm.marl.lanes"):
-        "the multi-robot batch's world (MultiLane) lives in marl/, above the batch; it "
-        "moves below the batch with the one simulation core (issue 43, sim/)",
-    ("dmxshm.batch.kinds", "dmxshm.duckietown"):
-        "make_vec(version='duckietown'): the drop-in sits above the batch; the name -> class "
-        "table belongs in a front-end above both (issue 43)",
-}
+STRING_LOADS_ALLOWED: dict[tuple[str, str], str] = {}
 """Loads by string that cross a layer upward today, and why each is still there: each
 is a cycle of folders the import graph does not show."""
 

@@ -74,7 +74,7 @@ def sense_v1(vector: np.ndarray, noise: Noise | None, robot: int, k: int, dt_s: 
     """v1's sensors on robot ``robot``'s exact state vector at step ``k``, in place: the
     time-of-flight's no-target reading, the IMU's and the range's noise (``noise`` None:
     exact), clipped to v1's bounds. :class:`DuckieLaneV1Env` and the multi-robot worlds
-    (:class:`dmxshm.marl.lanes.MultiLane`) both read their robots through it."""
+    (:class:`dmxshm.batch.lanes.MultiLane`) both read their robots through it."""
     hit = bool(vector[_TOF] < max_range_m)
     if noise is None:
         if not hit:

@@ -1,29 +1,56 @@
 """The envs a batch can hold (``make_vec(..., version=)``): ``"v0"``
-(``dmxshm/DuckieLane-v0``), ``"v1"`` (``dmxshm/DuckieLane-v1``), the gym-duckietown
-drop-ins ``"duckietown"`` (:class:`dmxshm.duckietown.DuckietownEnv`) and
-``"simulator"`` (:class:`dmxshm.duckietown.Simulator`), or a user's env class of one
-robot (:data:`Kind`)."""
+(``dmxshm/DuckieLane-v0``), ``"v1"`` (``dmxshm/DuckieLane-v1``), the kinds registered
+from above (the gym-duckietown drop-ins ``"duckietown"``,
+:class:`dmxshm.duckietown.DuckietownEnv`, and ``"simulator"``,
+:class:`dmxshm.duckietown.Simulator`, registered by :mod:`dmxshm` itself), or a user's
+env class of one robot (:data:`Kind`)."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dmxshm.batch.env import DuckieLaneEnv
+if TYPE_CHECKING:
+    from dmxshm.batch.env import DuckieLaneEnv
 
 KINDS: dict[str, str] = {"v0": "dmxshm.batch.env:DuckieLaneEnv",
-                         "v1": "dmxshm.batch.env_v1:DuckieLaneV1Env",
-                         "duckietown": "dmxshm.duckietown:DuckietownEnv",
-                         "simulator": "dmxshm.duckietown:Simulator"}
-"""Each kind's class, as an entry point (as gymnasium registers envs): the drop-ins
-sit above the batch, which loads them only when a batch of them is made."""
-MULTI: dict[str, str] = {"world": "dmxshm.marl.lanes:MultiLane",
-                         "space": "dmxshm.marl.lanes:single_space"}
-"""A multi-agent batch's parts (``make_vec(..., robots_per_world=R)``), as entry points:
-:mod:`dmxshm.marl` sits above the batch, which loads them only for such a batch."""
-VERSIONS = tuple(KINDS)
-DROP_INS = ("duckietown", "simulator")
+                         "v1": "dmxshm.batch.env_v1:DuckieLaneV1Env"}
+"""Each kind's class, as an entry point (as gymnasium registers envs), loaded only when a
+batch of that kind is made. The batch's own kinds are here; the kinds of the layers above
+it join by :func:`register` (a batch never loads a module above it)."""
+DUCKIELANE = ("v0", "v1")
+"""The batch's own kinds, which take ``make_vec``'s ``obs`` and ``camera``; a registered
+kind takes its own arguments, as a user's env class does."""
+DROP_INS: set[str] = set()
+"""The registered kinds that take their own arguments and observe their own camera
+(``register(..., own_camera=True)``: gym-duckietown's drop-ins)."""
+
+
+def register(name: str, entry_point: str, *, own_camera: bool = False) -> None:
+    """Make ``make_vec(..., version=name)`` a batch of the env class at ``entry_point``
+    (``"module:Name"``). Registering a name again with the same entry point does nothing.
+
+    ``own_camera``: the env takes its own arguments and observes its own camera, as
+    gym-duckietown's drop-ins do (``make_vec``'s ``obs`` and ``camera`` are refused).
+
+    Raises:
+        ValueError: ``name`` registered already with another entry point, or an entry
+            point that is not ``"module:Name"``.
+    """
+    module, _, attr = entry_point.partition(":")
+    if not module or not attr:
+        raise ValueError(f"an entry point is 'module:Name', not {entry_point!r}")
+    if KINDS.get(name, entry_point) != entry_point:
+        raise ValueError(f"version {name!r} is registered already, as {KINDS[name]!r}")
+    KINDS[name] = entry_point
+    if own_camera:
+        DROP_INS.add(name)
+
+
+def versions() -> tuple[str, ...]:
+    """The names ``make_vec(..., version=)`` takes."""
+    return tuple(KINDS)
 
 
 Kind = str | type
@@ -43,7 +70,7 @@ def normalize(version: Kind) -> Kind:
         return version
     short = version.rsplit("-", 1)[-1] if version.startswith("dmxshm/DuckieLane-") else version
     if short not in KINDS:
-        raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+        raise ValueError(f"version must be one of {', '.join(versions())}, not {version!r}")
     return short
 
 
@@ -68,13 +95,14 @@ def env_kwargs(version: Kind, obs: str, camera: tuple[int, int],
             ``render_mode``.
     """
     kind = normalize(version)
-    if isinstance(kind, type):
+    if kind in DUCKIELANE:
+        return dict(obs=obs, camera=tuple(camera), **kwargs)
+    if kind not in DROP_INS:
+        name = kind.__name__ if isinstance(kind, type) else kind
         if obs != "state" or tuple(camera) != (160, 120) or "render_mode" in kwargs:
-            raise ValueError(f"a batch of {kind.__name__} takes its own arguments: leave "
+            raise ValueError(f"a batch of {name} takes its own arguments: leave "
                              "make_vec's obs, camera and render_mode out")
         return dict(kwargs)
-    if kind not in DROP_INS:
-        return dict(obs=obs, camera=tuple(camera), **kwargs)
     if obs != "state" or tuple(camera) != (160, 120):
         raise ValueError("a batch of gym-duckietown drop-ins observes the camera at "
                          "camera_width x camera_height: leave make_vec's obs and camera out")
@@ -96,11 +124,11 @@ def check_keywords(version: Kind, kwargs: dict[str, Any]) -> None:
     unknown = sorted(set(kwargs) - taken)
     if not unknown:
         return
-    others = [v for v in KINDS if v != kind and v not in DROP_INS
-              and set(unknown) <= _keywords(v)]
+    others = [v for v in DUCKIELANE if v != kind and set(unknown) <= _keywords(v)]
     hint = (f": they are {others[0]}'s, give version={others[0]!r}" if others
             else f"; it takes {', '.join(sorted(taken))}")
-    name = kind.__name__ if isinstance(kind, type) else f"DuckieLane-{kind}"
+    name = (kind.__name__ if isinstance(kind, type)
+            else f"DuckieLane-{kind}" if kind in DUCKIELANE else env_class(kind).__name__)
     raise TypeError(f"{name} takes no {', '.join(unknown)}{hint}")
 
 
@@ -119,7 +147,3 @@ def _keywords(version: Kind) -> set[str]:
     return names
 
 
-def multi(part: str) -> Any:
-    """A multi-agent batch's ``part`` (a key of :data:`MULTI`)."""
-    module, name = MULTI[part].split(":")
-    return getattr(importlib.import_module(module), name)

@@ -5,7 +5,7 @@ One shard for every batch. Its worlds hold R robots each, one row per robot: wor
 ``u`` of a shard whose rows start at ``lo`` holds the rows ``lo + u*R`` to
 ``lo + u*R + R - 1``. R = 1 is the single-robot batch (each world a gymnasium env of
 one robot, :class:`OneRobot`); R > 1 the multi-robot batch
-(``make_vec(..., robots_per_world=R)``, :class:`~dmxshm.marl.lanes.MultiLane`).
+(``make_vec(..., robots_per_world=R)``, :class:`~dmxshm.batch.lanes.MultiLane`).
 
 What the shard asks of a world (:class:`World`): ``reset(seed=)`` and
 ``step(actions)`` give one observation row, reward, flag and info per robot; ``done``
@@ -15,7 +15,7 @@ keys the batch gives as arrays; ``world`` is its simulated world, whose state go
 into the digest. An optional hook, ``batch_row_infos(infos, step_infos)``, says what
 info each row shows where the world's own rule is not the plain one (each key where
 the row's info has it): :meth:`MultiLane.batch_row_infos
-<dmxshm.marl.lanes.MultiLane.batch_row_infos>`.
+<dmxshm.batch.lanes.MultiLane.batch_row_infos>`.
 
 Autoreset, written once, per world, in the batch's mode (gymnasium's): ``NEXT_STEP``
 resets a world whose robots all ended at its next step (every row's action ignored;

@@ -195,9 +195,10 @@ class DmxVectorEnv(VectorEnv):
         self._meter = BreakdownMeter(shards) if breakdown else None
         kwargs = kinds.env_kwargs(version, obs, camera, env_kwargs)
         if group:
-            single_space = kinds.multi("space")
+            from dmxshm.batch.lanes import MultiLane, single_space
+
             # refuses more robots than the map holds
-            probe: Any = kinds.multi("world")(group, **kwargs)
+            probe: Any = MultiLane(group, **kwargs)
             probe.observation_space = single_space(probe)
             probe.action_space = single_space(probe, "action")
         else:
@@ -248,14 +249,14 @@ class DmxVectorEnv(VectorEnv):
             if workers == 0:
                 # The worker body in this process: its go post runs it (batch.serial).
                 self._serial = Serial(open_shard(
-                    0, memory, 0, num_envs, num_envs, 1, {**kwargs, "version": self.version},
+                    0, memory, 0, num_envs, num_envs, 1, {**kwargs, "version": env_type},
                     mode.value, group, ready=NoPost(), done=NoPost()))
                 self._go: list[Any] = [self._serial]
                 self._ready = self._done = NoPost()
             else:
                 self._ready, self._done, self._go, started = start_workers(
                     self._registry, self._supervisor, memory.name, bounds, num_envs,
-                    {**kwargs, "version": self.version}, self._spin_s, mode.value, group)
+                    {**kwargs, "version": env_type}, self._spin_s, mode.value, group)
                 self._workers += started
             self._profiler: Sampler | None = None
             if profile:
@@ -670,7 +671,7 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
 
     ``robots_per_world=R``: a multi-agent batch for parameter sharing. Its
     ``num_envs`` rows are the robots of ``num_envs / R`` worlds
-    (:class:`~dmxshm.marl.lanes.MultiLane`, each robot DuckieLane-v1's, colliding
+    (:class:`~dmxshm.batch.lanes.MultiLane`, each robot DuckieLane-v1's, colliding
     with the others); see the module docstring.
 
     Raises:

@@ -177,7 +177,7 @@ def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
     ``ready`` and ``done`` as :class:`~dmxshm.batch.completions.Announcer` and
     :meth:`Shard.serve` say. A worker's, or the in-process batch's only one.
     """
-    from dmxshm.batch.kinds import env_class, multi
+    from dmxshm.batch.kinds import env_class
 
     env_kwargs = dict(env_kwargs)
     version = env_kwargs.pop("version", "v0")
@@ -190,9 +190,11 @@ def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
             worlds = [OneRobot(env_type(**env_kwargs), camera_jobs) for _ in range(lo, hi)]
             space = worlds[0].env.observation_space
         else:
-            worlds = [multi("world")(robots_per_world, **env_kwargs)
+            from dmxshm.batch.lanes import MultiLane, single_space
+
+            worlds = [MultiLane(robots_per_world, **env_kwargs)
                       for _ in range(lo, hi, robots_per_world)]
-            space = multi("space")(worlds[0])
+            space = single_space(worlds[0])
         arrays = Arrays(memory, n, fields(space), shards, render,
                         params=len(rand_names(worlds[0])),
                         final=mode == SAME_STEP, info=info_fields(worlds[0]))

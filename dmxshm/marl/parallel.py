@@ -1,7 +1,7 @@
 """A PettingZoo ``ParallelEnv`` of many robots in one world.
 
 ``dmxshm.parallel_env(robots=4, ...)`` makes a :class:`DuckieParallelEnv` over a
-:class:`~dmxshm.marl.lanes.MultiLane`: agents ``duckiebot0`` ... ``duckiebotR-1``, each
+:class:`~dmxshm.batch.lanes.MultiLane`: agents ``duckiebot0`` ... ``duckiebotR-1``, each
 acting with PWM duties ``Box(-1, 1, (2,))`` and observing v1's state vector, its
 camera, or both; each rewarded as ``DuckieLane-v1``'s robot, less a collision penalty.
 A robot whose episode ended (off the road, or in a collision) leaves ``agents``; the
@@ -37,7 +37,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from dmxshm.marl.lanes import MultiLane, MultiLaneError, single_space
+from dmxshm.batch.lanes import MultiLane, MultiLaneError, single_space
 
 AGENT_PREFIX = "duckiebot"
 STATES = ("poses", "top")
@@ -47,7 +47,7 @@ TOP_VIEW_PX = 256
 
 class DuckieParallelEnv(ParallelEnv[str, Any, np.ndarray]):
     """See the module docstring. Keyword arguments are
-    :class:`~dmxshm.marl.lanes.MultiLane`'s, with ``render_mode`` (``"rgb_array"``: the
+    :class:`~dmxshm.batch.lanes.MultiLane`'s, with ``render_mode`` (``"rgb_array"``: the
     top view) and ``state`` (``"poses"`` or ``"top"``)."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "name": "dmxshm_duckielane_v1",

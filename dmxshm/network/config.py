@@ -164,7 +164,7 @@ class NetworkConfig:
             The motor's parameters apply to PWM runs: with wheel speeds, True leaves
             them out and a config that names them is refused.
         episodes: gym mode with ``external_agents``: the engine scores the slots'
-            robots as episodes, as :class:`~dmxshm.marl.lanes.MultiLane` scores its
+            robots as episodes, as :class:`~dmxshm.batch.lanes.MultiLane` scores its
             robots (``--episodes``; :mod:`dmxshm.network.episodes`): each step a
             reward, a termination (off the road, a collision) and a truncation per
             robot, in the reserved fields of the slot's observation (docs/abi.md); a

@@ -1,7 +1,7 @@
 """How a robot's step is scored: DuckieLane-v1's reward, with the robots' collisions.
 
 One rule for every place that scores robots: the multi-robot worlds of
-:mod:`dmxshm.marl.lanes` (PettingZoo's ``ParallelEnv`` and the multi-agent batch) and a
+:mod:`dmxshm.batch.lanes` (PettingZoo's ``ParallelEnv`` and the multi-agent batch) and a
 network's engine with ``--episodes`` (:mod:`dmxshm.network.episodes`), so that a reward
 means the same wherever it comes from::
 

@@ -16,6 +16,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import dmxshm
+from dmxshm.batch import kinds
 from dmxshm.errors import DmxError
 from tests.batch.counting import CountingEnv
 from tests.batch.rows import BACKENDS, IN_PROCESS, assert_same, in_env_order
@@ -194,3 +195,32 @@ class OneFloat(CountingEnv):
 def test_a_user_class_must_act_with_two_floats() -> None:
     with pytest.raises(ValueError, match="actions are 2 floats per row: OneFloat"):
         dmxshm.make_vec(2, num_workers=IN_PROCESS, version=OneFloat)
+
+
+def test_a_registered_kind_is_a_batch_by_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The layers above the batch join its kinds by name (the drop-ins do, from
+    # dmxshm/__init__.py); the workers get the class, not the name.
+    monkeypatch.setattr(kinds, "KINDS", dict(kinds.KINDS))
+    kinds.register("counting", "tests.batch.counting:CountingEnv")
+    kinds.register("counting", "tests.batch.counting:CountingEnv")  # again: the same
+    envs = dmxshm.make_vec(2, num_workers=1, version="counting", seed=0)
+    try:
+        assert envs.version == "counting"
+        obs, _ = envs.reset(seed=0)
+        before = counts(obs)
+        obs, *_ = envs.step(actions(1)[:2])
+        assert counts(obs) == [c + 1 for c in before]
+    finally:
+        envs.close()
+    with pytest.raises(ValueError, match="registered already"):
+        kinds.register("counting", "tests.batch.test_counting:OneFloat")
+    with pytest.raises(ValueError, match="module:Name"):
+        kinds.register("other", "tests.batch.counting")
+    with pytest.raises(ValueError, match="v0, v1, duckietown, simulator, counting"):
+        dmxshm.make_vec(2, num_workers=IN_PROCESS, version="v9")
+
+
+def test_the_drop_ins_are_registered_by_the_package_above_the_batch() -> None:
+    assert kinds.KINDS["duckietown"] == "dmxshm.duckietown:DuckietownEnv"
+    assert kinds.env_class("simulator").__module__ == "dmxshm.duckietown"
+    assert kinds.DROP_INS >= {"duckietown", "simulator"}

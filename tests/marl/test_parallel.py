@@ -12,7 +12,7 @@ import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import dmxshm
-from dmxshm.marl.lanes import MultiLane, MultiLaneError
+from dmxshm.batch.lanes import MultiLane, MultiLaneError
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -19,8 +19,8 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import dmxshm
+from dmxshm.batch.lanes import MultiLaneError
 from dmxshm.errors import DmxError
-from dmxshm.marl.lanes import MultiLaneError
 from dmxshm.shm.names import list_entries
 from tests.batch.rows import BACKENDS, IN_PROCESS
 

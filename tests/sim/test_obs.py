@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dmxshm
-from dmxshm.marl.lanes import MultiLane
+from dmxshm.batch.lanes import MultiLane
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.network import Network, NetworkConfig
 from dmxshm.sim.obs import STATE_FIELDS, STATE_FIELDS_V1, state_v1

@@ -8,7 +8,7 @@ import gymnasium
 import pytest
 
 import dmxshm  # noqa: F401  (registers the envs)
-from dmxshm.marl.lanes import MultiLane
+from dmxshm.batch.lanes import MultiLane
 from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.network import NetworkConfig
 from dmxshm.sim.robots import robot_make, robot_makes

@@ -12,8 +12,8 @@ import pytest
 import dmxshm  # noqa: F401  (registers the envs)
 from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
+from dmxshm.batch.lanes import MultiLane
 from dmxshm.duckietown import DuckietownEnv, Simulator
-from dmxshm.marl.lanes import MultiLane
 from dmxshm.network import NetworkConfig
 from dmxshm.sim import spec as spec_module
 from dmxshm.sim.spec import PRESETS, SimSpec, SimSpecError
