@@ -144,11 +144,12 @@ class Outcome:
     survivors: list[int] = field(default_factory=list)
     message: str = ""
     stop_limit_s: float = STOP_LIMIT_S
+    kill_limit_s: float = DETECT_S
 
     @property
     def limit_s(self) -> float:
         """How soon the run must end after this fault."""
-        return self.stop_limit_s if self.signal == "SIGSTOP" else DETECT_S
+        return self.stop_limit_s if self.signal == "SIGSTOP" else self.kill_limit_s
 
     @property
     def clean(self) -> bool:
@@ -177,7 +178,7 @@ def _find(root: psutil.Process, name: str) -> psutil.Process | None:
 
 def inject(target: Target, role: str, sig: str, delay_s: float,
            start_timeout_s: float = 60.0, end_timeout_s: float = 30.0,
-           stop_limit_s: float = STOP_LIMIT_S) -> Outcome:
+           stop_limit_s: float = STOP_LIMIT_S, kill_limit_s: float = DETECT_S) -> Outcome:
     """Run ``target``, send ``sig`` to its ``role`` after ``delay_s``, report the end.
 
     Every wait here is bounded: a run that does not end within ``end_timeout_s`` of
@@ -187,7 +188,8 @@ def inject(target: Target, role: str, sig: str, delay_s: float,
     Raises:
         RuntimeError: the run did not start its victim within ``start_timeout_s``.
     """
-    out = Outcome(target.name, role, sig, delay_s, stop_limit_s=stop_limit_s)
+    out = Outcome(target.name, role, sig, delay_s, stop_limit_s=stop_limit_s,
+                  kill_limit_s=kill_limit_s)
     proc = subprocess.Popen(target.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:

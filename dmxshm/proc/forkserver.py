@@ -32,7 +32,9 @@ each exit status back to the supervisor, where :class:`Forked` answers as a
 
 When it is not used, and children start as fresh interpreters: off Linux, from
 any thread but the main one (a server started there would die with that thread),
-while coverage.py measures children (``COVERAGE_PROCESS_START``), and when
+while coverage.py measures children in a way that loses a forked child's
+measurements (``COVERAGE_PROCESS_START``, or ``[run] patch`` without ``fork`` and
+``_exit``: coverage.py's ``patch = subprocess, fork, _exit`` keeps the server), and when
 ``DMXSHM_CHILD_START=spawn`` (:data:`START_ENV`). A server that fails to
 start or answer is not tried again in that process, and the child is spawned.
 """
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import json
 import os
 import pickle
 import select
@@ -77,7 +80,25 @@ def wanted() -> bool:
         raise ValueError(f"{START_ENV}={choice!r}: expected 'fork' or 'spawn'")
     return (sys.platform.startswith("linux")
             and threading.current_thread() is threading.main_thread()
-            and not os.environ.get("COVERAGE_PROCESS_START"))
+            and not _coverage_loses_forks())
+
+
+def _coverage_loses_forks() -> bool:
+    """Whether coverage.py measures this process's children in a way that a forked
+    child's measurements would be lost: ``COVERAGE_PROCESS_START`` (coverage.py's and
+    pytest-cov's older way: a child saves at its interpreter's exit, which a forked
+    child never reaches), or ``[run] patch = subprocess`` without ``fork`` and
+    ``_exit`` (with them, coverage.py resets after a fork and saves at ``os._exit``)."""
+    if os.environ.get("COVERAGE_PROCESS_START"):
+        return True
+    config = os.environ.get("COVERAGE_PROCESS_CONFIG")
+    if not config:
+        return False
+    try:
+        patches = set(json.loads(config).get("patch") or ())
+    except (ValueError, AttributeError):
+        return True
+    return not {"fork", "_exit"} <= patches
 
 
 class Forked:

@@ -97,6 +97,26 @@ def test_spawned_when_asked_or_started_off_the_main_thread(
         sup.start("agent-0", targets.returns, 1)
 
 
+@pytest.mark.parametrize(("start", "config", "forked"), [
+    (None, None, True),
+    ("/tmp/coveragerc", None, False),  # coverage.py's older way: a fork saves nothing
+    (None, {"patch": ["subprocess"]}, False),
+    (None, {"patch": ["subprocess", "fork", "_exit"]}, True),
+    (None, "not json", False),
+])
+def test_children_are_forked_only_where_coverage_keeps_their_measurements(
+        monkeypatch: pytest.MonkeyPatch, start: str | None, config: object,
+        forked: bool) -> None:
+    monkeypatch.delenv(forkserver.START_ENV, raising=False)
+    for name, value in (("COVERAGE_PROCESS_START", start),
+                        ("COVERAGE_PROCESS_CONFIG", config)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value if isinstance(value, str) else json.dumps(value))
+    assert forkserver.wanted() is forked
+
+
 @pytest.mark.timeout(TIMEOUT_S)
 def test_a_new_servers_children_have_only_the_core_imported() -> None:
     # What the server imports at its start is what every child needs, no more: the
