@@ -11,16 +11,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from dmxshm.batch.vector import make_vec
-    from dmxshm.client import NetworkEnded, connect
     from dmxshm.marl import connect_parallel, parallel_env
+    from dmxshm.network.client import NetworkEnded, connect
 
 __version__ = "0.1.0"
 
 __all__ = ["DmxError", "NetworkEnded", "__version__", "connect", "connect_parallel", "make_vec",
            "parallel_env"]
 
-_LAZY = {"make_vec": "dmxshm.batch.vector", "connect": "dmxshm.client",
-         "NetworkEnded": "dmxshm.client", "parallel_env": "dmxshm.marl",
+_LAZY = {"make_vec": "dmxshm.batch.vector", "connect": "dmxshm.network.client",
+         "NetworkEnded": "dmxshm.network.client", "parallel_env": "dmxshm.marl",
          "connect_parallel": "dmxshm.marl"}
 """Names given here but defined in a module that ``import dmxshm`` does not load (the
 batch brings posix_ipc and the workers' machinery): the name is the function itself,

@@ -6,7 +6,7 @@ front-ends, the simulation core (``sim/``), the models (``world/``,
 ``matrix/``), the process layer (``proc/``) and ``shm/``; an arrow A -> B means
 "A imports B". ``settings.py``, ``errors.py`` and ``profiling.py`` import
 nothing of dmxshm: they are drawn as the floor, without arrows. The
-Duckiematrix bridge, the log / replay / view modules and the RL adapters share
+Duckiematrix bridge, the log / view modules and the RL adapters (``frameworks/``) share
 one box beside the front-ends, without arrows.
 
 The arrows are the package-level imports read from the source with ``ast``
@@ -52,13 +52,13 @@ BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
                "the `dmxshm bench` figures"]),
     "beside": (70, 82, 29, 9.5, BESIDE, "beside the front-ends",
                ["duckiematrix/: the Duckiematrix bridge",
-                "view/, logs.py, replay.py: view, log, replay",
-                "sb3.py, rllib.py: the RL adapters",
+                "view/, logs.py: live view, log format",
+                "frameworks/: sb3, rllib, the RL adapters",
                 "(their imports listed, not drawn)"]),
     "marl": (45, 64.5, 18.5, 11.5, FRONT, "marl/",
-             ["lanes: MultiLane, many",
-              "   robots in one world",
-              "parallel_env: one world,",
+             ["parallel_env: one world",
+              "   of many robots (MultiLane,",
+              "   batch/lanes.py),",
               "connect_parallel: a network,",
               "   as PettingZoo ParallelEnvs"]),
     "duckietown": (68, 64.5, 24, 11.5, FRONT, "duckietown/",
@@ -82,8 +82,8 @@ BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
                  "engine, renderer, camera,",
                  "   agent, slot (the roles)",
                  "taps, results, summary",
-                 "+ client.py: dmxshm.connect",
-                 "   (outside agents)"]),
+                 "client: dmxshm.connect (outside",
+                 "   agents); replay, realtime_replay"]),
     "batch": (54, 43, 32, 17, FRONT, "batch/",
               ["env: DuckieLane-v0, one world",
                "env_v1: DuckieLane-v1",
@@ -91,7 +91,7 @@ BOXES: dict[str, tuple[float, float, float, float, str, str, list[str]]] = {
                "   W workers, one segment,",
                "   go / done semaphores",
                "shard: the worlds of a worker",
-               "   (1 or R robots a world)",
+               "   (1 robot, or R: lanes.MultiLane)",
                "kinds: which env a batch holds"]),
     "proc": (1, 24, 34, 14, PROCESS, "proc/",
              ["supervisor: Supervisor (children)",
@@ -168,7 +168,7 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("cli", "world"): "maps, to check --map and --route; pngio for maps --render",
     ("cli", "matrix"): "maps --render's top view",
     ("cli", "profiling"): "the profile's report types, printed by cli/console.py (types only)",
-    ("cli", "logs"): "run --log, log info, replay, view (logs.py, replay.py, view/)",
+    ("cli", "logs"): "run --log, log info, view (logs.py, view/)",
     ("cli", "duckiematrix"): "run --duckiematrix checks its names and starts the bridge",
     ("bench", "dmxshm"): "bench agents and faults drive outside agents (dmxshm.connect)",
     ("bench", "duckiematrix"): "bench duckiematrix starts the bridge",
@@ -179,8 +179,7 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("bench", "spine"): "bench plot draws dmxshm spine's typed report (a type only)",
     # dmxshm/__init__.py: names given lazily, imported when first used.
     ("dmxshm", "batch"): "dmxshm.make_vec, imported when called",
-    ("dmxshm", "network"): "dmxshm.connect (client.py, drawn in network), imported when "
-                           "called",
+    ("dmxshm", "network"): "dmxshm.connect (network/client.py), imported when called",
     ("dmxshm", "marl"): "dmxshm.parallel_env and dmxshm.connect_parallel, imported when "
                         "called",
     # The front-ends.
@@ -209,18 +208,15 @@ NOT_DRAWN: dict[tuple[str, str], str] = {
     ("duckiematrix", "shm"): "the slot ABI's LED names; the pose feed's ring",
     ("duckiematrix", "world"): "the map, for its layers",
     # Beside the front-ends: the log, replay and live view.
-    ("logs", "network"): "replay runs a gym network; a realtime replay hashes as the "
-                         "network's digest taps (realtime_replay.py)",
-    ("logs", "sim"): "the sensors' registry: the log's topics, the view's rings, the "
-                     "realtime replay's samples",
-    ("logs", "world"): "PNG encoding (pngio); the realtime replay's World; the view's map",
+    ("logs", "sim"): "the sensors' registry: the log's topics, the view's rings",
+    ("logs", "world"): "PNG encoding (pngio); the view's map",
     ("logs", "matrix"): "the view's map picture",
     ("logs", "shm"): "the view peeks at overwrite rings; the slot ABI's LED names",
     ("logs", "proc"): "the view's server process (proc/program.py)",
     # Beside the front-ends: the RL framework adapters.
-    ("sb3", "batch"): "SB3's VecEnv and RLlib's envs over a batch (sb3.py, rllib.py)",
-    ("sb3", "marl"): "rllib.py: RLlib's multi-agent env over parallel_env",
-    ("sb3", "proc"): "rllib.py: the CPUs an EnvRunner may use",
+    ("sb3", "batch"): "SB3's VecEnv and RLlib's envs over a batch (frameworks/)",
+    ("sb3", "marl"): "frameworks/rllib.py: RLlib's multi-agent env over parallel_env",
+    ("sb3", "proc"): "frameworks/rllib.py: the CPUs an EnvRunner may use",
 }
 FLOOR_NAMES = {"settings", "errors"}
 # Small top-level modules drawn inside another box.
@@ -228,9 +224,10 @@ INSIDE = {"pngio": "world", "_pybullet": "world",
           # The built-in agents and the user's policies: shared by network and spine.
           "policies": "world",
           # In the box beside the front-ends, without arrows: their imports are listed.
-          "replay": "logs", "realtime_replay": "logs", "view": "logs", "rllib": "sb3",
-          # dmxshm.connect: the outside agent's side of the network's slots.
-          "client": "network"}
+          "view": "logs", "rllib": "sb3", "frameworks": "sb3",
+          # Old import paths kept (the modules are in network/): dmxshm.connect, the
+          # outside agent's side of the network's slots, and the replay of a run.
+          "client": "network", "replay": "network"}
 
 
 def _group(module: str) -> str:

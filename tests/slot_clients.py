@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import dmxshm
-from dmxshm.client import Connection
+from dmxshm.network.client import Connection
 from dmxshm.network.runs import live_runs
 from dmxshm.policies import load_policy
 from dmxshm.shm import slot as abi
@@ -70,7 +70,7 @@ def main(kind: str, name: str, arg: int) -> None:
         print("sent", sent, flush=True)
 
 
-def garbage(agent: dmxshm.client.Connection, count: int) -> None:
+def garbage(agent: dmxshm.network.client.Connection, count: int) -> None:
     """Malformed commands straight into the slot: random steps, sequence words that go
     back or stay odd, reserved fields set, random bytes over the whole command area."""
     seg = agent._seg
@@ -131,7 +131,7 @@ def command(seg: SlotSegment, m: int, step: int, *, seq: int | None = None,
     examined(seg)
 
 
-def reasons(agent: dmxshm.client.Connection, count: int) -> None:
+def reasons(agent: dmxshm.network.client.Connection, count: int) -> None:
     """``count`` commands for each of :data:`REASONS`, each wrong in that one way only
     (the others answer the step the network waits for, and would be taken but for
     it), in rounds, so that a sequence word can go back each round."""
@@ -151,7 +151,7 @@ def reasons(agent: dmxshm.client.Connection, count: int) -> None:
     agent._last_seq = 0  # the step's observation again: it is still awaited
 
 
-def leave(agent: dmxshm.client.Connection, what: str) -> None:
+def leave(agent: dmxshm.network.client.Connection, what: str) -> None:
     """Leave ``what`` of :data:`LEAVINGS` behind, say so, and die."""
     seg = agent._seg
     assert seg is not None

@@ -33,7 +33,8 @@ SKIPPED_MODULES = {
     "dmxshm.proc.__main__": "importing it runs a child process",
 }
 
-NEEDS_AN_EXTRA = {"dmxshm.sb3": "stable_baselines3"}
+NEEDS_AN_EXTRA = {"dmxshm.sb3": "stable_baselines3",
+                  "dmxshm.frameworks.sb3": "stable_baselines3"}
 """Modules that import an optional extra's package: checked where it is installed."""
 
 OUTSIDE_THE_ROOT = {

@@ -59,3 +59,14 @@ def test_a_documented_import_path_still_imports(module: str) -> None:
         raise
     for name in NAMES.get(module, []):
         assert hasattr(imported, name), f"{module}.{name}"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("dmxshm.client", "dmxshm.network.client"),
+    ("dmxshm.replay", "dmxshm.network.replay"),
+    ("dmxshm.rllib", "dmxshm.frameworks.rllib"),
+])
+def test_a_moved_module_is_the_same_module_under_its_old_path(old: str, new: str) -> None:
+    # The same object, not a copy: a monkeypatch or an isinstance through either path
+    # sees the other's.
+    assert importlib.import_module(old) is importlib.import_module(new)

@@ -59,7 +59,7 @@ def replay(path: str, log_path: str | None, camera: tuple[int, int] | None,
     sample (step, robot, topic) are named and the exit code is 1. A log that
     lacks what replay needs is refused with the reason (exit 2).
     """
-    from dmxshm import replay as rp
+    from dmxshm.network import replay as rp
 
     check_outputs(json)
     with usage_errors():  # a log that cannot be replayed: refused before anything starts

@@ -38,7 +38,7 @@ engine fills and reads with ``--episodes`` (:mod:`dmxshm.network.episodes`)::
 - **state()**: every robot's state vector side by side, ``(robots, 14)`` (the
   network gives its agents no poses).
 - A network that ends (its ``--steps`` are done) or dies raises
-  :class:`~dmxshm.client.NetworkEnded` from the next call; :meth:`close` gives the
+  :class:`~dmxshm.network.client.NetworkEnded` from the next call; :meth:`close` gives the
   slots back (a gym network then waits ``--connect-timeout`` for another client).
 """
 
@@ -52,9 +52,9 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
 from dmxshm import settings
-from dmxshm.client import Connection, NoNetworkError, SlotTakenError, choose_run, claim
 from dmxshm.errors import DmxError
 from dmxshm.matrix.sensors import TimeOfFlight
+from dmxshm.network.client import Connection, NoNetworkError, SlotTakenError, choose_run, claim
 from dmxshm.network.runs import RunInfo
 from dmxshm.sim.obs import STATE_FIELDS_V1, STATE_HIGH_V1, STATE_LOW_V1, state_v1
 

@@ -101,7 +101,7 @@ def test_a_networks_images_are_the_same_for_one_or_two_renderers() -> None:
 @pytest.mark.timeout(TIMEOUT_S)
 def test_a_realtime_batch_run_replays_sample_for_sample(tmp_path) -> None:
     pytest.importorskip("mcap")
-    from dmxshm.replay import replay
+    from dmxshm.network.replay import replay
 
     path = str(tmp_path / "rt.mcap")
     with Network(NetworkConfig(mode="realtime", robots=2, duration_s=1.0, agent="random",

@@ -21,7 +21,7 @@ image = pytest.importorskip("matplotlib.image")
 from dmxshm import logs  # noqa: E402
 from dmxshm.cli import cli  # noqa: E402
 from dmxshm.network import Network, NetworkConfig, NetworkError  # noqa: E402
-from dmxshm.replay import ReplayError, load, replay  # noqa: E402
+from dmxshm.network.replay import ReplayError, load, replay  # noqa: E402
 from dmxshm.shm.names import list_entries  # noqa: E402
 from tests.networks import runner  # noqa: E402
 
@@ -393,7 +393,7 @@ def test_a_run_logged_without_the_extra_is_refused(monkeypatch, tmp_path) -> Non
 
 def test_the_recorded_commands_reach_the_replay_agent_in_its_spec() -> None:
     from dmxshm.network.policies import load_policy
-    from dmxshm.replay import Replayed, commands_agent
+    from dmxshm.network.replay import Replayed, commands_agent
 
     commands = np.arange(5 * 3 * 2, dtype=float).reshape(5, 3, 2)
     environ = dict(os.environ)
@@ -412,7 +412,7 @@ def test_a_message_that_does_not_decode_is_a_damaged_log(monkeypatch) -> None:  
     # that is a damaged log (LogError), not a JSONDecodeError from replay.
     from types import SimpleNamespace
 
-    from dmxshm import replay as replay_module
+    from dmxshm.network import replay as replay_module
 
     def damaged(path: str):  # noqa: ANN202
         yield logs.CONFIG_TOPIC, None, SimpleNamespace(data=b'{"log_format": \xff\xff')

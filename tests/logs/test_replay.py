@@ -1,4 +1,4 @@
-"""dmxshm.replay's result: the verdict travels with the replay, to the CLI and its JSON.
+"""dmxshm.network.replay's result: the verdict travels with the replay, to the CLI and its JSON.
 
 (Replays of real runs, and the refusals of logs that cannot be replayed, are in
 tests/logs/test_logs.py, beside the logs they read.)
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from dmxshm import replay as rp
 from dmxshm.cli import EXIT_ERROR, cli
 from dmxshm.network import NetworkConfig
-from dmxshm.realtime_replay import Difference, RealtimeReplay
+from dmxshm.network import replay as rp
+from dmxshm.network.realtime_replay import Difference, RealtimeReplay
 
 pytestmark = pytest.mark.timeout(60)
 

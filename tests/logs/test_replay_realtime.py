@@ -1,5 +1,5 @@
 """A realtime run replays sample for sample, and a log with one altered message does
-not, naming it (dmxshm.realtime_replay)."""
+not, naming it (dmxshm.network.realtime_replay)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ pytest.importorskip("foxglove")
 from dmxshm import logs  # noqa: E402
 from dmxshm.cli import EXIT_ERROR, cli  # noqa: E402
 from dmxshm.network import NetworkConfig, run  # noqa: E402
-from dmxshm.realtime_replay import camera_sample  # noqa: E402
-from dmxshm.replay import ReplayError, replay  # noqa: E402
+from dmxshm.network.realtime_replay import camera_sample  # noqa: E402
+from dmxshm.network.replay import ReplayError, replay  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 

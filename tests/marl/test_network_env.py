@@ -16,9 +16,9 @@ import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import dmxshm
-from dmxshm.client import NoNetworkError, ProtocolError
 from dmxshm.marl.network_env import NetworkEnvError
 from dmxshm.network import ConfigError, Network, NetworkConfig
+from dmxshm.network.client import NoNetworkError, ProtocolError
 from dmxshm.world.robot import WHEEL_RADIUS_M
 from dmxshm.world.world import World
 

@@ -90,7 +90,7 @@ def _start(robot: int, seed: int) -> list[float]:
 @pytest.mark.timeout(RUN_TIMEOUT_S)
 def test_a_randomised_realtime_log_replays_sample_for_sample(tmp_path) -> None:
     pytest.importorskip("mcap")
-    from dmxshm.replay import replay
+    from dmxshm.network.replay import replay
 
     path = str(tmp_path / "rt.mcap")
     with Network(NetworkConfig(mode="realtime", robots=2, duration_s=1.0, agent="random",

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 import dmxshm
 from dmxshm.cli import EXIT_USAGE, cli
-from dmxshm.client import NoNetworkError, ProtocolError, SlotTakenError
 from dmxshm.network import Network, NetworkConfig, NetworkError
+from dmxshm.network.client import NoNetworkError, ProtocolError, SlotTakenError
 from dmxshm.network.runs import live_runs
 from dmxshm.shm.clean import sweep
 from dmxshm.shm.names import list_entries

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import dmxshm
-from dmxshm.client import NetworkEnded
 from dmxshm.matrix.sensors import ENCODER_TICKS_PER_REV
 from dmxshm.network import Network, NetworkConfig
+from dmxshm.network.client import NetworkEnded
 from dmxshm.world.robot import WHEEL_RADIUS_M
 
 pytestmark = pytest.mark.timeout(60)

@@ -177,8 +177,8 @@ def _run_in_process(cfg: NetworkConfig, path: str) -> tuple[np.ndarray, dict[str
 def test_a_sensor_added_through_the_registry_alone_reaches_every_place(
         speed: Sensor, tmp_path) -> None:
     pytest.importorskip("foxglove", reason="the log extra (pip install 'dmxshm[log]')")
-    from dmxshm.realtime_replay import replay_realtime
-    from dmxshm.replay import load
+    from dmxshm.network.realtime_replay import replay_realtime
+    from dmxshm.network.replay import load
 
     cfg = NetworkConfig(mode="realtime", robots=2, camera=(0, 0), duration_s=1.0)
     path = str(tmp_path / "run.mcap")

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from dmxshm.world.world import World
 
 Recording = Any
-"""A :class:`dmxshm.replay.Recording` (named, not imported: replay imports this module)."""
+"""A :class:`dmxshm.network.replay.Recording` (named, not imported: replay imports this module)."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ def replay_realtime(rec: Recording, camera: bool = True,
     """Replay the realtime run ``rec`` in this process (see the module docstring).
 
     Args:
-        rec: the recording (:func:`dmxshm.replay.load`).
+        rec: the recording (:func:`dmxshm.network.replay.load`).
         camera: recompute the camera's frames too (False: faster; the camera's
             streams are then not part of the replay's digests).
         on_progress: called with the physics steps done.
