@@ -393,6 +393,19 @@ class NetworkConfig:
             return self.motor
         return [make.motor for make in self.robot_makes]
 
+    def engine_world(self) -> World:
+        """The world that steps the run's physics, its robots given their physics: the
+        engine's, and a realtime replay's (the same world, so the replay steps what the
+        engine stepped). The caller closes it."""
+        dt_s, substeps = self.engine_world_steps
+        world = World(self.map, self.robots, seed=self.seed, dt_s=dt_s, substeps=substeps)
+        try:
+            self.set_robot_physics(world)  # each robot's randomised friction, mass, wheels
+        except BaseException:
+            world.close()
+            raise
+        return world
+
     def set_robot_physics(self, world: World) -> None:
         """Give ``world``'s robots their randomised friction, mass and wheel radius
         (an engine's world, a replay's: every world that steps physics); nominal

@@ -52,7 +52,6 @@ from dmxshm.spine.simulation import RESET_CYCLES, SimulationSpine
 from dmxshm.world.robot import MAX_WHEEL_SPEED_RAD_S
 from dmxshm.world.routes import Routes
 from dmxshm.world.state import poses_2d
-from dmxshm.world.world import World
 
 
 def check_commands(wheels: np.ndarray, rejected: np.ndarray,
@@ -159,10 +158,7 @@ class Engine(Role[EngineResult]):
         cfg, plan = self.cfg, self.plan
         # A step per published state (realtime: each Bullet step, at least twice as
         # fast as the fastest sensor), or per spine cycle (lockstep, or its CAN cycle).
-        dt_s, substeps = cfg.engine_world_steps
-        self.world = world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s,
-                                            substeps=substeps))
-        cfg.set_robot_physics(world)  # each robot's randomised friction, mass, wheels
+        self.world = world = self.own(cfg.engine_world())
         self.state_rings = [self.ring(n, "writer") for n in
                             (*plan.indexed("state.renderer"), *plan.indexed("state.camera"))]
         # With a spine process (realtime), the engine's only command source is the

@@ -232,8 +232,8 @@ def replay_realtime(rec: Recording, camera: bool = True,
             streams are then not part of the replay's digests).
         on_progress: called with the physics steps done.
     """
+    from dmxshm.sim.robots import Robots
     from dmxshm.world.state import poses_2d
-    from dmxshm.world.world import World
 
     cfg = realtime_config(rec)
     t0 = time.perf_counter()
@@ -254,10 +254,11 @@ def replay_realtime(rec: Recording, camera: bool = True,
                 by_step.setdefault(sample.step, []).append((robot, sensor, sample))
     result = RealtimeReplay(rec.mode, rec.steps, 0.0, "", "", {}, [])
     sensors = _Sensors(cfg, camera)
-    dt_s, substeps = cfg.engine_world_steps
     try:
-        with World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s, substeps=substeps) as world:
-            cfg.set_robot_physics(world)  # as the run's engine
+        # The engine's world, stepped through sim's Robots as the engine steps it (the
+        # logged commands are the wheel speeds it applied: no motors here).
+        with cfg.engine_world() as world:
+            robots = Robots(world)
 
             def publish(step: int, states: np.ndarray) -> None:
                 state_digest.state(step, world.sim_time_s, states)
@@ -275,8 +276,7 @@ def replay_realtime(rec: Recording, camera: bool = True,
                 if not cfg.spine_process:
                     publish(k, world.state())
                 state_digest.commands(k, world.sim_time_s, rec.commands[k], None)
-                world.apply_wheel_speeds(rec.commands[k])
-                world.step()
+                robots.step(rec.commands[k])
                 if cfg.spine_process and (k + 1) % cfg.state_every == 0:
                     publish(published, world.state())
                     published += 1

@@ -135,14 +135,12 @@ def _run_in_process(cfg: NetworkConfig, path: str) -> tuple[np.ndarray, dict[str
     assert claim
     robots = tuple(range(cfg.robots))
     made = sensing.names(camera=False)
-    dt_s, substeps = cfg.engine_world_steps
     engine_log, renderer_log = logs.LogPart(path, "engine"), logs.LogPart(path, "renderer-0")
     samples, states_digest = SampleDigest(robots, made), StateDigest()
     obs = np.zeros(cfg.robots, robot_obs_dtype(cfg))
-    with World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=dt_s, substeps=substeps) as engine, \
+    with cfg.engine_world() as engine, \
             World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
                   substeps=cfg.substeps) as scene:
-        cfg.set_robot_physics(engine)
         fill = renderer._Sensing(cfg, scene)
         for k in range(STEPS):
             states, sim_time_s, wall_ns = engine.state(), engine.sim_time_s, time.time_ns()
