@@ -42,6 +42,7 @@ start or answer is not tried again in that process, and the child is spawned.
 from __future__ import annotations
 
 import atexit
+import base64
 import importlib
 import json
 import os
@@ -94,9 +95,9 @@ def _coverage_loses_forks() -> bool:
     config = os.environ.get("COVERAGE_PROCESS_CONFIG")
     if not config:
         return False
-    try:
-        patches = set(json.loads(config).get("patch") or ())
-    except (ValueError, AttributeError):
+    try:  # coverage.py's config, as it passes it on: JSON, in base64
+        patches = set(json.loads(base64.b64decode(config, validate=True)).get("patch") or ())
+    except (ValueError, AttributeError, TypeError):
         return True
     return not {"fork", "_exit"} <= patches
 

@@ -4,6 +4,7 @@ children are spawned as fresh interpreters."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -113,7 +114,8 @@ def test_children_are_forked_only_where_coverage_keeps_their_measurements(
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
-            monkeypatch.setenv(name, value if isinstance(value, str) else json.dumps(value))
+            monkeypatch.setenv(name, value if isinstance(value, str) else
+                               base64.b64encode(json.dumps(value).encode()).decode())
     assert forkserver.wanted() is forked
 
 
