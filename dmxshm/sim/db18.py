@@ -1,0 +1,250 @@
+"""Duckietown's DB18 motion model, stepped for every robot of a process at once.
+
+The model is the one Duckietown's Duckiematrix engine and gym-duckietown move their
+robots with (``lib-dt-modeling``, ``dt_modeling.dynamics.pwm_dynamics``): a
+second-order unicycle driven by the two motors' PWM duties ``l``, ``r`` in [-1, 1]::
+
+    u' = -u1 u - u2 w + u3 w^2 + ua_r r + ua_l l        (forward speed, m/s)
+    w' = -w1 w - w2 u - w3 u w + wa_r r - wa_l l        (yaw rate, rad/s)
+
+Each step integrates the velocities explicitly (``u += dt u'``) and then the pose by
+SE(2)'s exponential at the new velocities; the wheels turn at ``(u -+ w d / 2) / R``.
+The nominal DB18 has u1 = 5, w1 = 4, ua = 1.5, wa = 15 and the rest 0 (full duty on
+both wheels: 2 x 1.5 / 5 = 0.6 m/s, reached with a time constant of 0.2 s); its
+uncalibrated variant scales ``wa_r``, ``wa_l`` by ``1 + trim``, ``1 - trim``. A command
+delay replays the command given ``delay_s`` earlier, picked as lib-dt-modeling picks it
+(the nearest command in time, the later one on a tie; zero duties before the first).
+
+:class:`DB18` holds N robots as arrays and steps them in a handful of numpy calls: it
+is equal to lib-dt-modeling's own integration (``tests/sim/test_db18.py`` checks poses,
+velocities and wheel angles to 1e-9 over random duties, trims and delays).
+
+Example:
+    >>> import numpy as np
+    >>> model = DB18([DB18Params.nominal()] * 2)
+    >>> for _ in range(90):                      # 3 s at 30 Hz, full duty on both wheels
+    ...     model.step(1 / 30, np.ones((2, 2)))
+    >>> round(float(model.u[0]), 3), round(float(model.x[0]), 3)
+    (0.6, 1.7)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+WHEEL_RADIUS_M = 0.067 / 2
+"""lib-dt-modeling's wheel radius (6.7 cm wheels)."""
+WHEEL_DISTANCE_M = 0.1
+"""lib-dt-modeling's distance between the wheels."""
+ENCODER_TICKS = 135
+"""Encoder ticks per wheel turn."""
+WHEEL_SPEED_PER_DUTY_RAD_S = 27.0
+"""Duckietown's kinematics: a duty of 1 turns a wheel at 27 rad/s (``k``): how a wheel
+speed command becomes a duty under DB18."""
+
+
+@dataclass(frozen=True)
+class DB18Params:
+    """One robot's model parameters (lib-dt-modeling's names).
+
+    Attributes:
+        u1, u2, u3: the forward speed's damping and couplings.
+        w1, w2, w3: the yaw rate's damping and couplings.
+        u_alpha_r, u_alpha_l: forward acceleration per unit of right, left duty.
+        w_alpha_r, w_alpha_l: yaw acceleration per unit of right, left duty.
+        delay_s: the command delay (0: none).
+    """
+
+    u1: float = 5.0
+    u2: float = 0.0
+    u3: float = 0.0
+    w1: float = 4.0
+    w2: float = 0.0
+    w3: float = 0.0
+    u_alpha_r: float = 1.5
+    u_alpha_l: float = 1.5
+    w_alpha_r: float = 15.0
+    w_alpha_l: float = 15.0
+    delay_s: float = 0.0
+
+    @classmethod
+    def nominal(cls, delay_s: float = 0.0) -> DB18Params:
+        """lib-dt-modeling's ``get_DB18_nominal(delay)``."""
+        return cls(delay_s=float(delay_s))
+
+    @classmethod
+    def uncalibrated(cls, delay_s: float = 0.0, trim: float = 0.0) -> DB18Params:
+        """lib-dt-modeling's ``get_DB18_uncalibrated(delay, trim)``: the yaw gains
+        scaled by ``1 + trim`` (right) and ``1 - trim`` (left)."""
+        return cls(w_alpha_r=15 * (1.0 + trim), w_alpha_l=15 * (1.0 - trim),
+                   delay_s=float(delay_s))
+
+    def scaled(self, gain: float = 1.0, trim: float = 0.0) -> DB18Params:
+        """These parameters with every duty gain scaled by ``gain``, and the right and
+        left gains by ``1 + trim`` and ``1 - trim`` (domain randomisation's draw)."""
+        return replace(self, u_alpha_r=self.u_alpha_r * gain * (1.0 + trim),
+                       u_alpha_l=self.u_alpha_l * gain * (1.0 - trim),
+                       w_alpha_r=self.w_alpha_r * gain * (1.0 + trim),
+                       w_alpha_l=self.w_alpha_l * gain * (1.0 - trim))
+
+
+_PARAMS = ("u1", "u2", "u3", "w1", "w2", "w3", "u_alpha_r", "u_alpha_l", "w_alpha_r",
+           "w_alpha_l", "delay_s")
+
+
+class DB18:
+    """N robots moved by the DB18 model, as arrays.
+
+    The pose is kept as lib-dt-modeling keeps it (a rotation matrix and a translation,
+    composed step by step), so that the two agree to rounding.
+
+    Args:
+        params: each robot's parameters (one :class:`DB18Params` per robot).
+        poses: each robot's start ``(x, y, yaw)`` (default: all at the origin).
+
+    Attributes:
+        x, y: positions, m; ``c``, ``s``: the rotation's first column (cos, sin of
+            the heading) as composed; ``r01``, ``r11``: its second column.
+        u, w: forward speed (m/s) and yaw rate (rad/s).
+        axis_l, axis_r: the wheels' angles, rad (unwrapped).
+        du: the last step's forward acceleration (m/s^2).
+    """
+
+    def __init__(self, params: Sequence[DB18Params],
+                 poses: Sequence[tuple[float, float, float]] | None = None) -> None:
+        n = self.n = len(params)
+        for name in _PARAMS:
+            setattr(self, "_" + name, np.array([getattr(p, name) for p in params], float))
+        self.params = list(params)
+        self.x, self.y = np.zeros(n), np.zeros(n)
+        self.c, self.s = np.ones(n), np.zeros(n)
+        self.r01, self.r11 = np.zeros(n), np.ones(n)
+        self.u, self.w, self.du = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.axis_l, self.axis_r = np.zeros(n), np.zeros(n)
+        self._delayed = np.flatnonzero(self._delay_s > 0)
+        self._t = np.zeros(n)       # lib-dt-modeling's accumulated time (for the delay)
+        self._first_t = np.zeros(len(self._delayed))  # each delayed robot's first command
+        self._history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._dt: float | None = None
+        self.place(np.arange(n), poses if poses is not None else [(0.0, 0.0, 0.0)] * n)
+
+    @property
+    def yaw(self) -> np.ndarray:
+        """Each robot's heading, rad, in (-pi, pi]."""
+        return np.arctan2(self.s, self.c)
+
+    def place(self, rows: Sequence[int] | np.ndarray,
+              poses: Sequence[tuple[float, float, float]]) -> None:
+        """Put ``rows`` at ``poses`` at rest: velocities, wheel angles, time and delayed
+        commands zeroed (a fresh ``initialize`` of lib-dt-modeling)."""
+        rows = np.asarray(rows, np.int64)
+        if len(rows) == 0:
+            return
+        p = np.asarray(poses, float).reshape(len(rows), 3)
+        yaw = p[:, 2]
+        self.x[rows], self.y[rows] = p[:, 0], p[:, 1]
+        c, s = np.cos(yaw), np.sin(yaw)
+        self.c[rows], self.s[rows], self.r01[rows], self.r11[rows] = c, s, -s, c
+        for a in (self.u, self.w, self.du, self.axis_l, self.axis_r, self._t):
+            a[rows] = 0.0
+        if self._history is not None:
+            times, _, count = self._history
+            count[rows] = 0
+
+    def wheel_rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """The left and right wheels' speeds at the current velocities, rad/s."""
+        half = 0.5 * WHEEL_DISTANCE_M * self.w
+        return (self.u - half) / WHEEL_RADIUS_M, (self.u + half) / WHEEL_RADIUS_M
+
+    def step(self, dt: float, duties: np.ndarray) -> None:
+        """Advance every robot by ``dt`` seconds under ``duties`` (shape ``(n, 2)``,
+        left and right; clipped to [-1, 1] by the model)."""
+        duties = np.asarray(duties, float)
+        left, right = duties[:, 0], duties[:, 1]
+        if len(self._delayed):
+            left, right = self._delay(dt, left, right)
+        left = np.clip(left, -1.0, 1.0)
+        right = np.clip(right, -1.0, 1.0)
+        u0, w0 = self.u, self.w
+        # The order of lib-dt-modeling's sums, so that the two round alike.
+        du = (-self._u1 * u0 - self._u2 * w0 + self._u3 * w0 * w0
+              + self._u_alpha_r * right + self._u_alpha_l * left)
+        dw = (-self._w1 * w0 - self._w2 * u0 - self._w3 * u0 * w0
+              + self._w_alpha_r * right - self._w_alpha_l * left)
+        u = u0 + dt * du
+        w = w0 + dt * dw
+        self.du = du
+        # The pose: SE(2)'s exponential of (u, w) held for dt, composed on the right.
+        angle = dt * w
+        dist = dt * u
+        straight = np.abs(angle) < 1e-8
+        safe = np.where(straight, 1.0, angle)
+        sin_d = np.where(straight, 0.0, np.sin(angle))
+        cos_d = np.where(straight, 1.0, np.cos(angle))
+        scale = dist / safe
+        bx = np.where(straight, dist, sin_d * scale)
+        by = np.where(straight, 0.0, (1.0 - cos_d) * scale)
+        r00, r01, r10, r11 = self.c, self.r01, self.s, self.r11
+        self.x = self.x + r00 * bx + r01 * by
+        self.y = self.y + r10 * bx + r11 * by
+        self.c = r00 * cos_d + r01 * sin_d
+        self.r01 = -r00 * sin_d + r01 * cos_d
+        self.s = r10 * cos_d + r11 * sin_d
+        self.r11 = -r10 * sin_d + r11 * cos_d
+        self.u, self.w = u, w
+        half = 0.5 * WHEEL_DISTANCE_M * w
+        self.axis_l = self.axis_l + (u - half) / WHEEL_RADIUS_M * dt
+        self.axis_r = self.axis_r + (u + half) / WHEEL_RADIUS_M * dt
+
+    def _delay(self, dt: float, left: np.ndarray, right: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The delayed robots' commands, as lib-dt-modeling's ``DelayedDynamics`` picks
+        them: each command is kept with the time it was given; after the step's time is
+        added, the command nearest to ``t - delay`` is applied (the later of two equally
+        near; zero duties while ``t - delay`` is before the first command)."""
+        rows = self._delayed
+        if self._history is None or self._dt != dt:
+            # Enough past commands that the nearest to t - delay is always kept.
+            keep = int(math.ceil(float(self._delay_s[rows].max()) / dt)) + 3
+            self._history = (np.zeros((len(rows), keep)), np.zeros((len(rows), keep, 2)),
+                             np.zeros(len(rows), np.int64))
+            self._dt = dt
+            if np.any(self._t[rows] != 0.0):
+                raise ValueError("the step of a delayed DB18 model changed mid-run")
+        times, commands, count = self._history
+        keep = times.shape[1]
+        full = count >= keep
+        if np.any(full):  # drop the oldest: the window slides by one
+            times[full, :-1] = times[full, 1:]
+            commands[full, :-1] = commands[full, 1:]
+        slot = np.minimum(count, keep - 1)
+        k = np.arange(len(rows))
+        first = (count == 0)
+        t_now = self._t[rows]
+        times[k, slot] = t_now
+        commands[k, slot, 0] = left[rows]
+        commands[k, slot, 1] = right[rows]
+        count += 1
+        self._first_t = np.where(first, t_now, self._first_t)
+        t_next = t_now + dt
+        self._t[rows] = t_next
+        query = t_next - self._delay_s[rows]
+        filled = np.minimum(count, keep)
+        valid = np.arange(keep)[None, :] < filled[:, None]
+        idx = np.sum(valid & (times < query[:, None]), axis=1)
+        before = np.maximum(idx - 1, 0)
+        after = np.minimum(idx, filled - 1)
+        t_before = times[k, before]
+        t_after = times[k, after]
+        pick_before = (idx > 0) & ((idx == filled)
+                                   | (np.abs(query - t_before) < np.abs(query - t_after)))
+        pick = np.where(pick_before, before, after)
+        chosen = commands[k, pick]
+        chosen[query < self._first_t] = 0.0
+        left, right = left.copy(), right.copy()
+        left[rows], right[rows] = chosen[:, 0], chosen[:, 1]
+        return left, right
