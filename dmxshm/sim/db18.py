@@ -117,20 +117,42 @@ class DB18:
     def __init__(self, params: Sequence[DB18Params],
                  poses: Sequence[tuple[float, float, float]] | None = None) -> None:
         n = self.n = len(params)
-        for name in _PARAMS:
-            setattr(self, "_" + name, np.array([getattr(p, name) for p in params], float))
-        self.params = list(params)
         self.x, self.y = np.zeros(n), np.zeros(n)
         self.c, self.s = np.ones(n), np.zeros(n)
         self.r01, self.r11 = np.zeros(n), np.ones(n)
         self.u, self.w, self.du = np.zeros(n), np.zeros(n), np.zeros(n)
         self.axis_l, self.axis_r = np.zeros(n), np.zeros(n)
-        self._delayed = np.flatnonzero(self._delay_s > 0)
-        self._t = np.zeros(n)       # lib-dt-modeling's accumulated time (for the delay)
-        self._first_t = np.zeros(len(self._delayed))  # each delayed robot's first command
-        self._history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._t = np.zeros(n)        # lib-dt-modeling's accumulated time (for the delay)
+        self._first_t = np.zeros(n)  # when each robot's first command was given
+        # Past commands (delayed robots): times, duties, how many given since placed.
+        self._times = np.zeros((n, 0))
+        self._commands = np.zeros((n, 0, 2))
+        self._count = np.zeros(n, np.int64)
         self._dt: float | None = None
+        self.params: list[DB18Params] = list(params)
+        self._columns()
         self.place(np.arange(n), poses if poses is not None else [(0.0, 0.0, 0.0)] * n)
+
+    def _columns(self) -> None:
+        def column(name: str) -> np.ndarray:
+            return np.array([getattr(p, name) for p in self.params], float)
+
+        self._u1, self._u2, self._u3 = column("u1"), column("u2"), column("u3")
+        self._w1, self._w2, self._w3 = column("w1"), column("w2"), column("w3")
+        self._u_alpha_r, self._u_alpha_l = column("u_alpha_r"), column("u_alpha_l")
+        self._w_alpha_r, self._w_alpha_l = column("w_alpha_r"), column("w_alpha_l")
+        self._delay_s = column("delay_s")
+        self._delayed = np.flatnonzero(self._delay_s > 0)
+
+    def set_params(self, rows: Sequence[int] | np.ndarray,
+                   params: Sequence[DB18Params]) -> None:
+        """Give ``rows`` new parameters (a randomised robot's, at a reset; its delayed
+        commands are forgotten)."""
+        rows = np.asarray(rows, np.int64)
+        for row, p in zip(rows.tolist(), params, strict=True):
+            self.params[row] = p
+        self._columns()
+        self._count[rows] = 0
 
     @property
     def yaw(self) -> np.ndarray:
@@ -151,9 +173,7 @@ class DB18:
         self.c[rows], self.s[rows], self.r01[rows], self.r11[rows] = c, s, -s, c
         for a in (self.u, self.w, self.du, self.axis_l, self.axis_r, self._t):
             a[rows] = 0.0
-        if self._history is not None:
-            times, _, count = self._history
-            count[rows] = 0
+        self._count[rows] = 0
 
     def wheel_rates(self) -> tuple[np.ndarray, np.ndarray]:
         """The left and right wheels' speeds at the current velocities, rad/s."""
@@ -207,29 +227,32 @@ class DB18:
         added, the command nearest to ``t - delay`` is applied (the later of two equally
         near; zero duties while ``t - delay`` is before the first command)."""
         rows = self._delayed
-        if self._history is None or self._dt != dt:
-            # Enough past commands that the nearest to t - delay is always kept.
-            keep = int(math.ceil(float(self._delay_s[rows].max()) / dt)) + 3
-            self._history = (np.zeros((len(rows), keep)), np.zeros((len(rows), keep, 2)),
-                             np.zeros(len(rows), np.int64))
+        # Enough past commands that the nearest to t - delay is always kept.
+        keep = int(math.ceil(float(self._delay_s[rows].max()) / dt)) + 3
+        if self._dt != dt:
+            self._count[:] = 0  # another step: the times kept are of another clock
             self._dt = dt
-            if np.any(self._t[rows] != 0.0):
-                raise ValueError("the step of a delayed DB18 model changed mid-run")
-        times, commands, count = self._history
-        keep = times.shape[1]
+        if keep > self._times.shape[1]:  # more room (entries are kept from the left)
+            grow = keep - self._times.shape[1]
+            self._times = np.pad(self._times, ((0, 0), (0, grow)))
+            self._commands = np.pad(self._commands, ((0, 0), (0, grow), (0, 0)))
+        keep = self._times.shape[1]
+        times, commands = self._times[rows], self._commands[rows]
+        count = self._count[rows]
         full = count >= keep
         if np.any(full):  # drop the oldest: the window slides by one
             times[full, :-1] = times[full, 1:]
             commands[full, :-1] = commands[full, 1:]
         slot = np.minimum(count, keep - 1)
         k = np.arange(len(rows))
-        first = (count == 0)
         t_now = self._t[rows]
         times[k, slot] = t_now
         commands[k, slot, 0] = left[rows]
         commands[k, slot, 1] = right[rows]
-        count += 1
-        self._first_t = np.where(first, t_now, self._first_t)
+        first_t = np.where(count == 0, t_now, self._first_t[rows])
+        count = count + 1
+        self._times[rows], self._commands[rows] = times, commands
+        self._count[rows], self._first_t[rows] = count, first_t
         t_next = t_now + dt
         self._t[rows] = t_next
         query = t_next - self._delay_s[rows]
@@ -244,7 +267,7 @@ class DB18:
                                    | (np.abs(query - t_before) < np.abs(query - t_after)))
         pick = np.where(pick_before, before, after)
         chosen = commands[k, pick]
-        chosen[query < self._first_t] = 0.0
+        chosen[query < first_t] = 0.0
         left, right = left.copy(), right.copy()
         left[rows], right[rows] = chosen[:, 0], chosen[:, 1]
         return left, right

@@ -117,3 +117,14 @@ def test_place_resets_a_row_only() -> None:
     assert model.u[1] > 0.5
     model.step(0.05, np.ones((2, 2)))
     assert model.u[0] == 0.0  # its delay starts afresh: nothing given 0.1 s ago
+
+
+def test_set_params_gives_a_row_its_new_model() -> None:
+    model = DB18([DB18Params.nominal()] * 2)
+    model.set_params([1], [DB18Params.nominal().scaled(gain=0.5)])
+    model.step(0.05, np.ones((2, 2)))
+    assert model.u[1] == pytest.approx(model.u[0] / 2)
+    model.set_params([0], [DB18Params.nominal(delay_s=0.2)])
+    model.step(0.05, np.ones((2, 2)))
+    assert model.u[0] < model.u[0] + 0.05 * 3.0  # no new push: its delay holds it back
+    assert model.du[0] < 0.0
