@@ -50,7 +50,8 @@ from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
 from dmxshm.sim.obs import STATE_FIELDS, STATE_HIGH, STATE_LOW  # noqa: F401  (v0 names them)
-from dmxshm.sim.spec import V0
+from dmxshm.sim.planar import PlanarWorld
+from dmxshm.sim.spec import PHYSICS, V0
 from dmxshm.world.maps import RoadMap
 from dmxshm.world.scene import tint
 from dmxshm.world.scoring import lane_score
@@ -174,12 +175,17 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                  offset_penalty: float = 2.0, pose_noise_m: float = 0.02,
                  yaw_noise_rad: float = 0.1, dt_s: float = V0.dt_s,
                  render_mode: str | None = None, renderer: str = V0.renderer,
-                 camera_model: str = V0.camera_model) -> None:
+                 camera_model: str = V0.camera_model, physics: str = V0.physics) -> None:
         if obs not in OBS_KINDS:
             raise ValueError(f"obs must be one of {OBS_KINDS}, not {obs!r}")
+        if physics not in PHYSICS:
+            raise ValueError(f"physics must be one of {', '.join(PHYSICS)}, not {physics!r}")
         self.obs_kind = obs
-        # Physics only: cameras render in the shared scene client.
-        self.world = World(map, 1, seed=0, dt_s=dt_s, visuals=False)
+        self.physics = physics
+        # Physics only: cameras render in the shared scene client (under DB18 too).
+        self.world: World | PlanarWorld = (
+            World(map, 1, seed=0, dt_s=dt_s, visuals=False) if physics == "bullet"
+            else PlanarWorld(map, 1, seed=0, dt_s=dt_s))
         draws = obs in ("camera", "both") or bool(render_mode)
         self.renderer = resolve_renderer(renderer, tuple(camera) if draws else None,
                                          camera_model)
@@ -202,7 +208,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self._steps = 0
         # What this env simulates (its arguments checked above).
         self.sim_spec = V0.but(map=map, camera=(int(camera[0]), int(camera[1])), dt_s=dt_s,
-                               renderer=renderer, camera_model=camera_model)
+                               renderer=renderer, camera_model=camera_model, physics=physics)
 
     # -- helpers ---------------------------------------------------------------
     # Plain floats throughout: for one robot, numpy's per-call overhead would
@@ -227,7 +233,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                    r02 * ax + r12 * ay + r22 * az,
                    r00 * wx + r10 * wy + r20 * wz, r01 * wx + r11 * wy + r21 * wz,
                    r02 * wx + r12 * wy + r22 * wz,
-                   self.tof.measure_pose(self.world.client, (px, py, pz), rot),
+                   self.world.tof_range(self.tof, (px, py, pz), rot),
                    *self._more_state()]
             vector = np.array(row, dtype=np.float32)
             out["state"] = np.minimum(np.maximum(vector, self._state_low, out=vector),
@@ -296,6 +302,10 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         yaw = yaw + rng.normal(0.0, self.yaw_noise_rad)
         return float(x), float(y), float(yaw)
 
+    def _command(self, left: float, right: float) -> None:
+        """Give the robot the action ``left``, ``right`` (in [-1, 1]) until the next step."""
+        self.world.apply_wheel_speeds([self._wheels(left, right)])
+
     def _wheels(self, left: float, right: float) -> list[float]:
         """The wheel speeds (rad/s) of an action in [-1, 1] (v0: scaled by 25 rad/s)."""
         return [left * ACTION_SCALE_RAD_S, right * ACTION_SCALE_RAD_S]
@@ -327,8 +337,7 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         """:meth:`step` with the action as two floats (the batch workers' path)."""
         if not (math.isfinite(left) and math.isfinite(right)):
             raise ValueError(f"action must be finite, got {[left, right]}")
-        self.world.apply_wheel_speeds([self._wheels(max(-1.0, min(1.0, left)),
-                                                    max(-1.0, min(1.0, right)))])
+        self._command(max(-1.0, min(1.0, left)), max(-1.0, min(1.0, right)))
         self.world.step()
         self._steps += 1
         obs, (offset, heading, on_road), speed = self._measure(self.world.state(copy=False))

@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -58,6 +59,8 @@ from dmxshm.sim.obs import (  # noqa: F401  (v1's vector, here since v1 was made
     STATE_HIGH_V1,
     STATE_LOW_V1,
 )
+from dmxshm.sim.db18 import DB18Params
+from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.robots import apply_physics, robot_make
 from dmxshm.sim.spec import V1
 from dmxshm.world import randomize as rand
@@ -146,6 +149,12 @@ class DuckieLaneV1Env(DuckieLaneEnv):
     def _wheels(self, left: float, right: float) -> list[float]:
         return self._motors.step_one(left, right)  # (the world scales by the wheel radius)
 
+    def _command(self, left: float, right: float) -> None:
+        if isinstance(self.world, PlanarWorld):  # DB18: the duties are the model's input
+            self.world.apply_duties([[left, right]])
+        else:
+            super()._command(left, right)
+
     def _measure(self, state: np.ndarray) -> tuple[Any, tuple[float, float, bool], float]:
         obs, lane, speed = super()._measure(state)
         vector = obs if self.obs_kind == "state" else (
@@ -188,12 +197,17 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         # One bank of camera noise frames for every episode (its seed 0): an episode's
         # own draws pick the frame, its shift and the exposure.
         self._noise = Noise(noise_seed, noise_model, bank_seed=0) if self.noise else None
-        info: dict[str, Any] = {"motor": motor.to_dict()}
+        info: dict[str, Any] = {"motor": (motor.to_dict() if self.physics == "bullet" else
+                                          self._db18_params())}
         if self.noise:
             info["noise"] = {"seed": noise_seed, **noise_model.to_dict()}
         if self._params:
             info["randomization"] = dict(self._params)
         return info
+
+    def _db18_params(self) -> dict[str, float]:
+        assert isinstance(self.world, PlanarWorld)
+        return dataclasses.asdict(self.world.model.params[0])
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -208,6 +222,11 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         self._lut, self._shades = None, None
         make = robot_make(params, self.motor)
         apply_physics(self.world, [0], [make])
+        if isinstance(self.world, PlanarWorld):
+            # DB18: the draw's gain and trim are the model's own (no motor model on top).
+            model = (DB18Params.nominal() if params is None else DB18Params.nominal().scaled(
+                params["motor_gain"], params["motor_trim"]))
+            self.world.set_model([0], [model])
         if params is not None:
             if self._base_camera is not None:
                 self.camera = self._base_camera.jittered(

@@ -40,8 +40,9 @@ from dmxshm.world.world import DEFAULT_DT_S, DEFAULT_SUBSTEPS
 V0_ACTION = "v0"
 """``DuckieLane-v0``'s action: wheel speeds as fractions of 25 rad/s, no motor model."""
 SIM_ACTIONS = (*ACTIONS, V0_ACTION)
-PHYSICS = ("bullet",)
-"""The physics backends (Bullet's rigid bodies)."""
+PHYSICS = ("bullet", "db18")
+"""The physics backends: Bullet's rigid bodies, or Duckietown's DB18 motion model with
+contacts in the plane (:mod:`dmxshm.sim.planar`)."""
 
 
 class SimSpecError(DmxError, ValueError):

@@ -437,6 +437,13 @@ class World:
             self.move_objects(sim_time_s)
         self._state = states.copy()
 
+    def tof_range(self, tof: object, pos: tuple[float, ...],
+                  rot: tuple[tuple[float, ...], ...], robot: int = 0) -> float:
+        """The range ``tof`` (a :class:`~dmxshm.matrix.sensors.TimeOfFlight`) reads from
+        ``pos`` with rotation ``rot`` (rows): a ray test in this world (``robot``: whose
+        sensor, for a world that must be told; Bullet's ray starts outside it)."""
+        return tof.measure_pose(self.client, pos, rot)  # type: ignore[attr-defined]
+
     def add_object(self, kind: str, x_m: float, y_m: float, yaw_rad: float = 0.0,
                    height_m: float = 0.0, *, name: str | None = None,
                    tag_id: int | None = None, color: str | None = None,

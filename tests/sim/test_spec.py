@@ -25,7 +25,8 @@ PARAMS: dict[str, tuple[Any, dict[str, str]]] = {
         "map", "robots", "dt_s", "substeps", "seed", "action", "motor_dynamics", "noise",
         "camera", "camera_model", "renderer", "randomize", "route")}),
     "v0": (DuckieLaneEnv.__init__, {"camera": "camera", "map": "map", "dt_s": "dt_s",
-                                    "renderer": "renderer", "camera_model": "camera_model"}),
+                                    "renderer": "renderer", "camera_model": "camera_model",
+                                    "physics": "physics"}),
     "v1": (DuckieLaneV1Env.__init__, {f: f for f in (
         "map", "route", "noise", "motor_dynamics", "camera_model", "randomize",
         "renderer")}),

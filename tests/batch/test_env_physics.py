@@ -1,0 +1,66 @@
+"""DuckieLane under either physics: ``physics="db18"`` moves the robot by Duckietown's
+DB18 model (:mod:`dmxshm.sim.planar`), Bullet stays the default."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+
+import dmxshm  # noqa: F401  (registers the envs)
+from dmxshm.sim.obs import STATE_FIELDS_V1
+from dmxshm.sim.planar import PlanarWorld
+from dmxshm.sim.spec import PRESETS
+from dmxshm.world.world import World
+
+SPEED = STATE_FIELDS_V1.index("speed_m_s")
+
+
+@pytest.mark.parametrize("version", ["v0", "v1"])
+def test_physics_is_chosen_at_make(version: str) -> None:
+    default = gymnasium.make(f"dmxshm/DuckieLane-{version}")
+    db18 = gymnasium.make(f"dmxshm/DuckieLane-{version}", physics="db18")
+    try:
+        assert isinstance(default.unwrapped.world, World)
+        assert isinstance(db18.unwrapped.world, PlanarWorld)
+        assert db18.unwrapped.sim_spec == PRESETS[version].but(physics="db18")
+    finally:
+        default.close()
+        db18.close()
+
+
+def test_an_unknown_physics_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="bullet, db18.*'ode'"):
+        gymnasium.make("dmxshm/DuckieLane-v1", physics="ode")
+
+
+def test_full_duty_is_the_db18s_speed() -> None:
+    """The DB18 at full duty: 2 x 1.5 / 5 = 0.6 m/s (Bullet's robot: 0.86)."""
+    env = gymnasium.make("dmxshm/DuckieLane-v1", physics="db18", noise=False, map="loop",
+                         route=None)
+    try:
+        env.reset(seed=1)
+        for _ in range(60):  # 2 s: ten of the model's time constants
+            obs, *_ = env.step(np.ones(2, np.float32))
+        assert obs[SPEED] == pytest.approx(0.6, abs=1e-4)
+        assert env.unwrapped.reset(seed=1)[1]["motor"]["u1"] == 5.0
+    finally:
+        env.close()
+
+
+def test_db18_episodes_repeat_with_the_seed() -> None:
+    runs = []
+    for _ in range(2):
+        env = gymnasium.make("dmxshm/DuckieLane-v1", physics="db18", randomize=True)
+        try:
+            obs, _ = env.reset(seed=3)
+            rows = [obs]
+            rng = np.random.default_rng(0)
+            for _ in range(50):
+                obs, reward, *_ = env.step(rng.uniform(-1, 1, 2).astype(np.float32))
+                rows.append(obs)
+            runs.append(np.array(rows))
+        finally:
+            env.close()
+    assert np.array_equal(runs[0], runs[1])
+    assert runs[0][:, SPEED].std() > 0.0
