@@ -51,6 +51,7 @@ from gymnasium import spaces
 
 from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.matrix.noise import Noise
+from dmxshm.sim.db18 import DB18Params
 from dmxshm.sim.obs import (  # noqa: F401  (v1's vector, here since v1 was made)
     MORE_FIELDS,
     NO_TARGET_M,
@@ -59,7 +60,6 @@ from dmxshm.sim.obs import (  # noqa: F401  (v1's vector, here since v1 was made
     STATE_HIGH_V1,
     STATE_LOW_V1,
 )
-from dmxshm.sim.db18 import DB18Params
 from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.robots import apply_physics, robot_make
 from dmxshm.sim.spec import V1
