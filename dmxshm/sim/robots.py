@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -86,7 +87,13 @@ def robot_makes(draws: Sequence[Mapping[str, float]] | None, robots: int,
             for i in range(robots)]
 
 
-def apply_physics(world: World, robots: Iterable[int], makes: Sequence[RobotMake]) -> None:
+class _RobotPhysics(Protocol):
+    def set_robot_physics(self, robot: int, friction: float = 1.0, mass: float = 1.0,
+                          wheel_radius: float = 1.0) -> None: ...
+
+
+def apply_physics(world: _RobotPhysics, robots: Iterable[int],
+                  makes: Sequence[RobotMake]) -> None:
     """Give ``world``'s ``robots`` the friction, mass and wheel radius of their makes
     (``makes[j]`` for the j-th of ``robots``)."""
     for robot, make in zip(robots, makes, strict=True):
