@@ -26,6 +26,7 @@ randomisation (robot by robot, in the config's sorted order).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -40,8 +41,10 @@ from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
+from dmxshm.sim.db18 import DB18Params
+from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.robots import Robots, apply_physics, robot_makes
-from dmxshm.sim.spec import MULTI
+from dmxshm.sim.spec import MULTI, PHYSICS
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import DUCKIEBOT, MotorModel
@@ -108,7 +111,7 @@ class MultiLane:
                  dt_s: float = MULTI.dt_s, route: str | None = MULTI.route,
                  noise: bool = MULTI.noise, motor_dynamics: bool = MULTI.motor_dynamics,
                  camera_model: str = MULTI.camera_model, renderer: str = MULTI.renderer,
-                 randomize: Any = MULTI.randomize) -> None:
+                 randomize: Any = MULTI.randomize, physics: str = MULTI.physics) -> None:
         if obs not in OBS_KINDS:
             raise MultiLaneError(f"obs must be one of {', '.join(OBS_KINDS)}, not {obs!r}")
         if not isinstance(robots, (int, np.integer)) or robots < 1:
@@ -124,14 +127,25 @@ class MultiLane:
         self.noise_on = bool(noise)
         self.motor = DUCKIEBOT if motor_dynamics else DUCKIEBOT.ideal()
         self.randomization = rand.parse(randomize)
+        if physics not in PHYSICS:
+            raise MultiLaneError(f"physics must be one of {', '.join(PHYSICS)}, not {physics!r}")
         draws = obs != "state"
+        if physics == "db18" and draws:
+            if renderer not in ("auto", "batch"):
+                raise MultiLaneError(
+                    f"physics='db18' draws cameras with the batch renderer, not {renderer!r} "
+                    "(tiny and EGL draw Bullet's scene): use renderer='batch' or 'auto'")
+            renderer = "batch"
+        self.physics = physics
         self.renderer = resolve_renderer(renderer, (int(camera[0]), int(camera[1]))
                                          if draws else None,
                                          camera_model)
         # The robots see each other: they are drawn in their own world (tiny and EGL
         # need its visual shapes; the batch renderer draws from the states).
-        self.world = World(road_map, self.robots, seed=0, dt_s=dt_s, visuals=draws,
-                           renderer=self.renderer if draws else "tiny")
+        self.world: World | PlanarWorld = (
+            World(road_map, self.robots, seed=0, dt_s=dt_s, visuals=draws,
+                  renderer=self.renderer if draws else "tiny") if physics == "bullet"
+            else PlanarWorld(road_map, self.robots, seed=0, dt_s=dt_s))
         self.camera = (Camera.of_model(camera_model, camera[0], camera[1],
                                        renderer=self.renderer) if draws else None)
         self.camera_wh = (int(camera[0]), int(camera[1]))
@@ -156,7 +170,7 @@ class MultiLane:
         self.sim_spec = MULTI.but(robots=self.robots, map=map, camera=self.camera_wh,
                                   dt_s=dt_s, route=route, noise=self.noise_on,
                                   motor_dynamics=motor_dynamics, camera_model=camera_model,
-                                  renderer=renderer, randomize=randomize)
+                                  renderer=renderer, randomize=randomize, physics=physics)
 
     # -- spaces -------------------------------------------------------------------------
     @property
@@ -207,7 +221,7 @@ class MultiLane:
         infos: list[dict[str, Any]] = []
         for i in range(self.robots):
             info: dict[str, Any] = {"lane_offset_m": lanes[i][0], "on_road": lanes[i][2],
-                                    "active": True, "motor": models[i].to_dict(),
+                                    "active": True, "motor": self._motor_info(models, i),
                                     "turn": self._turn(i)}
             if self._noise is not None:
                 info["noise"] = {"seed": noise_seed}
@@ -215,6 +229,12 @@ class MultiLane:
                 info["randomization"] = dict(self._params[i])
             infos.append(info)
         return obs, infos
+
+    def _motor_info(self, models: list[MotorModel], i: int) -> dict[str, float]:
+        """Robot ``i``'s motor model (Bullet), or its DB18 parameters."""
+        if isinstance(self.world, PlanarWorld):
+            return dataclasses.asdict(self.world.model.params[i])
+        return models[i].to_dict()
 
     def _check_poses(self, poses: Any) -> list[tuple[float, float, float]]:
         try:
@@ -231,6 +251,12 @@ class MultiLane:
         without a draw)."""
         makes = robot_makes(self._params or None, self.robots, self.motor)
         apply_physics(self.world, range(self.robots), makes)
+        if isinstance(self.world, PlanarWorld):
+            # DB18: each draw's gain and trim are its model's own.
+            nominal = DB18Params.nominal()
+            self.world.set_model(range(self.robots), [
+                nominal.scaled(p["motor_gain"], p["motor_trim"]) for p in self._params]
+                if self._params else [nominal] * self.robots)
         models = [make.motor for make in makes]
         self._robots = Robots(self.world, models)
         return models, [make.noise for make in makes]
@@ -325,7 +351,7 @@ class MultiLane:
             obs if self.obs_kind == "state" else None)
         lanes: dict[int, tuple[float, float, bool]] = {}
         speeds: dict[int, float] = {}
-        ranges = (self.tof.measure_many(self.world.client, states[robots])
+        ranges = (self.world.tof_ranges(self.tof, states[robots], robots)
                   if vectors is not None and robots else [])
         k, noise = self.steps, self._noise
         flat = states.view(np.float64).reshape(self.robots, -1)

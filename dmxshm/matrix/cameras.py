@@ -12,6 +12,7 @@ contrast, the light's colour: one lookup table), then the sensor's noise
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,6 @@ from dmxshm.matrix.camera import Camera
 from dmxshm.matrix.noise import Noise
 from dmxshm.world import randomize as rand
 from dmxshm.world.scene import tint
-from dmxshm.world.world import World
 
 
 class RobotCameras:
@@ -73,7 +73,7 @@ class RobotCameras:
             self._shades[robot] = rand.shades(p)
         return cam
 
-    def render(self, world: World, states: np.ndarray, robots: Sequence[int], step: int,
+    def render(self, world: Any, states: np.ndarray, robots: Sequence[int], step: int,
                out: np.ndarray, sim_time_s: float = 0.0) -> np.ndarray:
         """The images of ``robots`` (in ``states``, all robots of the run) of state
         ``step`` at ``sim_time_s`` into ``out`` (``(len(robots), h, w, 3)`` uint8), drawn

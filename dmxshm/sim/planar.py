@@ -310,11 +310,19 @@ class PlanarWorld:
                   robot: int = 0) -> float:
         """The range ``tof`` (a :class:`~dmxshm.matrix.sensors.TimeOfFlight`) reads from
         robot ``robot`` at ``pos`` with rotation ``rot`` (rows)."""
-        return float(self.tof_ranges(tof, np.array([pos[:2]]),
-                                     np.array([[rot[0][0], rot[1][0]]]), [robot])[0])
+        return float(self._rays(tof, np.array([pos[:2]], float),
+                                np.array([[rot[0][0], rot[1][0]]], float), [robot])[0])
 
-    def tof_ranges(self, tof: Any, positions: np.ndarray, headings: np.ndarray,
-                   robots: Sequence[int]) -> np.ndarray:
+    def tof_ranges(self, tof: Any, rows: np.ndarray, robots: Sequence[int]) -> list[float]:
+        """The ranges ``tof`` reads from robots ``robots`` in state records ``rows``."""
+        q = rows["quat_xyzw"]
+        x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+        heading = np.stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z)], axis=1)
+        heading /= np.linalg.norm(heading, axis=1, keepdims=True)
+        return self._rays(tof, rows["pos_m"][:, :2], heading, robots).tolist()
+
+    def _rays(self, tof: Any, positions: np.ndarray, headings: np.ndarray,
+              robots: Sequence[int]) -> np.ndarray:
         """Ranges from robots ``robots`` at ``positions`` (n, 2) facing the unit
         ``headings`` (n, 2): a ray from the sensor's mount along the heading against
         the objects' and the other robots' footprints."""

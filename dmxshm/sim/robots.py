@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,7 +30,6 @@ from dmxshm.matrix.noise import DUCKIEBOT as DUCKIEBOT_NOISE
 from dmxshm.matrix.noise import NoiseModel
 from dmxshm.world import randomize as rand
 from dmxshm.world.motor import MotorModel, Motors
-from dmxshm.world.world import World
 
 
 @dataclass(frozen=True)
@@ -107,32 +106,41 @@ class Robots:
     (all its loops) and the multi-robot world.
 
     Args:
-        world: the physics (a Bullet :class:`~dmxshm.world.world.World` today; a
-            backend that steps every robot of every world in one call plugs in here).
+        world: the physics: a Bullet :class:`~dmxshm.world.world.World`, or a
+            :class:`~dmxshm.sim.planar.PlanarWorld`, whose DB18 model steps every robot
+            in one call.
         motors: the motor model of every robot, or one per robot, when commands are
-            duties (``action="pwm"``); None: commands are wheel speeds (rad/s).
+            duties (``action="pwm"``); None: commands are wheel speeds (rad/s). Under
+            DB18 the duties are the model's own input (no motor model on top: its
+            delay is its lag), and wheel speeds become duties by Duckietown's
+            kinematics.
     """
 
-    def __init__(self, world: World,
+    def __init__(self, world: Any,
                  motors: MotorModel | Sequence[MotorModel] | None = None) -> None:
         self.world = world
+        self._pwm = motors is not None
+        self._planar = getattr(world, "physics", "bullet") == "db18"
         self.motors = (Motors(motors, world.num_robots, world.dt_s)
-                       if motors is not None else None)
+                       if motors is not None and not self._planar else None)
 
     @property
     def duties(self) -> bool:
-        """Commands are duties through the motor models (else wheel speeds)."""
-        return self.motors is not None
+        """Commands are duties (else wheel speeds)."""
+        return self._pwm
 
     def wheel_speeds(self, commands: np.ndarray) -> np.ndarray:
-        """The ``(robots, 2)`` wheel speeds (rad/s) that ``commands`` give over the next
-        step: the commands themselves, or the motors' mean speeds under the duties
-        (which advances the motors by a step)."""
+        """What the world is given for ``commands`` over the next step (:meth:`step`'s
+        argument): the commands themselves, or, under Bullet, the motors' mean wheel
+        speeds (rad/s) under the duties (which advances the motors by a step)."""
         return commands if self.motors is None else self.motors.step(commands)
 
-    def step(self, wheel_speeds: np.ndarray) -> None:
-        """One physics step with these wheel speeds (:meth:`wheel_speeds`'s)."""
-        self.world.apply_wheel_speeds(wheel_speeds)
+    def step(self, applied: np.ndarray) -> None:
+        """One physics step with :meth:`wheel_speeds`'s output."""
+        if self._planar and self._pwm:
+            self.world.apply_duties(applied)
+        else:
+            self.world.apply_wheel_speeds(applied)
         self.world.step()
 
     def stop(self, rows: Sequence[int] | np.ndarray) -> None:

@@ -444,6 +444,11 @@ class World:
         sensor, for a world that must be told; Bullet's ray starts outside it)."""
         return tof.measure_pose(self.client, pos, rot)  # type: ignore[attr-defined]
 
+    def tof_ranges(self, tof: object, rows: np.ndarray, robots: object = None) -> list[float]:
+        """The ranges ``tof`` reads from the robots in state records ``rows``, in one
+        batch of rays (``robots``: whose, for a world that must be told)."""
+        return tof.measure_many(self.client, rows)  # type: ignore[attr-defined]
+
     def add_object(self, kind: str, x_m: float, y_m: float, yaw_rad: float = 0.0,
                    height_m: float = 0.0, *, name: str | None = None,
                    tag_id: int | None = None, color: str | None = None,

@@ -64,3 +64,45 @@ def test_db18_episodes_repeat_with_the_seed() -> None:
             env.close()
     assert np.array_equal(runs[0], runs[1])
     assert runs[0][:, SPEED].std() > 0.0
+
+
+def test_a_db18_collision_is_counted_once_and_seen_by_the_episode() -> None:
+    from dmxshm.batch.lanes import MultiLane
+
+    world = MultiLane(2, map="loop", physics="db18", noise=False, route=None,
+                      end_on_collision=False)
+    try:
+        world.reset(seed=0)
+        x, y, yaw = world.poses()[0]
+        ahead = (x + 0.4 * np.cos(yaw), y + 0.4 * np.sin(yaw), yaw + np.pi)
+        world.reset(seed=0, poses=[(x, y, yaw), ahead])
+        begun = np.zeros(2, int)
+        for _ in range(60):
+            _, _, terminated, _, infos = world.step(np.full((2, 2), 0.5))
+            begun += [info["collided"] for info in infos]
+        assert begun.tolist() == [1, 1]          # one contact, counted once, each robot
+        assert world.world.contacts() == [(0, 1)]  # and still touching
+        gap = np.hypot(*(world.poses()[0, :2] - world.poses()[1, :2]))
+        assert gap > 0.1                          # not through each other
+    finally:
+        world.close()
+    ends = MultiLane(2, map="loop", physics="db18", noise=False, route=None)
+    try:
+        ends.reset(seed=0, poses=[(x, y, yaw), ahead])
+        for _ in range(60):
+            _, _, terminated, _, _ = ends.step(np.full((2, 2), 0.5))
+            if terminated.any():
+                break
+        assert terminated.tolist() == [True, True]  # the env's rule: a collision ends it
+    finally:
+        ends.close()
+
+
+def test_parallel_env_takes_physics() -> None:
+    env = dmxshm.parallel_env(robots=2, physics="db18")
+    try:
+        obs, _ = env.reset(seed=0)
+        assert len(obs) == 2
+        assert isinstance(env.core.world, PlanarWorld)
+    finally:
+        env.close()

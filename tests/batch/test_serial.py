@@ -28,6 +28,10 @@ BATCHES: dict[str, tuple[int, dict[str, Any]]] = {
     "v1-camera": (4, {"version": "v1", "obs": "camera", "camera": (16, 12),
                       "max_episode_steps": 12}),
     "multi-robot": (6, {"robots_per_world": 3, "map": "loop", "max_episode_steps": 20}),
+    "v1-db18": (4, {"version": "v1", "max_episode_steps": 12, "randomize": True,
+                    "physics": "db18"}),
+    "multi-db18": (6, {"robots_per_world": 3, "map": "loop", "max_episode_steps": 20,
+                       "physics": "db18"}),
 }
 """Each batch: its rows and make_vec's arguments (short episodes: every mode's
 autoreset happens several times in :data:`STEPS`)."""

@@ -90,8 +90,7 @@ def test_time_of_flight_to_a_wall(distance_m: float) -> None:
 def test_time_of_flight_sees_other_robots_not_itself() -> None:
     w = world_with([(1.0, 1.0, 0.0), (1.5, 1.0, 0.0)])
     tof = TimeOfFlight()
-    s = w.state()
-    ranges = w.tof_ranges(tof, s["pos_m"][:, :2], np.array([[1.0, 0.0], [1.0, 0.0]]), [0, 1])
+    ranges = w.tof_ranges(tof, w.state(), [0, 1])
     back_of_1 = 1.5 - 0.055 - fp.ROBOT_DISC_RADIUS_M  # its rear disc's edge
     assert ranges[0] == pytest.approx(back_of_1 - (1.0 + tof.mount_m[0]), abs=1e-12)
     assert ranges[1] == tof.max_range_m

@@ -32,7 +32,7 @@ PARAMS: dict[str, tuple[Any, dict[str, str]]] = {
         "renderer")}),
     "multi": (MultiLane.__init__, {f: f for f in (
         "robots", "camera", "map", "dt_s", "route", "noise", "motor_dynamics",
-        "camera_model", "renderer", "randomize")}),
+        "camera_model", "renderer", "randomize", "physics")}),
     "dropin": (Simulator.__init__, {"renderer": "renderer", "noise": "noise"}),
 }
 
