@@ -105,3 +105,8 @@ class BlindLaneFollow:
         obs = obs.copy()
         obs["tof_m"] = 10.0
         return self.inner(obs)
+
+
+def full_speed(obs: np.ndarray) -> np.ndarray:
+    """Both wheels at 27 rad/s: the Duckiebot's full speed (duty 1)."""
+    return np.full((len(obs), 2), 27.0)

@@ -34,6 +34,7 @@ from dmxshm.network.config import (
     MODES,
     NetworkConfig,
 )
+from dmxshm.sim.spec import PHYSICS
 from dmxshm.world.motor import ACTIONS
 from dmxshm.world.renderers import RENDERERS
 
@@ -113,6 +114,13 @@ OPTIONS = [
                       "(its EGL plugin: a GPU, or Mesa's software OpenGL), or auto (the "
                       "fastest of these here for the camera, measured once on this "
                       "machine)."),
+    click.option("--physics", type=click.Choice(list(PHYSICS)), default=_default("physics"),
+                 show_default=True,
+                 help="How robots move: bullet (rigid bodies in pybullet: contacts, "
+                      "tipping, slipping) or db18 (Duckietown's DB18 motion model, as the "
+                      "Duckiematrix and gym-duckietown move their robots: full duty is "
+                      "0.6 m/s; contacts between footprints in the plane; cameras drawn "
+                      "by the batch renderer). docs/physics.md compares them."),
     click.option("--seed", type=SEED, default=_default("seed"), show_default=True,
                  help="Seed of world and agents."),
     click.option("--map", "map_name", default=_default("map"), show_default=True,

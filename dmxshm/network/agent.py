@@ -32,8 +32,9 @@ class Agent(Role[AgentResult]):
         self.where = [np.array([robots.index(r) for r in link.robots]) for link in links]
         self.counts = AgentResult(steps=0, busy_s=0.0, obs_drops=0)
         # Policies answer in rad/s; a PWM run's agents send the duties Duckietown's
-        # kinematics would (the motor model's inverse).
-        self.to_units = cfg.motor.duty if cfg.action == "pwm" else None
+        # kinematics would (the motor model's inverse); a replay's answers are duties.
+        self.to_units = (cfg.motor.duty if cfg.action == "pwm" and not getattr(
+            self.policy, "answers_in_run_units", False) else None)
         self.tap(())
 
     def loop(self) -> AgentResult:

@@ -28,7 +28,6 @@ from dmxshm.network.taps.digest import SampleDigest
 from dmxshm.network.taps.log import ImageLog
 from dmxshm.network.taps.record import Recorder
 from dmxshm.world.renderers import adopt_probe
-from dmxshm.world.world import World
 
 END_CHECK_S = 0.05
 """The longest the camera sleeps without looking whether the run ended."""
@@ -53,8 +52,7 @@ class CameraProcess(Role[CameraResult]):
         cfg, plan, index = self.cfg, self.plan, self.index
         assert cfg.camera_wh is not None
         adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
-        self.world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
-                                    substeps=cfg.substeps, renderer=cfg.renderer_used))
+        self.world = self.own(cfg.mirror_world(cfg.renderer_used))
         self.robots = plan.renderer_robots[index]
         self.state_ring = self.port(f"state.camera.{index}", "reader")
         self.out = self.port(f"camera.{index}", "writer", spin_us=None)

@@ -25,9 +25,11 @@ from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.network.runs import NAME_RE, check_name
 from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
+from dmxshm.sim.db18 import DB18Params
+from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.robots import RobotMake, apply_physics, robot_makes
 from dmxshm.sim.sensing import DEFAULT_RATES_HZ
-from dmxshm.sim.spec import NETWORK, SimSpec
+from dmxshm.sim.spec import NETWORK, PHYSICS, SimSpec
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import ACTIONS, DUCKIEBOT, MotorModel
@@ -214,6 +216,7 @@ class NetworkConfig:
     randomize: Any = NETWORK.randomize
     episodes: bool = False
     episode_steps: int = settings.EPISODE_STEPS
+    physics: str = NETWORK.physics
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
     _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
@@ -315,8 +318,15 @@ class NetworkConfig:
                f"spine reply instant must be 0 s or more, not {self.spine_reply_at_s}")
         _check(self.renderer in RENDERERS,
                f"renderer must be one of {', '.join(RENDERERS)}, not {self.renderer!r}")
+        _check(self.physics in PHYSICS,
+               f"physics must be one of {', '.join(PHYSICS)}, not {self.physics!r}")
+        _check(self.physics == "bullet" or self.camera_wh is None
+               or self.renderer in ("batch", "auto"),
+               f"--physics {self.physics} draws cameras with the batch renderer, not "
+               f"{self.renderer} (tiny and EGL draw Bullet's scene): use --renderer batch")
         try:
-            object.__setattr__(self, "_renderer", resolve_renderer(
+            object.__setattr__(self, "_renderer", "batch" if (
+                self.physics != "bullet" and self.camera_wh is not None) else resolve_renderer(
                 self.renderer, self.camera_wh, self.camera_model))
         except RendererError as exc:
             raise ConfigError(str(exc)) from None
@@ -378,7 +388,8 @@ class NetworkConfig:
                        substeps=self.substeps, seed=self.seed, action=self.action,
                        motor_dynamics=self.motor_dynamics, noise=self.noise,
                        camera=self.camera, camera_model=self.camera_model,
-                       renderer=self.renderer, randomize=self.randomize, route=self.route)
+                       renderer=self.renderer, randomize=self.randomize, route=self.route,
+                       physics=self.physics)
 
     @functools.cached_property
     def robot_makes(self) -> list[RobotMake]:
@@ -393,11 +404,14 @@ class NetworkConfig:
             return self.motor
         return [make.motor for make in self.robot_makes]
 
-    def engine_world(self) -> World:
+    def engine_world(self) -> World | PlanarWorld:
         """The world that steps the run's physics, its robots given their physics: the
         engine's, and a realtime replay's (the same world, so the replay steps what the
         engine stepped). The caller closes it."""
         dt_s, substeps = self.engine_world_steps
+        if self.physics == "db18":
+            return PlanarWorld(self.map, self.robots, seed=self.seed, dt_s=dt_s,
+                               substeps=substeps, params=self.db18_params)
         world = World(self.map, self.robots, seed=self.seed, dt_s=dt_s, substeps=substeps)
         try:
             self.set_robot_physics(world)  # each robot's randomised friction, mass, wheels
@@ -406,7 +420,26 @@ class NetworkConfig:
             raise
         return world
 
-    def set_robot_physics(self, world: World) -> None:
+    @property
+    def db18_params(self) -> list[DB18Params]:
+        """Each robot's DB18 model: the nominal DB18 (no delay, no trim: the Duckiematrix
+        engine's defaults), its gain and trim drawn where randomised."""
+        nominal = DB18Params.nominal()
+        if self.robot_params is None:
+            return [nominal] * self.robots
+        return [nominal.scaled(p["motor_gain"], p["motor_trim"]) for p in self.robot_params]
+
+    def mirror_world(self, renderer: str = "tiny") -> World | PlanarWorld:
+        """A world that mirrors the engine's states, for a renderer's time of flight
+        and drawings (``renderer``: what draws it): Bullet's scene, or under DB18 the
+        plane's footprints (drawn by the batch renderer). The caller closes it."""
+        if self.physics == "db18":
+            return PlanarWorld(self.map, self.robots, seed=self.seed, dt_s=self.dt_s,
+                               substeps=self.substeps)
+        return World(self.map, self.robots, seed=self.seed, dt_s=self.dt_s,
+                     substeps=self.substeps, renderer=renderer)
+
+    def set_robot_physics(self, world: World | PlanarWorld) -> None:
         """Give ``world``'s robots their randomised friction, mass and wheel radius
         (an engine's world, a replay's: every world that steps physics); nominal
         robots keep the world's own."""

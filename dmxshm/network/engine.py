@@ -280,6 +280,7 @@ class Engine(Role[EngineResult]):
         processes take the newest state at their ticks, from states published at least
         twice as fast as they sample, and what they skip is by design, not a drop)."""
         result.final_poses = poses_2d(self.world.state()).tolist()
+        result.start_poses = [list(p) for p in self.world.start_poses]
         result.cmd_drops = sum(r.stats().drops for r in self.cmd_rings)
         gym = self.cfg.mode == "gym"
         result.state_drops = sum(r.stats().drops for r in self.state_rings[:self.cfg.renderers]

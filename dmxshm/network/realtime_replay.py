@@ -34,6 +34,7 @@ from dmxshm.sim.sensing import Reading
 
 if TYPE_CHECKING:
     from dmxshm.network.config import NetworkConfig
+    from dmxshm.sim.planar import PlanarWorld
     from dmxshm.world.world import World
 
 Recording = Any
@@ -109,23 +110,20 @@ class _Sensors(sensing.Sensing):
     (the registry's sensors), each scene set to a state only when a sensor reads it."""
 
     def __init__(self, cfg: NetworkConfig, camera: bool) -> None:
-        from dmxshm.world.world import World
 
         # the renderer's: poses, for rays
-        super().__init__(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
-                               substeps=cfg.substeps), cfg.sensor_noise())
-        self.view: World | None = None
+        super().__init__(cfg.mirror_world(), cfg.sensor_noise())
+        self.view: World | PlanarWorld | None = None
         try:
             if camera and cfg.camera_wh is not None:
-                self.view = World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
-                                  substeps=cfg.substeps, renderer=cfg.renderer_used)
+                self.view = cfg.mirror_world(cfg.renderer_used)
                 self.cameras = cfg.robot_cameras(self.noise)
         except BaseException:
             self.close()
             raise
         self._posed = self._viewed = -1
 
-    def scene(self, reading: Reading, full: bool) -> World:
+    def scene(self, reading: Reading, full: bool) -> World | PlanarWorld:
         if not full:
             if self._posed != reading.step:
                 self.world.set_poses(reading.states, reading.sim_time_s)
@@ -256,9 +254,11 @@ def replay_realtime(rec: Recording, camera: bool = True,
     sensors = _Sensors(cfg, camera)
     try:
         # The engine's world, stepped through sim's Robots as the engine steps it (the
-        # logged commands are the wheel speeds it applied: no motors here).
+        # logged commands are what it applied: Bullet's wheel speeds, the motors' output,
+        # so no motors here; under DB18 a PWM run's duties, the model's input).
         with cfg.engine_world() as world:
-            robots = Robots(world)
+            robots = Robots(world, cfg.motor if cfg.action == "pwm" and cfg.physics != "bullet"
+                            else None)
 
             def publish(step: int, states: np.ndarray) -> None:
                 state_digest.state(step, world.sim_time_s, states)

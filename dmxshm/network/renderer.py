@@ -34,6 +34,7 @@ from dmxshm.network.taps.record import Recorder
 from dmxshm.network.taps.view import SampleImages
 from dmxshm.shm.ring import Ring
 from dmxshm.sim import sensing
+from dmxshm.sim.planar import PlanarWorld
 from dmxshm.world.renderers import adopt_probe
 from dmxshm.world.routes import Routes
 from dmxshm.world.world import World
@@ -50,7 +51,7 @@ class _Sensing(sensing.Sensing):
     """Fills observation records of this renderer's robots: the registry's sensors
     (:class:`dmxshm.sim.sensing.Sensing`), timed."""
 
-    def __init__(self, cfg: NetworkConfig, world: World) -> None:
+    def __init__(self, cfg: NetworkConfig, world: World | PlanarWorld) -> None:
         # keyed by robot and step: the same in every process
         noise = cfg.sensor_noise()
         turns = cfg.route_turns
@@ -102,9 +103,7 @@ class Renderer(Role[RendererResult]):
         renders = cfg.camera_wh is not None and not cfg.camera_processes
         if renders:
             adopt_probe(cfg.egl_device)  # the supervisor probed EGL: not again here
-        self.world = self.own(World(cfg.map, cfg.robots, seed=cfg.seed, dt_s=cfg.dt_s,
-                                    substeps=cfg.substeps,
-                                    renderer=cfg.renderer_used if renders else "tiny"))
+        self.world = self.own(cfg.mirror_world(cfg.renderer_used if renders else "tiny"))
         # Without a camera here, the scene serves the time of flight's rays: poses only.
         self.mirror = self.world.set_state if renders else self.world.set_poses
         self.robots = plan.renderer_robots[index]

@@ -174,6 +174,10 @@ class Replayed:
     commands_path: str | None = None
     """The ``.npy`` file of the commands, ``(steps, robots, 2)``."""
 
+    answers_in_run_units = True
+    """Its answers are the run's commands as they were applied (a PWM run's duties), not
+    wheel speeds for the agent to turn into duties."""
+
     def __init__(self, robot_ids: tuple[int, ...], seed: int = 0) -> None:
         if self.commands_path is None:
             raise ReplayError("Replayed has no commands: a replay's agent is the spec that "
@@ -214,6 +218,16 @@ def replay_config(rec: Recording, agent: str, log: str | None = None,
         from dmxshm.network.realtime_replay import realtime_config
 
         dt_s, substeps = realtime_config(rec).physics_dt_s, 1
+    physics = str(c.get("physics", "bullet"))  # a log from before DB18 ran Bullet
+    if physics != "bullet":
+        # The logged commands are what the model was given (duties in a PWM run), and
+        # each robot's drawn gain and trim are its model's own: both kept.
+        overrides = {"action": str(c.get("action", default["action"])),
+                     "randomize": c.get("randomize"), **overrides}
+    else:
+        # The robots' physics and sensing drawn again; their motors are in the logged
+        # wheel speeds already (a replay's commands are wheel speeds).
+        overrides = {"randomize": _without_motors(c.get("randomize")), **overrides}
     return NetworkConfig(
         mode="gym", robots=int(c["robots"]), renderers=int(c["renderers"]),
         agents=int(c["agents"]), agent=agent, steps=rec.steps,
@@ -227,10 +241,7 @@ def replay_config(rec: Recording, agent: str, log: str | None = None,
         camera_model=str(c.get("camera_model", default["camera_model"])),
         route=c.get("route", default["route"]),
         noise=bool(c.get("noise", False)),  # a log from before noise was made without it
-        # The robots' physics and sensing drawn again; their motors are in the logged
-        # wheel speeds already (a replay's commands are wheel speeds).
-        randomize=_without_motors(c.get("randomize")),
-        **overrides)
+        physics=physics, **overrides)
 
 
 def _without_motors(config: Any) -> Any:

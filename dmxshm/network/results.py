@@ -40,6 +40,7 @@ class EngineResult:
     late_steps: int | None = 0
     max_lag_s: float | None = 0.0
     final_poses: list[list[float]] = field(default_factory=list)
+    start_poses: list[list[float]] = field(default_factory=list)
     cmd_drops: int = 0
     state_drops: int = 0
     taps: dict[str, Any] = field(default_factory=dict)

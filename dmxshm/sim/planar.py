@@ -296,6 +296,31 @@ class PlanarWorld:
         f[:, 18], f[:, 19] = m.wheel_rates()
         return out
 
+    def set_state(self, states: np.ndarray, sim_time_s: float | None = None) -> None:
+        """Put the robots in ``states`` (a world that mirrors another: a renderer's
+        rays and drawings): pose, forward speed, yaw rate and wheel angles; with
+        ``sim_time_s``, the moving objects where they are then."""
+        if states.dtype != ROBOT_STATE_DTYPE or states.shape != (self.num_robots,):
+            raise WorldError(f"set_state needs shape ({self.num_robots},) of "
+                             f"ROBOT_STATE_DTYPE, got shape {states.shape} of {states.dtype}")
+        m = self.model
+        q = states["quat_xyzw"]
+        yaw = np.arctan2(2 * (q[:, 3] * q[:, 2] + q[:, 0] * q[:, 1]),
+                         1 - 2 * (q[:, 1] ** 2 + q[:, 2] ** 2))
+        m.x, m.y = states["pos_m"][:, 0].copy(), states["pos_m"][:, 1].copy()
+        m.c, m.s = np.cos(yaw), np.sin(yaw)
+        m.r01, m.r11 = -m.s, m.c.copy()
+        v = states["lin_vel_m_s"]
+        m.u = v[:, 0] * m.c + v[:, 1] * m.s
+        m.w = states["ang_vel_rad_s"][:, 2].copy()
+        m.axis_l = states["wheel_angle_rad"][:, 0].copy()
+        m.axis_r = states["wheel_angle_rad"][:, 1].copy()
+        if sim_time_s is not None:
+            self.move_objects(sim_time_s)
+
+    set_poses = set_state
+    """:meth:`set_state` (the Bullet world's cheaper variant is the same here)."""
+
     def touching(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """Robots touching robots, and robots touching objects, after the last step."""
         return self._touching

@@ -52,6 +52,7 @@ from dmxshm.world.state import poses_2d, yaw_of
 if TYPE_CHECKING:
     from dmxshm.matrix.cameras import RobotCameras
     from dmxshm.matrix.noise import Noise
+    from dmxshm.sim.planar import PlanarWorld
     from dmxshm.world.routes import Routes
     from dmxshm.world.world import World
 
@@ -325,13 +326,13 @@ class Sensing:
             None (the lane pose of the map).
     """
 
-    world: World
+    world: World | PlanarWorld
     noise: Noise | None = None
     cameras: RobotCameras | None = None
     routes: Routes | None = None
     tof: TimeOfFlight = field(default_factory=TimeOfFlight)
 
-    def scene(self, reading: Reading, full: bool) -> World:
+    def scene(self, reading: Reading, full: bool) -> World | PlanarWorld:
         """The world holding ``reading``'s state: its poses (the rays), or every field
         (``full``: the camera draws lights and wheels). The renderer's world is kept so
         by the renderer; the replay's are set here when needed."""
@@ -391,7 +392,7 @@ def _encoders(s: Sensing, r: Reading, out: np.ndarray) -> None:
 
 
 def _tof(s: Sensing, r: Reading, out: np.ndarray) -> None:
-    ranges = s.tof.measure_many(s.scene(r, full=False).client, r.rows)
+    ranges = s.scene(r, full=False).tof_ranges(s.tof, r.rows, r.robots)
     out[...] = ranges if s.noise is None else s.noise.tof_rows(
         r.robots, r.step, ranges, s.tof.max_range_m)
 
