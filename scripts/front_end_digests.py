@@ -110,7 +110,9 @@ def rows() -> dict[str, Callable[[], tuple[str, int]]]:
     def dropin() -> Any:
         from dmxshm.duckietown import DuckietownEnv
 
-        return DuckietownEnv(map_name="loop", camera_width=32, camera_height=24)
+        # Bullet: the drop-in as pinned (its default moved to DB18 after the pin).
+        return DuckietownEnv(map_name="loop", camera_width=32, camera_height=24,
+                             physics="bullet")
 
     return {
         "v0-state": lambda: _single(v("v0"), -0.2, 1.0, 1),

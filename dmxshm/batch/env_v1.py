@@ -105,6 +105,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
     """
 
     _state_low, _state_high = STATE_LOW_V1, STATE_HIGH_V1
+    db18_delay_s = 0.0
+    """Under DB18, the model's command delay (0: the Duckiematrix engine's default)."""
 
     def __init__(self, *, map: str = V1.map, route: str | None = V1.route,  # noqa: A002
                  noise: bool = V1.noise, motor_dynamics: bool = V1.motor_dynamics,
@@ -224,8 +226,9 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         apply_physics(self.world, [0], [make])
         if isinstance(self.world, PlanarWorld):
             # DB18: the draw's gain and trim are the model's own (no motor model on top).
-            model = (DB18Params.nominal() if params is None else DB18Params.nominal().scaled(
-                params["motor_gain"], params["motor_trim"]))
+            nominal = DB18Params.nominal(self.db18_delay_s)
+            model = nominal if params is None else nominal.scaled(params["motor_gain"],
+                                                                  params["motor_trim"])
             self.world.set_model([0], [model])
         if params is not None:
             if self._base_camera is not None:

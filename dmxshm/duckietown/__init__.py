@@ -10,11 +10,16 @@ is in docs/gym-duckietown.md. In short:
   camera sits where gym-duckietown's does (0.108 m up, 0.066 m forward, 19.15 degrees
   down, a 75-degree vertical field of view), or with ``distortion=True`` it is the
   Duckiebot's lens (dmxshm's, :mod:`dmxshm.matrix.lens`);
-* **actions**: ``Simulator``'s are the two motors' duties in [-1, 1] (left, right),
-  which the Duckiebot's motor model turns into wheel speed (:mod:`dmxshm.world.motor`;
-  gym-duckietown's DB18 model takes the same commands); ``DuckietownEnv``'s are
-  ``(velocity, steering)``, turned into duties by gym-duckietown's own formula with its
-  ``gain``, ``trim``, ``radius``, ``k`` and ``limit``;
+* **motion**: gym-duckietown's own, Duckietown's DB18 model with its parameters
+  (:mod:`dmxshm.sim.db18`: the nominal model, or with ``dynamics_rand`` the
+  uncalibrated one with a drawn trim; its 0.15 s command delay; integrated once per
+  frame at ``frame_rate``), contacts in the plane (:mod:`dmxshm.sim.planar`);
+  ``physics="bullet"`` gives the robot of dmxshm 0.4 and before (Bullet's, its motors'
+  model on top);
+* **actions**: ``Simulator``'s are the two motors' duties in [-1, 1] (left, right), the
+  DB18's input; ``DuckietownEnv``'s are ``(velocity, steering)``, turned into duties by
+  gym-duckietown's own formula with its ``gain``, ``trim``, ``radius``, ``k``, ``limit``
+  and wheel distance (0.102 m);
 * **reward**: gym-duckietown's ``compute_reward``: ``robot_speed * cos(heading error)
   - 10 * |lateral offset| + 40 * proximity penalty`` on a lane, ``40 * proximity
   penalty`` off one, -1000 and the end of the episode at an invalid pose (a corner off
@@ -47,6 +52,7 @@ from gymnasium import spaces
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import Camera
+from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.spec import DROPIN
 from dmxshm.world.maps import bundled_maps
 from dmxshm.world.objects import footprint_m
@@ -58,6 +64,10 @@ DEFAULT_MAX_STEPS = 1500
 DEFAULT_FRAMERATE = 30
 DEFAULT_CAMERA_WIDTH, DEFAULT_CAMERA_HEIGHT = DROPIN.camera
 DEFAULT_ROBOT_SPEED = 1.20
+DB18_DELAY_S = 0.15
+"""gym-duckietown's DB18 command delay (its ``get_DB18_nominal(delay=0.15)``)."""
+WHEEL_DIST_M = 0.102
+"""gym-duckietown's ``WHEEL_DIST``, the baseline of ``DuckietownEnv``'s formula."""
 DEFAULT_ACCEPT_START_ANGLE_DEG = 60
 REWARD_INVALID_POSE = -1000
 ROBOT_WIDTH, ROBOT_LENGTH = 0.13 + 0.02, 0.18
@@ -134,6 +144,7 @@ class Simulator(DuckieLaneV1Env):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": DEFAULT_FRAMERATE}
+    db18_delay_s = DB18_DELAY_S
 
     def __init__(self, map_name: str = "loop", max_steps: int = DEFAULT_MAX_STEPS,
                  draw_curve: bool = False, draw_bbox: bool = False, domain_rand: bool = True,
@@ -151,7 +162,7 @@ class Simulator(DuckieLaneV1Env):
                  color_sky: tuple[float, float, float] = BLUE_SKY, style: str = "photos",
                  enable_leds: bool = False, *, render_mode: str | None = None,
                  renderer: str = DROPIN.renderer, maps_dir: str | None = None,
-                 noise: bool = DROPIN.noise) -> None:
+                 noise: bool = DROPIN.noise, physics: str = DROPIN.physics) -> None:
         _refuse("draw_curve", draw_curve, False, "it draws no lane curves into the image")
         _refuse("draw_bbox", draw_bbox, False, "it draws no bounding boxes into the image")
         _refuse("randomize_maps_on_reset", randomize_maps_on_reset, False,
@@ -182,7 +193,8 @@ class Simulator(DuckieLaneV1Env):
         self.full_transparency = bool(full_transparency)
         self.user_tile_start = None if user_tile_start is None else tuple(user_tile_start)
         self.domain_rand, self.distortion = bool(domain_rand), bool(distortion)
-        self.wheel_dist = BASELINE_M
+        # gym-duckietown's wheel distance under its DB18 model (Bullet's robot: its own).
+        self.wheel_dist = WHEEL_DIST_M if physics == "db18" else BASELINE_M
         self._first_seed = seed
         self.last_action = np.zeros(2)
         super().__init__(obs="camera", camera=(int(camera_width), int(camera_height)),
@@ -190,7 +202,7 @@ class Simulator(DuckieLaneV1Env):
                          dt_s=1.0 / self.frame_rate, route=None, noise=noise,
                          randomize=_randomization(domain_rand, dynamics_rand, camera_rand),
                          camera_model="duckiebot" if distortion else "pinhole",
-                         render_mode=render_mode, renderer=renderer)
+                         render_mode=render_mode, renderer=renderer, physics=physics)
         if not distortion:  # gym-duckietown's pinhole camera, where it mounts it
             self.camera = self._base_camera = Camera(
                 int(camera_width), int(camera_height), fov_deg=CAMERA_FOV_Y_DEG,
@@ -242,7 +254,7 @@ class Simulator(DuckieLaneV1Env):
             raise ValueError(f"action must be finite, got {[left, right]}")
         left, right = max(-1.0, min(1.0, left)), max(-1.0, min(1.0, right))
         for _ in range(self.frame_skip - 1):
-            self.world.apply_wheel_speeds([self._wheels(left, right)])
+            self._command(left, right)
             self.world.step()
             self._steps += 1
         obs, _, _, _, info = super().step_wheels(left, right)
@@ -321,10 +333,18 @@ class Simulator(DuckieLaneV1Env):
             "robot_speed": float(np.hypot(*st["lin_vel_m_s"][:2])),
             "proximity_penalty": self.proximity_penalty(x, y, yaw),
             "cur_pos": [x, y, 0.0], "cur_angle": yaw,
-            "wheel_velocities": [float(v) for v in self._motors.speed[0]],
+            "wheel_velocities": self._wheel_velocities(),
             "timestamp": self._steps * self.world.dt_s,
             "tile_coords": None if cell is None else [cell[1], cell[0]],
         }
+
+
+    def _wheel_velocities(self) -> list[float]:
+        """The wheels' speeds, rad/s (the DB18's, or Bullet's motors')."""
+        if isinstance(self.world, PlanarWorld):
+            left, right = self.world.model.wheel_rates()
+            return [float(left[0]), float(right[0])]
+        return [float(v) for v in self._motors.speed[0]]
 
 
 class DuckietownEnv(Simulator):

@@ -84,10 +84,10 @@ class DB18Params:
                    delay_s=float(delay_s))
 
     def scaled(self, gain: float = 1.0, trim: float = 0.0) -> DB18Params:
-        """These parameters with every duty gain scaled by ``gain``, and the right and
-        left gains by ``1 + trim`` and ``1 - trim`` (domain randomisation's draw)."""
-        return replace(self, u_alpha_r=self.u_alpha_r * gain * (1.0 + trim),
-                       u_alpha_l=self.u_alpha_l * gain * (1.0 - trim),
+        """These parameters with every duty gain scaled by ``gain``, and the yaw gains
+        further by ``1 + trim`` (right) and ``1 - trim`` (left), as
+        :meth:`uncalibrated` does (domain randomisation's draw of gain and trim)."""
+        return replace(self, u_alpha_r=self.u_alpha_r * gain, u_alpha_l=self.u_alpha_l * gain,
                        w_alpha_r=self.w_alpha_r * gain * (1.0 + trim),
                        w_alpha_l=self.w_alpha_l * gain * (1.0 - trim))
 

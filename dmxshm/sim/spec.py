@@ -6,22 +6,23 @@ settings in its own signature, with its own defaults. :class:`SimSpec` names the
 once, and :data:`PRESETS` holds each front-end's defaults, which its signature
 reads (so ``help()`` shows them, and nothing restates them):
 
-==============  ======  =====  ===========  ========  ======  ======  ========  =======
-preset          map     robots action       motors    noise   route   camera    renderer
-==============  ======  =====  ===========  ========  ======  ======  ========  =======
-``network``     loop    2      wheel-speed  dynamics  on      none    pinhole   batch
-``v0``          loop    1      v0           ideal     off     none    pinhole   tiny
-``v1``          grid    1      pwm          dynamics  on      seed    duckiebot auto
-``multi``       grid    4      pwm          dynamics  on      seed    duckiebot auto
-``dropin``      loop    1      pwm          dynamics  off     none    pinhole   auto
-==============  ======  =====  ===========  ========  ======  ======  ========  =======
+==============  ======  =====  ===========  ========  ======  ======  ========  =======  =======
+preset          map     robots action       motors    noise   route   camera    renderer physics
+==============  ======  =====  ===========  ========  ======  ======  ========  =======  =======
+``network``     loop    2      wheel-speed  dynamics  on      none    pinhole   batch    bullet
+``v0``          loop    1      v0           ideal     off     none    pinhole   tiny     bullet
+``v1``          grid    1      pwm          dynamics  on      seed    duckiebot auto     bullet
+``multi``       grid    4      pwm          dynamics  on      seed    duckiebot auto     bullet
+``dropin``      loop    1      pwm          dynamics  off     none    pinhole   auto     db18
+==============  ======  =====  ===========  ========  ======  ======  ========  =======  =======
 
 (``network``: ``dmxshm run`` and :class:`~dmxshm.network.NetworkConfig`; ``v0`` and
 ``v1``: ``DuckieLane-v0``, ``-v1`` and ``make_vec``; ``multi``: ``parallel_env`` and
 the multi-robot batch; ``dropin``: :mod:`dmxshm.duckietown`, whose camera is 640x480 and
-whose own arguments choose its camera model and randomisation.) The differences are
-deliberate: v0 does not change, and the network's digests and v1's were pinned
-with their own defaults. ``tests/sim/test_spec.py`` checks that each front-end's
+whose own arguments choose its camera model and randomisation, and which moves its robot
+by gym-duckietown's own DB18 model and parameters.) The differences are deliberate: v0
+does not change, and the network's digests and v1's were pinned with their own
+defaults. ``tests/sim/test_spec.py`` checks that each front-end's
 signature is its preset's and that this table is :data:`PRESETS`.
 """
 
@@ -131,7 +132,7 @@ V1 = SimSpec(map="grid", route="seed", camera_model="duckiebot")
 """``DuckieLane-v1``."""
 MULTI = V1.but(robots=4)
 """``parallel_env`` and the multi-robot batch: v1's robots, four of them."""
-DROPIN = SimSpec(noise=False, camera=(640, 480))
+DROPIN = SimSpec(noise=False, camera=(640, 480), physics="db18")
 """The gym-duckietown drop-in (gym-duckietown's camera; its arguments choose the camera
 model, ``distortion``, and the randomisation, ``domain_rand``...)."""
 

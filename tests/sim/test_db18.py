@@ -128,3 +128,9 @@ def test_set_params_gives_a_row_its_new_model() -> None:
     model.step(0.05, np.ones((2, 2)))
     assert model.du[0] < 0.0  # its delay gives it no push yet: it slows down
     assert model.du[1] > 0.0
+
+
+def test_scaled_trim_is_the_uncalibrated_models() -> None:
+    assert DB18Params.nominal(0.15).scaled(trim=0.1) == DB18Params.uncalibrated(0.15, 0.1)
+    half = DB18Params.nominal().scaled(gain=0.5)
+    assert (half.u_alpha_l, half.w_alpha_r, half.u1) == (0.75, 7.5, 5.0)

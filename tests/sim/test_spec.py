@@ -33,7 +33,8 @@ PARAMS: dict[str, tuple[Any, dict[str, str]]] = {
     "multi": (MultiLane.__init__, {f: f for f in (
         "robots", "camera", "map", "dt_s", "route", "noise", "motor_dynamics",
         "camera_model", "renderer", "randomize", "physics")}),
-    "dropin": (Simulator.__init__, {"renderer": "renderer", "noise": "noise"}),
+    "dropin": (Simulator.__init__, {"renderer": "renderer", "noise": "noise",
+                                    "physics": "physics"}),
 }
 
 
@@ -59,11 +60,12 @@ def test_the_docs_table_is_the_presets() -> None:
     rows = [line.split() for line in doc.splitlines() if line.startswith("``")
             and line.split()[0].strip("`") in PRESETS]
     assert [r[0].strip("`") for r in rows] == list(PRESETS)
-    for name, m, robots, action, motors, noise, route, camera, renderer in rows:
+    for name, m, robots, action, motors, noise, route, camera, renderer, physics in rows:
         p = PRESETS[name.strip("`")]
-        assert (m, int(robots), action, motors, noise, route, camera, renderer) == (
+        assert (m, int(robots), action, motors, noise, route, camera, renderer, physics) == (
             p.map, p.robots, p.action, "dynamics" if p.motor_dynamics else "ideal",
-            "on" if p.noise else "off", p.route or "none", p.camera_model, p.renderer)
+            "on" if p.noise else "off", p.route or "none", p.camera_model, p.renderer,
+            p.physics)
 
 
 def test_each_front_end_holds_the_spec_it_simulates() -> None:
