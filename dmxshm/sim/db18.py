@@ -36,6 +36,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dmxshm.sim import db18_kernels as kernels
+
 WHEEL_RADIUS_M = 0.067 / 2
 """lib-dt-modeling's wheel radius (6.7 cm wheels)."""
 WHEEL_DISTANCE_M = 0.1
@@ -117,11 +119,8 @@ class DB18:
     def __init__(self, params: Sequence[DB18Params],
                  poses: Sequence[tuple[float, float, float]] | None = None) -> None:
         n = self.n = len(params)
-        self.x, self.y = np.zeros(n), np.zeros(n)
-        self.c, self.s = np.ones(n), np.zeros(n)
-        self.r01, self.r11 = np.zeros(n), np.ones(n)
-        self.u, self.w, self.du = np.zeros(n), np.zeros(n), np.zeros(n)
-        self.axis_l, self.axis_r = np.zeros(n), np.zeros(n)
+        self._s = np.zeros((n, 11))   # x, y, r00, r10, r01, r11, u, w, du, axis_l, axis_r
+        self._s[:, 2] = self._s[:, 5] = 1.0
         self._t = np.zeros(n)        # lib-dt-modeling's accumulated time (for the delay)
         self._first_t = np.zeros(n)  # when each robot's first command was given
         # Past commands (delayed robots): times, duties, how many given since placed.
@@ -134,15 +133,27 @@ class DB18:
         self.place(np.arange(n), poses if poses is not None else [(0.0, 0.0, 0.0)] * n)
 
     def _columns(self) -> None:
-        def column(name: str) -> np.ndarray:
-            return np.array([getattr(p, name) for p in self.params], float)
-
-        self._u1, self._u2, self._u3 = column("u1"), column("u2"), column("u3")
-        self._w1, self._w2, self._w3 = column("w1"), column("w2"), column("w3")
-        self._u_alpha_r, self._u_alpha_l = column("u_alpha_r"), column("u_alpha_l")
-        self._w_alpha_r, self._w_alpha_l = column("w_alpha_r"), column("w_alpha_l")
-        self._delay_s = column("delay_s")
+        self._p = np.array([[p.u1, p.u2, p.u3, p.w1, p.w2, p.w3, p.u_alpha_r, p.u_alpha_l,
+                             p.w_alpha_r, p.w_alpha_l] for p in self.params],
+                           float).reshape(-1, 10)
+        self._delay_s = np.array([p.delay_s for p in self.params], float)
         self._delayed = np.flatnonzero(self._delay_s > 0)
+
+    # The state's columns, by name (views: writing one writes the state).
+    x = property(lambda self: self._s[:, 0], lambda self, v: self._set(0, v))
+    y = property(lambda self: self._s[:, 1], lambda self, v: self._set(1, v))
+    c = property(lambda self: self._s[:, 2], lambda self, v: self._set(2, v))
+    s = property(lambda self: self._s[:, 3], lambda self, v: self._set(3, v))
+    r01 = property(lambda self: self._s[:, 4], lambda self, v: self._set(4, v))
+    r11 = property(lambda self: self._s[:, 5], lambda self, v: self._set(5, v))
+    u = property(lambda self: self._s[:, 6], lambda self, v: self._set(6, v))
+    w = property(lambda self: self._s[:, 7], lambda self, v: self._set(7, v))
+    du = property(lambda self: self._s[:, 8], lambda self, v: self._set(8, v))
+    axis_l = property(lambda self: self._s[:, 9], lambda self, v: self._set(9, v))
+    axis_r = property(lambda self: self._s[:, 10], lambda self, v: self._set(10, v))
+
+    def _set(self, column: int, value: np.ndarray) -> None:
+        self._s[:, column] = value
 
     def set_params(self, rows: Sequence[int] | np.ndarray,
                    params: Sequence[DB18Params]) -> None:
@@ -171,8 +182,8 @@ class DB18:
         self.x[rows], self.y[rows] = p[:, 0], p[:, 1]
         c, s = np.cos(yaw), np.sin(yaw)
         self.c[rows], self.s[rows], self.r01[rows], self.r11[rows] = c, s, -s, c
-        for a in (self.u, self.w, self.du, self.axis_l, self.axis_r, self._t):
-            a[rows] = 0.0
+        self._s[rows, 6:] = 0.0
+        self._t[rows] = 0.0
         self._count[rows] = 0
 
     def wheel_rates(self) -> tuple[np.ndarray, np.ndarray]:
@@ -187,38 +198,8 @@ class DB18:
         left, right = duties[:, 0], duties[:, 1]
         if len(self._delayed):
             left, right = self._delay(dt, left, right)
-        left = np.clip(left, -1.0, 1.0)
-        right = np.clip(right, -1.0, 1.0)
-        u0, w0 = self.u, self.w
-        # The order of lib-dt-modeling's sums, so that the two round alike.
-        du = (-self._u1 * u0 - self._u2 * w0 + self._u3 * w0 * w0
-              + self._u_alpha_r * right + self._u_alpha_l * left)
-        dw = (-self._w1 * w0 - self._w2 * u0 - self._w3 * u0 * w0
-              + self._w_alpha_r * right - self._w_alpha_l * left)
-        u = u0 + dt * du
-        w = w0 + dt * dw
-        self.du = du
-        # The pose: SE(2)'s exponential of (u, w) held for dt, composed on the right.
-        angle = dt * w
-        dist = dt * u
-        straight = np.abs(angle) < 1e-8
-        safe = np.where(straight, 1.0, angle)
-        sin_d = np.where(straight, 0.0, np.sin(angle))
-        cos_d = np.where(straight, 1.0, np.cos(angle))
-        scale = dist / safe
-        bx = np.where(straight, dist, sin_d * scale)
-        by = np.where(straight, 0.0, (1.0 - cos_d) * scale)
-        r00, r01, r10, r11 = self.c, self.r01, self.s, self.r11
-        self.x = self.x + r00 * bx + r01 * by
-        self.y = self.y + r10 * bx + r11 * by
-        self.c = r00 * cos_d + r01 * sin_d
-        self.r01 = -r00 * sin_d + r01 * cos_d
-        self.s = r10 * cos_d + r11 * sin_d
-        self.r11 = -r10 * sin_d + r11 * cos_d
-        self.u, self.w = u, w
-        half = 0.5 * WHEEL_DISTANCE_M * w
-        self.axis_l = self.axis_l + (u - half) / WHEEL_RADIUS_M * dt
-        self.axis_r = self.axis_r + (u + half) / WHEEL_RADIUS_M * dt
+        kernels.step(float(dt), np.ascontiguousarray(left), np.ascontiguousarray(right),
+                     self._p, self._s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
 
     def _delay(self, dt: float, left: np.ndarray, right: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:

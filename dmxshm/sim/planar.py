@@ -39,8 +39,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dmxshm.sim import db18_kernels as kernels
 from dmxshm.sim import footprints as fp
-from dmxshm.sim.db18 import DB18, WHEEL_RADIUS_M, WHEEL_SPEED_PER_DUTY_RAD_S, DB18Params
+from dmxshm.sim.db18 import (
+    DB18,
+    WHEEL_DISTANCE_M,
+    WHEEL_RADIUS_M,
+    WHEEL_SPEED_PER_DUTY_RAD_S,
+    DB18Params,
+)
 from dmxshm.world.maps import RoadMap, load_map
 from dmxshm.world.movers import Mover, movers_of
 from dmxshm.world.objects import MapObject
@@ -52,6 +59,7 @@ CONTACT_DISTANCE_M = 1e-3
 PUSH_ITERATIONS = 4
 """Rounds of pushing robots out of what they overlap, per step."""
 _FLOATS = ROBOT_STATE_DTYPE.itemsize // 8
+_DISCS = np.array(fp.ROBOT_DISCS, float)
 
 
 class PlanarWorld:
@@ -219,6 +227,9 @@ class PlanarWorld:
         if n == 0:
             return
         width, height = self.road_map.size_m
+        if n == 1 and self._shapes.empty:  # alone: only the map's edges (compiled)
+            kernels.keep_inside(m._s, _DISCS, fp.ROBOT_DISC_RADIUS_M, width, height)
+            return
         r = fp.ROBOT_DISC_RADIUS_M
         total = np.zeros((n, 2))
         for _ in range(PUSH_ITERATIONS):
@@ -257,7 +268,7 @@ class PlanarWorld:
 
     def _contacts(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         m, n = self.model, self.num_robots
-        if n == 0:
+        if n == 0 or (n == 1 and self._shapes.empty):
             return [], []
         flat = fp.robot_discs(m.x, m.y, m.c, m.s).reshape(-1, 2)
         r = fp.ROBOT_DISC_RADIUS_M
@@ -279,21 +290,11 @@ class PlanarWorld:
     def state(self, copy: bool = True) -> np.ndarray:
         """Every robot's state record (:data:`~dmxshm.world.state.ROBOT_STATE_DTYPE`), a
         new array each call (``copy`` is for the Bullet world's signature)."""
-        m, n = self.model, self.num_robots
+        n = self.num_robots
         out = np.zeros(n, ROBOT_STATE_DTYPE)
-        f = out.view(np.float64).reshape(n, _FLOATS)
-        yaw = m.yaw
-        f[:, 0], f[:, 1], f[:, 2] = m.x, m.y, WHEEL_RADIUS_M
-        f[:, 5], f[:, 6] = np.sin(yaw / 2), np.cos(yaw / 2)
-        f[:, 7], f[:, 8] = m.u * m.c, m.u * m.s
-        f[:, 12] = m.w
-        moving = self.step_count > 0
-        if moving:
-            across = m.u * m.w
-            f[:, 13] = m.c * m.du - m.s * across
-            f[:, 14] = m.s * m.du + m.c * across
-        f[:, 16], f[:, 17] = m.axis_l, m.axis_r
-        f[:, 18], f[:, 19] = m.wheel_rates()
+        kernels.fill_states(self.model._s, WHEEL_RADIUS_M, self.step_count > 0,
+                            WHEEL_RADIUS_M, WHEEL_DISTANCE_M,
+                            out.view(np.float64).reshape(n, _FLOATS))
         return out
 
     def set_state(self, states: np.ndarray, sim_time_s: float | None = None) -> None:
@@ -351,6 +352,8 @@ class PlanarWorld:
         """Ranges from robots ``robots`` at ``positions`` (n, 2) facing the unit
         ``headings`` (n, 2): a ray from the sensor's mount along the heading against
         the objects' and the other robots' footprints."""
+        if self.num_robots == 1 and self._shapes.empty:  # nothing to see
+            return np.full(len(positions), float(tof.max_range_m))
         mx, my = tof.mount_m[0], tof.mount_m[1]
         starts = positions + headings * mx + np.stack([-headings[:, 1], headings[:, 0]],
                                                       axis=1) * my
