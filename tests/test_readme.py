@@ -264,3 +264,10 @@ def test_the_multi_agent_example_runs(tmp_path: Path) -> None:
     assert int(steps) > 0 and "(4, 4)" in rest
     last = out.splitlines()[1]
     assert last.startswith("(16, 14) [0 0 0 0 1 1 1 1] [0 1 2 3 0 1 2 3]")
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_db18_example_runs(tmp_path: Path) -> None:
+    """The DB18 robot at full duty: 0.6 m/s, the nominal model's ``u1``."""
+    out = _run_block(tmp_path, 'physics="db18", noise=False').strip().splitlines()[-1]
+    assert out == "speed 0.600 m/s, u1 = 5.0", out

@@ -63,12 +63,19 @@ class Row:
     caller_cpu_us: float | None = None
 
 
-def _factory(obs: str, camera: tuple[int, int], renderer: str = "tiny"
-             ) -> Callable[[], gym.Env]:
+ENVS = ("v0", "v1")
+"""The environments the bench steps: ``dmxshm/DuckieLane-v0`` (the default) or ``-v1``."""
+
+
+def _factory(obs: str, camera: tuple[int, int], renderer: str = "tiny", env: str = "v0",
+             physics: str = "bullet") -> Callable[[], gym.Env]:
     def make() -> gym.Env:
         from dmxshm.batch.env import DuckieLaneEnv
+        from dmxshm.batch.env_v1 import DuckieLaneV1Env
 
-        return DuckieLaneEnv(obs=obs, camera=camera, renderer=renderer)
+        if env == "v1":
+            return DuckieLaneV1Env(obs=obs, camera=camera, renderer=renderer, physics=physics)
+        return DuckieLaneEnv(obs=obs, camera=camera, renderer=renderer, physics=physics)
     return make
 
 
@@ -126,22 +133,22 @@ def _time_async(env: Any, n: int, seconds: float) -> Timed:
 
 def free_worker(index: int, lo: int, hi: int, obs: str, camera: tuple[int, int],
                 gate: str, parties: int, rates: str, seconds: float,
-                renderer: str = "tiny") -> None:
+                renderer: str = "tiny", env: str = "v0", physics: str = "bullet") -> None:
     """A free-running worker (see the module docstring): its rate into ``rates[index]``.
     (With the batch renderer its envs draw one by one: no worker collects them.)"""
     from dmxshm.proc.gate import wait_for_start
     from dmxshm.shm.segment import Segment
 
-    envs = [_factory(obs, camera, renderer)() for _ in range(lo, hi)]
+    envs = [_factory(obs, camera, renderer, env, physics)() for _ in range(lo, hi)]
     rng = np.random.default_rng(index)
-    for k, env in enumerate(envs):
-        env.reset(seed=lo + k)
+    for k, one in enumerate(envs):
+        one.reset(seed=lo + k)
 
     def step() -> int:
-        for env in envs:
-            _, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, 2).astype(np.float32))
+        for one in envs:
+            _, _, terminated, truncated, _ = one.step(rng.uniform(-1, 1, 2).astype(np.float32))
             if terminated or truncated:
-                env.reset()
+                one.reset()
         return len(envs)
     seg = Segment.attach(rates)
     try:
@@ -150,12 +157,13 @@ def free_worker(index: int, lo: int, hi: int, obs: str, camera: tuple[int, int],
         seg.ndarray(np.float64, (parties - 1,), 0)[index] = rate
     finally:
         seg.close()
-        for env in envs:
-            env.close()
+        for one in envs:
+            one.close()
 
 
 def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
-               seconds: float, renderer: str = "tiny") -> tuple[float, int]:
+               seconds: float, renderer: str = "tiny", env: str = "v0",
+               physics: str = "bullet") -> tuple[float, int]:
     """The free-running workers' summed rate (``workers`` blocks, as make_vec splits)."""
     from dmxshm.proc.gate import wait_for_start
     from dmxshm.proc.supervisor import Supervisor
@@ -168,7 +176,8 @@ def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
         seg = reg.create_segment("free.rates", 8 * workers)
         for w, block in enumerate(blocks):
             sup.start(f"free-{w}", free_worker, w, int(block[0]), int(block[-1]) + 1, obs,
-                      camera, gate.name, workers + 1, seg.name, seconds, renderer)
+                      camera, gate.name, workers + 1, seg.name, seconds, renderer, env,
+                      physics)
         wait_for_start(gate.name, 0, "bench")
         deadline = time.monotonic() + WARMUP_S + seconds + 60.0
         while sup.running() and time.monotonic() < deadline:
@@ -184,8 +193,8 @@ def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
 
 
 def _time_single(obs: str, camera: tuple[int, int], seconds: float,
-                 renderer: str = "tiny") -> Timed:
-    env = _factory(obs, camera, renderer)()
+                 renderer: str = "tiny", version: str = "v0", physics: str = "bullet") -> Timed:
+    env = _factory(obs, camera, renderer, version, physics)()
     rng = np.random.default_rng(0)
     env.reset(seed=0)
 
@@ -218,7 +227,8 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
         quick: bool = False,
         configs: Sequence[tuple[str, tuple[int, int]]] = OBS_CONFIGS,
         impls: Sequence[str] = IMPLS, seconds: float | None = None,
-        progress: Callable[[str], None] | None = None, recheck: bool = False) -> list[Row]:
+        progress: Callable[[str], None] | None = None, recheck: bool = False,
+        env: str = "v0", physics: str = "bullet") -> list[Row]:
     """Measure every implementation for every observation kind and batch size.
 
     Args:
@@ -235,6 +245,9 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
         progress: called with a label before each measurement.
         recheck: measure again a reference whose ratio came out impossible
             (:func:`measure_again`; ``--check`` does).
+        env: :data:`ENVS`, the environment every implementation steps; ``physics``:
+            its physics (``bullet`` or ``db18``). Rows of another than v0 with Bullet
+            name them after the size (``-/v1-db18``).
     """
     from dmxshm.batch.vector import make_vec
 
@@ -252,9 +265,12 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
         cam = f"{camera[0]}x{camera[1]}" if obs != "state" else "-"
         if renderer != "tiny":
             cam += f"/{renderer}"
+        if (env, physics) != ("v0", "bullet"):
+            cam += f"/{env}-{physics}"
+        kw: dict[str, Any] = {"version": env, "physics": physics}
         if progress:
             progress(f"single {obs} {cam}")
-        rate, steps, _ = _time_single(obs, camera, seconds, renderer)
+        rate, steps, _ = _time_single(obs, camera, seconds, renderer, env, physics)
         rows.append(Row("single", obs, cam, 1, 1, rate, steps))
         for n in num_envs:
             for impl, w in [(i, w) for i in impls
@@ -262,34 +278,37 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
                 if progress:
                     progress(f"{impl} {obs} {cam} x{n}" + (f" w{w}" if w else ""))
                 if impl == "dmxshm":
-                    env: Any = make_vec(n, num_workers=w, obs=obs, camera=camera,
-                                        breakdown=True, renderer=renderer)
+                    vec: Any = make_vec(n, num_workers=w, obs=obs, camera=camera,
+                                        breakdown=True, renderer=renderer, **kw)
                     nproc = min(w, n)
                 elif impl == "free":
                     nproc = min(w, n)
-                    rate, steps = _time_free(n, nproc, obs, camera, seconds, renderer)
+                    rate, steps = _time_free(n, nproc, obs, camera, seconds, renderer, env,
+                                             physics)
                     rows.append(Row(impl, obs, cam, n, nproc, rate, steps))
                     continue
                 elif impl == "dmx-recv":
-                    env = make_vec(n, num_workers=w, obs=obs, camera=camera,
-                                   batch_size=max(n // 2, 1), renderer=renderer)
+                    vec = make_vec(n, num_workers=w, obs=obs, camera=camera,
+                                   batch_size=max(n // 2, 1), renderer=renderer, **kw)
                     nproc = min(w, n)
                 elif impl == "sync":
-                    env = gym.vector.SyncVectorEnv([_factory(obs, camera, renderer)] * n)
+                    vec = gym.vector.SyncVectorEnv(
+                        [_factory(obs, camera, renderer, env, physics)] * n)
                     nproc = 1
                 elif impl == "async":
-                    env = gym.vector.AsyncVectorEnv([_factory(obs, camera, renderer)] * n,
-                                                    shared_memory=True)
+                    vec = gym.vector.AsyncVectorEnv(
+                        [_factory(obs, camera, renderer, env, physics)] * n,
+                        shared_memory=True)
                     nproc = n
                 else:
                     raise ValueError(f"unknown implementation {impl!r}")
                 try:
                     timer = _time_async if impl == "dmx-recv" else _time_vec
-                    rate, steps, cpu_s = timer(env, n, seconds)
+                    rate, steps, cpu_s = timer(vec, n, seconds)
                     cpu_us = cpu_s / steps * 1e6 if impl != "sync" else None
-                    split = asdict(env.breakdown()) if impl == "dmxshm" else None
+                    split = asdict(vec.breakdown()) if impl == "dmxshm" else None
                 finally:
-                    env.close()
+                    vec.close()
                 rows.append(Row(impl, obs, cam, n, nproc, rate, steps, split, cpu_us))
     return measure_again(rows, seconds, progress=progress) if recheck else rows
 
@@ -331,6 +350,20 @@ def impossible(s: dict[str, Any]) -> list[str]:
             and not (k == "scaling_efficiency" and "/" in s["camera"])]
 
 
+def _parse_label(cam: str) -> tuple[tuple[int, int], str, str, str]:
+    """A row's ``camera`` label back into its camera size, renderer, env and physics
+    (``64x64/batch/v1-db18``: each part after the size optional)."""
+    size, *parts = cam.split("/")
+    w, h = (int(v) for v in size.split("x")) if size != "-" else (160, 120)
+    renderer, env, physics = "tiny", "v0", "bullet"
+    for part in parts:
+        if part.split("-")[0] in ENVS:
+            env, physics = part.split("-", 1)
+        else:
+            renderer = part
+    return (w, h), renderer, env, physics
+
+
 def measure_again(rows: list[Row], seconds: float, tries: int = 2,
             progress: Callable[[str], None] | None = None) -> list[Row]:
     """Measure again, up to ``tries`` times, each reference whose ratio came out
@@ -342,19 +375,17 @@ def measure_again(rows: list[Row], seconds: float, tries: int = 2,
         if not redo:
             break
         for impl, obs, cam, n, workers in sorted(redo):
-            size, _, renderer = cam.partition("/")
-            w, h = (int(v) for v in size.split("x")) if size != "-" else (160, 120)
-            camera = (w, h)
+            camera, renderer, env, physics = _parse_label(cam)
             if progress:
                 progress(f"again: {impl} {obs} {cam}")
             for i, r in enumerate(rows):
                 if (r.impl, r.obs, r.camera) != (impl, obs, cam):
                     continue
                 if impl == "single":
-                    rate = _time_single(obs, camera, seconds, renderer or "tiny").rate
+                    rate = _time_single(obs, camera, seconds, renderer, env, physics).rate
                 elif (r.num_envs, r.num_workers) == (n, min(workers, n)):
-                    rate = _time_free(n, r.num_workers, obs, camera, seconds,
-                                      renderer or "tiny")[0]
+                    rate = _time_free(n, r.num_workers, obs, camera, seconds, renderer, env,
+                                      physics)[0]
                 else:
                     continue
                 if rate > r.env_steps_per_s:

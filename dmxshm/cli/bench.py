@@ -253,16 +253,22 @@ def bench_duckiematrix(duration_s: float, renderer: str, json: str | None,
               multiple=True, help="Observation kinds to measure; repeatable "
               "[default: state, camera 64x64, camera 160x120, all with tiny]; "
               "camera64-batch and camera160-batch draw with the batch renderer.")
+@click.option("--env", "env", type=click.Choice(list(vector.ENVS)), default="v0",
+              show_default=True, help="The environment: dmxshm/DuckieLane-v0 or -v1.")
+@click.option("--physics", type=click.Choice(["bullet", "db18"]), default="bullet",
+              show_default=True, help="The environment's physics (db18: Duckietown's "
+              "DB18 model, docs/physics.md).")
 @click.option("--quick", is_flag=True, help="1.5 s per measurement instead of 4 s.")
 @json_file_option("Write the rows as a JSON list to this file.")
 @plot_option("Draw the rates as a bar chart PNG (needs the plot extra: matplotlib).")
 @check_option
 def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_plot: str | None,
-                 obs: tuple[str, ...], quick: bool, json: str | None, plot: str | None,
-                 check: bool) -> None:
+                 obs: tuple[str, ...], env: str, physics: str, quick: bool, json: str | None,
+                 plot: str | None, check: bool) -> None:
     """dmxshm make_vec beside gymnasium's SyncVectorEnv and AsyncVectorEnv.
 
-    Same environment (dmxshm/DuckieLane-v0), same number of sub-environments,
+    Same environment (dmxshm/DuckieLane-v0, or --env v1, with --physics bullet or
+    db18), same number of sub-environments,
     random actions; obs "state", and "camera" at 64x64 and 160x120. Measures
     dmxshm's step() ("dmxshm"), its asynchronous recv()/send() at batch_size
     n/2 ("dmx-recv"), and the same workers stepping their worlds with no
@@ -281,7 +287,7 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
                            item_show_func=lambda s: s) as bar:
         rows = vector.run(num_envs=num_envs, workers=workers or None, quick=quick,
                           configs=configs, progress=lambda label: bar.update(1, label),
-                          recheck=check)
+                          recheck=check, env=env, physics=physics)
     print_bench.print_vector_rows(rows, vector.summary(rows))
     print_bench.print_breakdowns(rows)
     from dmxshm.bench.plot import plot_scaling, plot_vector
