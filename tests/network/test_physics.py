@@ -74,3 +74,14 @@ def test_db18_cameras_are_the_batch_renderers() -> None:
     with pytest.raises(ConfigError, match="physics must be one of bullet, db18"):
         NetworkConfig(physics="ode")
     assert PHYSICS == ("bullet", "db18")
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S)
+def test_eight_db18_robots_follow_their_routes_on_grid_without_leaving_the_road() -> None:
+    s = run(robots=8, steps=900, camera=(0, 0), map="grid", route="seed",
+            agent="lane-follow", randomize=None, action="wheel-speed", seed=1)
+    assert s.lane["off_road_steps"] == [0] * 8
+    assert s.lane["robot_collisions"] == [0] * 8
+    turns = s.lane["turns"]
+    assert all(sum(turns[t][r] for t in turns) >= 1 for r in range(8))  # all went through
+    assert min(s.lane["distance_m"]) > 2.0
