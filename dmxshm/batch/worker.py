@@ -198,8 +198,11 @@ def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
         arrays = Arrays(memory, n, fields(space), shards, render,
                         params=len(rand_names(worlds[0])),
                         final=mode == SAME_STEP, info=info_fields(worlds[0]))
-        return Shard(index, lo, hi, arrays.views, worlds, render, ready, mode, done,
-                     camera_jobs)
+        from dmxshm.batch.array_shard import ArrayShard, eligible
+
+        kind = ArrayShard if robots_per_world is None and eligible(worlds, mode) else Shard
+        return kind(index, lo, hi, arrays.views, worlds, render, ready, mode, done,
+                    camera_jobs)
     except BaseException:
         for world in worlds:
             world.close()

@@ -1,0 +1,290 @@
+"""A shard that steps its DuckieLane envs as arrays: one compiled call per stage for
+every env of the shard (the DB18 step, the map's edges, the state records, the routes,
+the lane pose, the sensors with their noise, the reward and flags), not a Python call
+per env.
+
+The envs stay what they are (:class:`~dmxshm.batch.shard.OneRobot` worlds): a reset,
+a render and a close go through each env's own code, and the shard then takes the
+env's state into its arrays (:meth:`ArrayShard.adopt`). A step of the envs that did
+not reset is the arrays'. The rows are the env's own bit for bit (observation, reward,
+flags, info, and so the trajectory digest; ``tests/batch/test_array_shard.py`` steps
+both ways and compares), which the kernels get by writing the env's expressions in
+their order (:mod:`dmxshm.sim.lane_kernels`, :mod:`dmxshm.sim.lane_measure`).
+
+Which shards step this way (:func:`eligible`): DuckieLane-v0 and v1 (not the
+drop-ins) under ``physics="db18"`` with state observations, no command delay, on a map
+without objects, in the ``NextStep`` or ``Disabled`` autoreset mode. Any other batch
+steps env by env (:class:`~dmxshm.batch.shard.Shard`), with the same rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dmxshm.batch.env import DuckieLaneEnv
+from dmxshm.batch.env_v1 import DuckieLaneV1Env
+from dmxshm.batch.shard import DISABLED, NEXT_STEP, RENDER, RESET, Shard
+from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
+from dmxshm.sim import db18_kernels as kernels
+from dmxshm.sim import footprints as fp
+from dmxshm.sim import lane_kernels as lk
+from dmxshm.sim.db18 import DB18, WHEEL_DISTANCE_M, WHEEL_RADIUS_M
+from dmxshm.sim.lane_measure import measure
+from dmxshm.sim.obs import NO_TARGET_M
+from dmxshm.world.routes import TURN_CODE
+from dmxshm.world.state import ROBOT_STATE_DTYPE
+
+ENABLED = True
+"""Whether eligible shards step as arrays (False: every shard env by env; the tests
+compare the two)."""
+
+_FLOATS = ROBOT_STATE_DTYPE.itemsize // 8
+_DISCS = np.array(fp.ROBOT_DISCS, float)
+
+
+def eligible(worlds: list[Any], mode: str) -> bool:
+    """Whether a shard of ``worlds`` steps as arrays (the module docstring)."""
+    if not (ENABLED and lk.HYPOT_IS_PYTHONS and worlds and mode in (NEXT_STEP, DISABLED)):
+        return False
+    first = getattr(worlds[0], "env", None)
+    if type(first) not in (DuckieLaneEnv, DuckieLaneV1Env):
+        return False
+    for world in worlds:
+        env = getattr(world, "env", None)
+        if (type(env) is not type(first) or env.physics != "db18"
+                or env.obs_kind != "state" or env.camera is not None
+                or env.world.road_map.objects or env.world.model.params[0].delay_s
+                or getattr(env, "db18_delay_s", 0.0)
+                or env.world.road_map.digest() != first.world.road_map.digest()
+                or env.world.dt_s != first.world.dt_s
+                or env.world.substeps != first.world.substeps
+                or env.max_episode_steps != first.max_episode_steps
+                or env.offset_penalty != first.offset_penalty
+                or getattr(env, "route_turns", None) != getattr(first, "route_turns", None)):
+            return False
+    return True
+
+
+class ArrayShard(Shard):
+    """A :class:`~dmxshm.batch.shard.Shard` whose steps are array calls (the module
+    docstring); its resets and renders are its envs'."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        envs = self.envs = [world.env for world in self.worlds]
+        e = len(envs)
+        first = envs[0]
+        self.v1 = isinstance(first, DuckieLaneV1Env)
+        self.routed = self.v1 and first.route_turns is not None
+        self.map = lk.MapArrays(first.world.road_map)
+        self.dt, self.substeps = first.world.dt_s, first.world.substeps
+        self.width, self.height = first.world.road_map.size_m
+        self.tof_m = float(first.tof.max_range_m)
+        self.low, self.high = first._state_low, first._state_high
+        self.max_steps = int(first.max_episode_steps or 0)
+        self.model = DB18([env.world.model.params[0] for env in envs])
+        self.steps = np.zeros(e, np.int64)
+        self.route = np.zeros((e, len(lk.ROUTE_FIELDS)), np.int64)
+        self.noisy = np.zeros(e, np.bool_)
+        self.no_target = np.full(e, NO_TARGET_M)
+        self.block = np.full(e, -1, np.int64)
+        self.blocks = np.zeros((e, SAMPLE_BLOCK, 6))
+        self.turn_on = np.zeros((e, 6))
+        self.walk = np.zeros((e, 2, 6))
+        self.knots = np.zeros(e, np.int64)  # walk knots held per env
+        self.fields = int(first.observation_space.shape[0])
+        self.row_bytes = 1 + 8 + 8 * _FLOATS + 4 * self.fields + 10
+        for u in range(e):  # the envs as made (a batch resets before its first step)
+            self.adopt(u)
+
+    # -- the envs' state into the arrays, and back -------------------------------------
+    def adopt(self, u: int) -> None:
+        """Take env ``u``'s state (just reset) into the arrays."""
+        env = self.envs[u]
+        world = env.world
+        m = self.model
+        m._s[u] = world.model._s[0]
+        m.params[u] = world.model.params[0]  # (a randomised env's own)
+        m._p[u] = world.model._p[0]
+        self.steps[u] = env._steps
+        router = getattr(env, "_router", None)
+        st = router.states[0] if router is not None else None
+        self.route[u] = 0
+        if st is not None:
+            self._write_route(u, st)
+        noise = getattr(env, "_noise", None)
+        self.noisy[u] = noise is not None
+        self.block[u] = -1
+        self.knots[u] = 0
+        if noise is not None:
+            self.no_target[u] = noise.model_of(0).tof.no_target_m
+            noise._bias(0, 0.0)  # its turn-on bias drawn
+            self.turn_on[u] = noise._turn_on[0]
+        else:
+            self.no_target[u] = NO_TARGET_M
+
+    def _write_route(self, u: int, st: Any) -> None:
+        self.route[u] = (1, st.cell[0], st.cell[1], lk.EDGES.index(st.entry),
+                         lk.EDGES.index(st.exit), int(TURN_CODE[st.turn]), int(st.inside))
+
+    def sync(self, u: int) -> None:
+        """Put the arrays' state of env ``u`` back into the env (before its own code
+        reads it: a render)."""
+        env = self.envs[u]
+        env.world.model._s[0] = self.model._s[u]
+        env.world.step_count = env._steps = int(self.steps[u])
+
+    # -- the shard's commands ------------------------------------------------------------
+    def run(self, command: int) -> None:
+        if command == RENDER:
+            for u in range(len(self.worlds)):
+                self.sync(u)
+        super().run(command)
+
+    def step_worlds(self, us: list[int], commands: list[int]) -> None:
+        pending = self.pending_reset
+        resets = [(u, c) for u, c in zip(us, commands, strict=True)
+                  if c == RESET or pending[u]]
+        if len(resets) < len(us):
+            stepping = np.array([u for u, c in zip(us, commands, strict=True)
+                                 if not (c == RESET or pending[u])], np.int64)
+            given = self.v["actions"][self.lo + stepping]
+            if not np.isfinite(given).all():  # the env's own error, from its own code
+                for u in stepping.tolist():
+                    self.sync(u)
+                super().step_worlds(us, commands)
+                return
+            self.step_arrays(stepping, given)
+        if resets:
+            super().step_worlds([u for u, _ in resets], [c for _, c in resets])
+            for u, _ in resets:
+                self.adopt(u)
+
+    def step_arrays(self, idx: np.ndarray, given: np.ndarray) -> None:
+        """Step the envs ``idx`` (not resetting) under their actions ``given``."""
+        v, lo = self.v, self.lo
+        whole = len(idx) == len(self.worlds)
+        a = np.minimum(np.maximum(given.astype(np.float64), -1.0), 1.0)
+        if not self.v1:  # v0: wheel speeds of 25 rad/s at 1, as duties (/27)
+            a = (a * 25.0) / 27.0
+        m = self.model
+        s = m._s if whole else m._s[idx]
+        p = m._p if whole else m._p[idx]
+        left, right = np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(a[:, 1])
+        h = self.dt / self.substeps
+        for _ in range(self.substeps):
+            kernels.step(h, left, right, p, s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
+        kernels.keep_inside(s, _DISCS, fp.ROBOT_DISC_RADIUS_M, self.width, self.height)
+        if not whole:
+            m._s[idx] = s
+        steps = self.steps[idx] + 1
+        self.steps[idx] = steps
+        n = len(idx)
+        records = np.zeros((n, _FLOATS))
+        kernels.fill_states(s, WHEEL_RADIUS_M, True, WHEEL_RADIUS_M, WHEEL_DISTANCE_M, records)
+        x, y, yaw = np.empty(n), np.empty(n), np.empty(n)
+        lk.record_poses(records, x, y, yaw)
+        lanes = np.empty((n, 4))
+        route = self.route[idx]
+        if self.routed:
+            need = np.empty((n, 4), np.int64)
+            if lk.route_update(*self.map.args(), x, y, yaw, route, need):
+                self._decide(idx, route, need)
+            self.route[idx] = route
+            lk.route_lanes(*self.map.args(), x, y, yaw, route, lanes)
+        else:
+            lk.road_lanes(*self.map.args(), x, y, yaw, lanes)
+        white = self._white(idx, steps)
+        obs = np.empty((n, self.fields), np.float32)
+        rewards, terminated, truncated = np.empty(n), np.empty(n, np.bool_), np.empty(n, np.bool_)
+        offsets, on_road, progress = np.empty(n), np.empty(n, np.bool_), np.empty(n)
+        first = self.envs[0]
+        measure(records, lanes, route, self.routed, self.v1, steps, self.dt, self.tof_m,
+                self.noisy[idx], white, self.turn_on[idx], self.walk[idx],
+                self.no_target[idx], self.low, self.high, float(first.offset_penalty),
+                self.max_steps, obs, rewards, terminated, truncated, offsets, on_road,
+                progress)
+        rows: Any = slice(lo, lo + n) if whole else lo + idx
+        v["obs:"][rows] = obs
+        v["rewards"][rows] = rewards
+        v["terminated"][rows] = terminated
+        v["truncated"][rows] = truncated
+        for key, values in (("lane_offset_m", offsets), ("on_road", on_road),
+                            ("progress_m", progress)):
+            if f"info:{key}" in v:
+                v[f"info:{key}"][rows] = values
+                v[f"info:_{key}"][rows] = True
+        if self.rand_names:
+            v["rand:_reset"][rows] = False
+        done = terminated | truncated
+        if self.mode == NEXT_STEP:
+            for u in idx[done].tolist():
+                self.pending_reset[u] = True
+        for u, d in zip(idx.tolist(), done.tolist(), strict=True):
+            self.worlds[u].done = d
+        self._digest(idx, given, records, obs, rewards, terminated, truncated, rows)
+
+    def _decide(self, idx: np.ndarray, route: np.ndarray, need: np.ndarray) -> None:
+        """The route decisions the kernel asked for, made by each env's router."""
+        for i in np.flatnonzero(need[:, 0] >= 0).tolist():
+            router = self.envs[int(idx[i])]._router
+            r, c, entry, inside = need[i].tolist()
+            st = router._decide(0, (r, c), lk.EDGES[entry])
+            st.inside = bool(inside)
+            router.states[0] = st
+            route[i] = (1, r, c, entry, lk.EDGES.index(st.exit), int(TURN_CODE[st.turn]),
+                        inside)
+
+    def _white(self, idx: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """The IMU's white noise of this step for the envs ``idx`` (n, 6), and their
+        bias walk's knots held far enough (:meth:`Noise._sample
+        <dmxshm.matrix.noise.Noise._sample>`'s blocks and :meth:`Noise._walk
+        <dmxshm.matrix.noise.Noise._walk>`'s knots, the same numbers)."""
+        noisy = self.noisy[idx]
+        if not noisy.any():
+            return np.zeros((len(idx), 6))
+        block = steps // SAMPLE_BLOCK
+        knots = (steps * self.dt).astype(np.int64) + 2  # walk[j] and walk[j + 1]
+        stale = noisy & ((block != self.block[idx]) | (knots > self.knots[idx]))
+        for i in np.flatnonzero(stale).tolist():
+            u = int(idx[i])
+            noise = self.envs[u]._noise
+            if block[i] != self.block[u]:
+                model = noise.model_of(0).imu
+                scale = (model.acc_white,) * 3 + (model.gyro_white,) * 3
+                z = bulk_normals(noise.seed, 0, "imu", int(block[i]), SAMPLE_BLOCK * 6)
+                self.blocks[u] = z.reshape(SAMPLE_BLOCK, 6) * scale
+                self.block[u] = block[i]
+            if knots[i] > self.knots[u]:
+                walk = noise._walk(0, int(knots[i]) - 1)
+                if len(walk) > self.walk.shape[1]:
+                    grown = np.zeros((self.walk.shape[0], 2 * len(walk), 6))
+                    grown[:, :self.walk.shape[1]] = self.walk
+                    self.walk = grown
+                self.walk[u, :len(walk)] = walk
+                self.knots[u] = len(walk)
+        return self.blocks[idx, steps % SAMPLE_BLOCK]
+
+    def _digest(self, idx: np.ndarray, given: np.ndarray, records: np.ndarray,
+                obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
+                truncated: np.ndarray, rows: Any) -> None:
+        """Each env's digest, fed the bytes :meth:`Shard.hash` feeds it for a step (its
+        actions, state record, observation, reward and flags), in one update."""
+        n = len(idx)
+        buf = np.empty((n, self.row_bytes), np.uint8)
+        buf[:, 0] = ord("s")
+        at = 1
+        for part in (np.ascontiguousarray(given, np.float32), records, obs,
+                     rewards.astype("<f8")[:, None], terminated[:, None], truncated[:, None]):
+            width = part.dtype.itemsize * part.shape[1]
+            buf[:, at:at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
+            at += width
+        hashes = self.hashes
+        out = np.empty((n, 32), np.uint8)
+        for i, u in enumerate(idx.tolist()):
+            h = hashes[u]
+            h.update(buf[i].data)
+            out[i] = np.frombuffer(h.digest(), np.uint8)
+        self.v["digests"][rows] = out
