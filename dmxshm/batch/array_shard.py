@@ -281,10 +281,9 @@ class ArrayShard(Shard):
             width = part.dtype.itemsize * part.shape[1]
             buf[:, at:at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
             at += width
-        hashes = self.hashes
-        out = np.empty((n, 32), np.uint8)
-        for i, u in enumerate(idx.tolist()):
-            h = hashes[u]
-            h.update(buf[i].data)
-            out[i] = np.frombuffer(h.digest(), np.uint8)
+        raw, w = buf.tobytes(), self.row_bytes
+        chains = [self.hashes[u] for u in idx.tolist()]
+        for i, h in enumerate(chains):
+            h.update(raw[i * w:i * w + w])
+        out = np.frombuffer(b"".join([h.digest() for h in chains]), np.uint8).reshape(n, 32)
         self.v["digests"][rows] = out

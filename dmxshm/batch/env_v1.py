@@ -209,7 +209,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
 
     def _db18_params(self) -> dict[str, float]:
         assert isinstance(self.world, PlanarWorld)
-        return dataclasses.asdict(self.world.model.params[0])
+        p = self.world.model.params[0]  # (asdict, but a tenth of its time: flat floats)
+        return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:

@@ -406,10 +406,10 @@ def route_lanes(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
         cell = cr * cols + cc
         on = True
         for e in range(4):
-            if not edges[cell, e]:
-                if not (hh - ((px - cx) * _EV[e, 0] + (py - cy) * _EV[e, 1])
-                        >= WHITE_LINE_WIDTH_M):
-                    on = False
+            if not edges[cell, e] and not (
+                    hh - ((px - cx) * _EV[e, 0] + (py - cy) * _EV[e, 1])
+                    >= WHITE_LINE_WIDTH_M):
+                on = False
         out[i, 0], out[i, 1], out[i, 2], out[i, 3] = o - 0.0, h, 1.0 if on else 0.0, c
 
 
@@ -427,8 +427,8 @@ def record_poses(records: np.ndarray, x: np.ndarray, y: np.ndarray,
 
 def _hypot_is_pythons() -> bool:
     rng = np.random.default_rng(0)
-    values = np.concatenate([rng.normal(0.0, 1.0, (4000, 2)),
-                             rng.normal(0.0, 1.0, (500, 2)) * 10.0 ** rng.integers(-300, 300, (500, 1)),
+    wide = rng.normal(0.0, 1.0, (500, 2)) * 10.0 ** rng.integers(-300, 300, (500, 1))
+    values = np.concatenate([rng.normal(0.0, 1.0, (4000, 2)), wide,
                              [[0.0, 0.0], [3.0, 4.0], [0.0, 5e-324], [1e308, 1e308]]])
     return all(hypot(a, b) == math.hypot(a, b) for a, b in values.tolist())
 

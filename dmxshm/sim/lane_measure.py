@@ -28,7 +28,7 @@ def _clip(v: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:  # pragma: 
     """np.minimum(np.maximum(v, low), high) in place (NaN kept, as numpy's)."""
     for j in range(v.shape[0]):
         a = v[j]
-        if not (a != a):
+        if a == a:  # (NaN stays)
             if low[j] > a:
                 a = low[j]
             if high[j] < a:
@@ -54,7 +54,6 @@ def measure(records: np.ndarray, lanes: np.ndarray, route: np.ndarray, routed: b
     vector = np.empty(n_fields, np.float32)
     for i in range(records.shape[0]):
         r = records[i]
-        px, py = r[0], r[1]
         qx, qy, qz, qw = r[3], r[4], r[5], r[6]
         vx, vy, vz, wx, wy, wz = r[7], r[8], r[9], r[10], r[11], r[12]
         ax, ay, az = r[13], r[14], r[15]
