@@ -198,9 +198,13 @@ def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
         arrays = Arrays(memory, n, fields(space), shards, render,
                         params=len(rand_names(worlds[0])),
                         final=mode == SAME_STEP, info=info_fields(worlds[0]))
-        from dmxshm.batch.array_shard import ArrayShard, eligible
+        kind: type[Shard] = Shard
+        first = getattr(worlds[0], "env", None) if robots_per_world is None else None
+        if getattr(first, "physics", None) == "db18" and getattr(first, "obs_kind", "") == "state":
+            # (imported here: its kernels compile, or load, in the processes that use them)
+            from dmxshm.batch.array_shard import ArrayShard, eligible
 
-        kind = ArrayShard if robots_per_world is None and eligible(worlds, mode) else Shard
+            kind = ArrayShard if eligible(worlds, mode) else Shard
         return kind(index, lo, hi, arrays.views, worlds, render, ready, mode, done,
                     camera_jobs)
     except BaseException:

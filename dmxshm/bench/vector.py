@@ -274,13 +274,14 @@ def run(*, num_envs: Sequence[int] = (16,), workers: int | Sequence[int] | None 
         rows.append(Row("single", obs, cam, 1, 1, rate, steps))
         for n in num_envs:
             for impl, w in [(i, w) for i in impls
-                            for w in (sweep if i in PER_WORKERS else [0])]:
+                            for w in (sweep if i in PER_WORKERS else [0])
+                            if not (i == "free" and w == 0)]:  # (0: in-process)
                 if progress:
                     progress(f"{impl} {obs} {cam} x{n}" + (f" w{w}" if w else ""))
                 if impl == "dmxshm":
                     vec: Any = make_vec(n, num_workers=w, obs=obs, camera=camera,
                                         breakdown=True, renderer=renderer, **kw)
-                    nproc = min(w, n)
+                    nproc = min(w, n)  # (0: the in-process batch)
                 elif impl == "free":
                     nproc = min(w, n)
                     rate, steps = _time_free(n, nproc, obs, camera, seconds, renderer, env,

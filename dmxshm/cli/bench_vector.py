@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from dmxshm.bench import vector
+from dmxshm.bench.load import background_load
 from dmxshm.cli import console, print_bench
 from dmxshm.cli.checks import check_outputs, check_targets
 from dmxshm.cli.group import Command
@@ -25,9 +26,10 @@ VECTOR_OBS: dict[str, tuple[Any, ...]] = {
 @click.option("--num-envs", type=count(1), multiple=True,
               default=tuple(arg_default(vector.run, "num_envs")), show_default=True,
               help="Sub-environments in each vector env; repeat to measure several sizes.")
-@click.option("--workers", type=count(1), multiple=True,
-              help="dmxshm worker processes [default: one per core]; repeat for a sweep "
-                   "(dmxshm measured at each count, its peers once).")
+@click.option("--workers", type=count(0), multiple=True,
+              help="dmxshm worker processes [default: one per core]; 0: the in-process "
+                   "batch; repeat for a sweep (dmxshm measured at each count, its peers "
+                   "once).")
 @click.option("--scaling-plot", "scaling_plot", type=click.Path(dir_okay=False),
               help="With a --workers sweep: env-steps/s against workers, beside the ideal "
                    "(workers x one environment alone), as a PNG.")
@@ -41,12 +43,15 @@ VECTOR_OBS: dict[str, tuple[Any, ...]] = {
               show_default=True, help="The environment's physics (db18: Duckietown's "
               "DB18 model, docs/physics.md).")
 @click.option("--quick", is_flag=True, help="1.5 s per measurement instead of 4 s.")
+@click.option("--background-load", "background", type=count(0, 64), default=0,
+              show_default=True, help="CPU-bound processes to run beside the "
+              "measurements (a busy machine, on purpose).")
 @json_file_option("Write the rows as a JSON list to this file.")
 @plot_option("Draw the rates as a bar chart PNG (needs the plot extra: matplotlib).")
 @check_option
 def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_plot: str | None,
-                 obs: tuple[str, ...], env: str, physics: str, quick: bool, json: str | None,
-                 plot: str | None, check: bool) -> None:
+                 obs: tuple[str, ...], env: str, physics: str, quick: bool, background: int,
+                 json: str | None, plot: str | None, check: bool) -> None:
     """dmxshm make_vec beside gymnasium's SyncVectorEnv and AsyncVectorEnv.
 
     Same environment (dmxshm/DuckieLane-v0, or --env v1, with --physics bullet or
@@ -65,11 +70,14 @@ def bench_vector(num_envs: tuple[int, ...], workers: tuple[int, ...], scaling_pl
     per_workers = len(vector.PER_WORKERS) * max(len(workers), 1)
     n_runs = len(configs) * (1 + (len(vector.IMPLS) - len(vector.PER_WORKERS) + per_workers)
                              * len(num_envs))
-    with click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
-                           item_show_func=lambda s: s) as bar:
+    with background_load(background), \
+            click.progressbar(length=n_runs, label="bench vector", file=sys.stderr,
+                              item_show_func=lambda s: s) as bar:
         rows = vector.run(num_envs=num_envs, workers=workers or None, quick=quick,
                           configs=configs, progress=lambda label: bar.update(1, label),
                           recheck=check, env=env, physics=physics)
+    if background:
+        click.echo(f"measured beside {background} CPU-bound process(es) (--background-load)")
     print_bench.print_vector_rows(rows, vector.summary(rows))
     print_bench.print_breakdowns(rows)
     from dmxshm.bench.plot import plot_scaling, plot_vector
