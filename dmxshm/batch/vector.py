@@ -92,6 +92,7 @@ from gymnasium.vector.utils import batch_space
 
 from dmxshm import settings
 from dmxshm.batch.breakdown import BreakdownMeter, StepBreakdown
+from dmxshm.batch.choice import AUTO, WorkerChoice, choose, in_process_step_s, probe_step_s
 from dmxshm.batch.completions import Collector
 from dmxshm.batch.options import (
     AUTORESET_MODES,
@@ -142,7 +143,8 @@ class DmxVectorEnv(VectorEnv):
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP,
                                 "render_modes": ["rgb_array"]}
 
-    def __init__(self, num_envs: int, num_workers: int | None = None, obs: str = "state",
+    def __init__(self, num_envs: int, num_workers: int | str | None = AUTO,
+                 obs: str = "state",
                  camera: tuple[int, int] = (160, 120), seed: int | None = None,
                  copy: bool = True, timeout_s: float = settings.BATCH_TIMEOUT_S,
                  spin_us: float | None = None, profile: bool = False,
@@ -166,8 +168,8 @@ class DmxVectorEnv(VectorEnv):
         self.robots_per_world = group or 1
         self._multi = group is not None
         self.num_worlds = num_envs // self.robots_per_world
-        workers = min(worker_count(num_workers), self.num_worlds)
-        shards = max(workers, 1)  # the in-process batch (0 workers) is one shard
+        auto = isinstance(num_workers, str) and num_workers == AUTO
+        workers = 0 if auto else min(worker_count(num_workers), self.num_worlds)
         if batch_size is None:
             batch_size = num_envs
         if not 1 <= batch_size <= num_envs:
@@ -178,7 +180,6 @@ class DmxVectorEnv(VectorEnv):
                              f"not {batch_size}")
         self.batch_size = batch_size
         self.num_envs = num_envs
-        self.num_workers = workers
         self.copy = copy
         self.timeout_s = timeout_s
         self._spin_s = resolve_spin_s(spin_us)
@@ -192,7 +193,6 @@ class DmxVectorEnv(VectorEnv):
         # envs whose episode ended and that were not reset since (DISABLED autoreset)
         self._ended = np.zeros(num_envs, dtype=np.bool_)
         self._final = mode == AutoresetMode.SAME_STEP
-        self._meter = BreakdownMeter(shards) if breakdown else None
         kwargs = kinds.env_kwargs(version, obs, camera, env_kwargs)
         if group:
             from dmxshm.batch.lanes import MultiLane, single_space
@@ -216,6 +216,23 @@ class DmxVectorEnv(VectorEnv):
                 from dmxshm.matrix.batch_render import ensure_compiled
 
                 ensure_compiled()
+        self.worker_choice: WorkerChoice | None = None
+        if auto:  # (measured before the probe is closed; the batch's envs untouched)
+            try:
+                if not group and env_kwargs.get("physics") == "db18" and obs == "state":
+                    step_s = in_process_step_s(num_envs, obs=obs, camera=camera,
+                                               version=version, autoreset_mode=mode,
+                                               **env_kwargs)
+                else:
+                    step_s = probe_step_s(probe, group or 1) * self.num_worlds
+            except BaseException:
+                probe.close()
+                raise
+            self.worker_choice = choose(step_s, self.num_worlds)
+            workers = self.worker_choice.num_workers
+        self.num_workers = workers
+        shards = max(workers, 1)  # the in-process batch (0 workers) is one shard
+        self._meter = BreakdownMeter(shards) if breakdown else None
         self._rand_names = rand_names(probe)
         self._info_fields = info_fields(probe)  # the env's declaration: none of the batch's
         self.version = kinds.normalize(version)
@@ -646,7 +663,7 @@ class DmxVectorEnv(VectorEnv):
                     self._registry.unlink_all()
 
 
-def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
+def make_vec(num_envs: int, num_workers: int | str | None = AUTO, obs: str = "state",
              camera: tuple[int, int] = (160, 120), seed: int | None = None, copy: bool = True,
              batch_size: int | None = None, version: str | type | None = None,
              robots_per_world: int | None = None, **env_kwargs: Any) -> DmxVectorEnv:
@@ -662,8 +679,11 @@ def make_vec(num_envs: int, num_workers: int | None = None, obs: str = "state",
     the batch steps it with ``step``, and gives as info arrays the keys it declares in
     its ``batch_info`` class attribute (key -> dtype).
 
-    ``num_workers``: worker processes, an integer >= 1 (at most ``num_envs`` are
-    used), or None (the default) for one per usable CPU; 0 steps every env in this
+    ``num_workers``: ``"auto"`` (the default) picks 0 or one per usable CPU by
+    measuring a step (:mod:`dmxshm.batch.choice`: a step cheaper than the handoff to
+    workers stays here; the batch's ``num_workers`` says what was picked, its
+    ``worker_choice`` why); worker processes, an integer >= 1 (at most ``num_envs`` are
+    used), or None for one per usable CPU; 0 steps every env in this
     process (:mod:`dmxshm.batch.serial`: the workers' own code, so the same rows bit
     for bit in every autoreset mode and through ``send``/``recv``; no process starts,
     nothing in ``/dev/shm``, an env's error raised as it is). ``batch_size`` (default

@@ -13,10 +13,12 @@ env-steps per second of:
   batch_size=n // 2)``, ``recv()`` then ``send()`` to the envs it returned;
 * ``free``: the reference for both dmxshm rows, independent of their
   handoffs: the same worker processes with the same blocks of envs, each
-  stepping its own worlds in a loop (random actions, autoreset), no parent,
-  no shared memory; all start together at a barrier and run the same
-  windows; the rate is the sum of theirs. What the workers could do if the
-  handoff cost nothing.
+  stepping its block as the in-process batch (``make_vec(block, num_workers=0)``:
+  the shard a worker runs, its envs one by one or as arrays where the batch steps
+  them so; random actions, autoreset), no parent, nothing handed over; all start
+  together at a barrier and run the same windows; the rate is the sum of theirs.
+  What the workers could do if the handoff cost nothing. (The in-process dmxshm
+  row, ``--workers 0``, has no free row: it hands nothing over.)
 
 Scaling efficiency = dmxshm / (cores x single). Each rate is the median of
 three equal windows after a half-second warm-up.
@@ -134,22 +136,21 @@ def _time_async(env: Any, n: int, seconds: float) -> Timed:
 def free_worker(index: int, lo: int, hi: int, obs: str, camera: tuple[int, int],
                 gate: str, parties: int, rates: str, seconds: float,
                 renderer: str = "tiny", env: str = "v0", physics: str = "bullet") -> None:
-    """A free-running worker (see the module docstring): its rate into ``rates[index]``.
-    (With the batch renderer its envs draw one by one: no worker collects them.)"""
+    """A free-running worker (see the module docstring): its rate into ``rates[index]``."""
+    from dmxshm.batch.vector import make_vec
     from dmxshm.proc.gate import wait_for_start
     from dmxshm.shm.segment import Segment
 
-    envs = [_factory(obs, camera, renderer, env, physics)() for _ in range(lo, hi)]
+    # Its block as the in-process batch: the worker's own shard (its envs one by one, or
+    # as arrays where the batch steps them so), with nothing handed over.
+    block = make_vec(hi - lo, num_workers=0, obs=obs, camera=camera, renderer=renderer,
+                     version=env, physics=physics)
     rng = np.random.default_rng(index)
-    for k, one in enumerate(envs):
-        one.reset(seed=lo + k)
+    block.reset(seed=lo)
 
     def step() -> int:
-        for one in envs:
-            _, _, terminated, truncated, _ = one.step(rng.uniform(-1, 1, 2).astype(np.float32))
-            if terminated or truncated:
-                one.reset()
-        return len(envs)
+        block.step(rng.uniform(-1, 1, (hi - lo, 2)).astype(np.float32))
+        return hi - lo
     seg = Segment.attach(rates)
     try:
         wait_for_start(gate, index + 1, f"free-{index}")
@@ -157,8 +158,7 @@ def free_worker(index: int, lo: int, hi: int, obs: str, camera: tuple[int, int],
         seg.ndarray(np.float64, (parties - 1,), 0)[index] = rate
     finally:
         seg.close()
-        for one in envs:
-            one.close()
+        block.close()
 
 
 def _time_free(n: int, workers: int, obs: str, camera: tuple[int, int],
