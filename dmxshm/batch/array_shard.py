@@ -12,8 +12,8 @@ both ways and compares), which the kernels get by writing the env's expressions 
 their order (:mod:`dmxshm.sim.lane_kernels`, :mod:`dmxshm.sim.lane_measure`).
 
 Which shards step this way (:func:`eligible`): DuckieLane-v0 and v1 (not the
-drop-ins) under ``physics="db18"`` with state observations, no command delay, on a map
-without objects, in the ``NextStep`` or ``Disabled`` autoreset mode. Any other batch
+drop-ins) under ``physics="db18"`` with state observations, on a map without objects,
+in the ``NextStep`` or ``Disabled`` autoreset mode. Any other batch
 steps env by env (:class:`~dmxshm.batch.shard.Shard`), with the same rows.
 """
 
@@ -55,8 +55,7 @@ def eligible(worlds: list[Any], mode: str) -> bool:
         env = getattr(world, "env", None)
         if (type(env) is not type(first) or env.physics != "db18"
                 or env.obs_kind != "state" or env.camera is not None
-                or env.world.road_map.objects or env.world.model.params[0].delay_s
-                or getattr(env, "db18_delay_s", 0.0)
+                or env.world.road_map.objects
                 or env.world.road_map.digest() != first.world.road_map.digest()
                 or env.world.dt_s != first.world.dt_s
                 or env.world.substeps != first.world.substeps
@@ -105,9 +104,7 @@ class ArrayShard(Shard):
         env = self.envs[u]
         world = env.world
         m = self.model
-        m._s[u] = world.model._s[0]
-        m.params[u] = world.model.params[0]  # (a randomised env's own)
-        m._p[u] = world.model._p[0]
+        m.set_row(u, world.model)  # (its parameters: a randomised env's own)
         self.steps[u] = env._steps
         router = getattr(env, "_router", None)
         st = router.states[0] if router is not None else None
@@ -170,12 +167,20 @@ class ArrayShard(Shard):
         if not self.v1:  # v0: wheel speeds of 25 rad/s at 1, as duties (/27)
             a = (a * 25.0) / 27.0
         m = self.model
-        s = m._s if whole else m._s[idx]
-        p = m._p if whole else m._p[idx]
-        left, right = np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(a[:, 1])
         h = self.dt / self.substeps
-        for _ in range(self.substeps):
-            kernels.step(h, left, right, p, s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
+        if len(m._delayed):  # commands delayed (drawn): the model keeps their past
+            for _ in range(self.substeps):
+                if whole:
+                    m.step(h, a)
+                else:
+                    m.step_rows(idx, h, a)
+            s = m._s if whole else m._s[idx]
+        else:
+            s = m._s if whole else m._s[idx]
+            p = m._p if whole else m._p[idx]
+            left, right = np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(a[:, 1])
+            for _ in range(self.substeps):
+                kernels.step(h, left, right, p, s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
         kernels.keep_inside(s, _DISCS, fp.ROBOT_DISC_RADIUS_M, self.width, self.height)
         if not whole:
             m._s[idx] = s

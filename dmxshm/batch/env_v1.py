@@ -51,7 +51,7 @@ from gymnasium import spaces
 
 from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.matrix.noise import Noise
-from dmxshm.sim.db18 import DB18Params
+from dmxshm.sim.db18 import DB18Params, drawn
 from dmxshm.sim.obs import (  # noqa: F401  (v1's vector, here since v1 was made)
     MORE_FIELDS,
     NO_TARGET_M,
@@ -119,6 +119,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         self._noise: Noise | None = None
         self.motor = DUCKIEBOT if motor_dynamics else DUCKIEBOT.ideal()
         self.randomization = rand.parse(randomize)
+        if kwargs.get("physics") == "db18" and randomize is True:  # the model's own too
+            self.randomization = rand.with_model(self.randomization)
         self._params: dict[str, float] = {}
         self._lut: np.ndarray | None = None
         super().__init__(map=map, camera_model=camera_model, renderer=renderer, **kwargs)
@@ -226,11 +228,9 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         make = robot_make(params, self.motor)
         apply_physics(self.world, [0], [make])
         if isinstance(self.world, PlanarWorld):
-            # DB18: the draw's gain and trim are the model's own (no motor model on top).
-            nominal = DB18Params.nominal(self.db18_delay_s)
-            model = nominal if params is None else nominal.scaled(params["motor_gain"],
-                                                                  params["motor_trim"])
-            self.world.set_model([0], [model])
+            # DB18: the draw's gain, trim and model parameters are the model's own (no
+            # motor model on top).
+            self.world.set_model([0], [drawn(DB18Params.nominal(self.db18_delay_s), params)])
         if params is not None:
             if self._base_camera is not None:
                 self.camera = self._base_camera.jittered(

@@ -41,7 +41,7 @@ from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.matrix.sensors import TimeOfFlight
 from dmxshm.settings import EPISODE_STEPS
-from dmxshm.sim.db18 import DB18Params
+from dmxshm.sim.db18 import DB18Params, drawn
 from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.robots import Robots, apply_physics, robot_makes
 from dmxshm.sim.spec import MULTI, PHYSICS
@@ -127,6 +127,8 @@ class MultiLane:
         self.noise_on = bool(noise)
         self.motor = DUCKIEBOT if motor_dynamics else DUCKIEBOT.ideal()
         self.randomization = rand.parse(randomize)
+        if physics == "db18" and randomize is True:  # the model's own parameters too
+            self.randomization = rand.with_model(self.randomization)
         if physics not in PHYSICS:
             raise MultiLaneError(f"physics must be one of {', '.join(PHYSICS)}, not {physics!r}")
         draws = obs != "state"
@@ -252,11 +254,10 @@ class MultiLane:
         makes = robot_makes(self._params or None, self.robots, self.motor)
         apply_physics(self.world, range(self.robots), makes)
         if isinstance(self.world, PlanarWorld):
-            # DB18: each draw's gain and trim are its model's own.
+            # DB18: each draw's gain, trim (and model parameters) are its model's own.
             nominal = DB18Params.nominal()
-            self.world.set_model(range(self.robots), [
-                nominal.scaled(p["motor_gain"], p["motor_trim"]) for p in self._params]
-                if self._params else [nominal] * self.robots)
+            self.world.set_model(range(self.robots), [drawn(nominal, p) for p in self._params]
+                                 if self._params else [nominal] * self.robots)
         models = [make.motor for make in makes]
         self._robots = Robots(self.world, models)
         return models, [make.noise for make in makes]

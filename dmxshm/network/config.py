@@ -25,7 +25,7 @@ from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
 from dmxshm.network.runs import NAME_RE, check_name
 from dmxshm.policies import AgentError, agent_spec, resolve
 from dmxshm.proc.cpus import auto_pins, usable_cpus
-from dmxshm.sim.db18 import DB18Params
+from dmxshm.sim.db18 import DB18Params, drawn
 from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.robots import RobotMake, apply_physics, robot_makes
 from dmxshm.sim.sensing import DEFAULT_RATES_HZ
@@ -423,11 +423,12 @@ class NetworkConfig:
     @property
     def db18_params(self) -> list[DB18Params]:
         """Each robot's DB18 model: the nominal DB18 (no delay, no trim: the Duckiematrix
-        engine's defaults), its gain and trim drawn where randomised."""
+        engine's defaults), its gain, trim and model parameters drawn where randomised
+        (:func:`~dmxshm.sim.db18.drawn`)."""
         nominal = DB18Params.nominal()
         if self.robot_params is None:
             return [nominal] * self.robots
-        return [nominal.scaled(p["motor_gain"], p["motor_trim"]) for p in self.robot_params]
+        return [drawn(nominal, p) for p in self.robot_params]
 
     def mirror_world(self, renderer: str = "tiny") -> World | PlanarWorld:
         """A world that mirrors the engine's states, for a renderer's time of flight

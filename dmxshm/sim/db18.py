@@ -94,6 +94,25 @@ class DB18Params:
                        w_alpha_l=self.w_alpha_l * gain * (1.0 - trim))
 
 
+def drawn(base: DB18Params, params: dict[str, float] | None) -> DB18Params:
+    """``base`` as a randomisation draw makes it (:mod:`dmxshm.world.randomize`): every
+    duty gain by ``motor_gain``, the yaw gains by ``1 +- motor_trim``
+    (:meth:`DB18Params.scaled`); ``u1`` and ``w1`` by ``model_u1_scale`` and
+    ``model_w1_scale`` and ``model_delay_s`` added to the delay, where drawn. None: ``base``.
+
+    Example:
+        >>> drawn(DB18Params(), {"motor_gain": 1.0, "motor_trim": 0.1,
+        ...                      "model_w1_scale": 1.5}).w1
+        6.0
+    """
+    if params is None:
+        return base
+    p = base.scaled(params["motor_gain"], params["motor_trim"])
+    return replace(p, u1=p.u1 * params.get("model_u1_scale", 1.0),
+                   w1=p.w1 * params.get("model_w1_scale", 1.0),
+                   delay_s=p.delay_s + params.get("model_delay_s", 0.0))
+
+
 _PARAMS = ("u1", "u2", "u3", "w1", "w2", "w3", "u_alpha_r", "u_alpha_l", "w_alpha_r",
            "w_alpha_l", "delay_s")
 
@@ -197,17 +216,45 @@ class DB18:
         duties = np.asarray(duties, float)
         left, right = duties[:, 0], duties[:, 1]
         if len(self._delayed):
-            left, right = self._delay(dt, left, right)
+            left, right = self._delay(dt, left, right, self._delayed)
         kernels.step(float(dt), np.ascontiguousarray(left), np.ascontiguousarray(right),
                      self._p, self._s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
 
-    def _delay(self, dt: float, left: np.ndarray, right: np.ndarray
+    def step_rows(self, rows: np.ndarray, dt: float, duties: np.ndarray) -> None:
+        """:meth:`step` of ``rows`` alone (``duties`` ``(len(rows), 2)``): the others
+        keep their state, their time and their past commands."""
+        rows = np.asarray(rows, np.int64)
+        duties = np.asarray(duties, float)
+        left, right = np.zeros(self.n), np.zeros(self.n)
+        left[rows], right[rows] = duties[:, 0], duties[:, 1]
+        delayed = self._delayed[np.isin(self._delayed, rows)] if len(self._delayed) else None
+        if delayed is not None and len(delayed):
+            left, right = self._delay(dt, left, right, delayed)
+        s = self._s[rows]
+        kernels.step(float(dt), left[rows], right[rows], self._p[rows], s, WHEEL_RADIUS_M,
+                     WHEEL_DISTANCE_M)
+        self._s[rows] = s
+
+    def set_row(self, row: int, other: DB18, at: int = 0) -> None:
+        """Row ``row`` becomes ``other``'s row ``at``, a robot just placed (no command
+        given since: :meth:`place`): its parameters, state and time (a batch taking an
+        env's robot in at a reset)."""
+        if other._count[at]:
+            raise ValueError("set_row takes a robot just placed (no past commands)")
+        self.params[row] = other.params[at]
+        self._p[row] = other._p[at]
+        self._delay_s[row] = other._delay_s[at]
+        self._delayed = np.flatnonzero(self._delay_s > 0)
+        self._s[row] = other._s[at]
+        self._t[row], self._first_t[row] = other._t[at], other._first_t[at]
+        self._count[row] = 0
+
+    def _delay(self, dt: float, left: np.ndarray, right: np.ndarray, rows: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
         """The delayed robots' commands, as lib-dt-modeling's ``DelayedDynamics`` picks
         them: each command is kept with the time it was given; after the step's time is
         added, the command nearest to ``t - delay`` is applied (the later of two equally
         near; zero duties while ``t - delay`` is before the first command)."""
-        rows = self._delayed
         # Enough past commands that the nearest to t - delay is always kept.
         keep = int(math.ceil(float(self._delay_s[rows].max()) / dt)) + 3
         if self._dt != dt:

@@ -60,6 +60,19 @@ DEFAULTS: dict[str, dict[str, tuple[float, float]]] = {
 }
 """Every parameter and its default range (docs/randomization.md says why each)."""
 
+MODEL: dict[str, dict[str, tuple[float, float]]] = {
+    "model": {"model_u1_scale": (0.9, 1.1), "model_w1_scale": (0.9, 1.1),
+              "model_delay_s": (0.0, 0.1)},
+}
+"""The DB18 model's own parameters (``physics="db18"``, docs/physics.md): scales of its
+speed and yaw-rate damping ``u1`` and ``w1``, and its command delay added, s. Named in a
+config, or drawn with :data:`DEFAULTS` by ``randomize=True`` under DB18 (after every
+other parameter, so the others keep the values they draw without them); under Bullet
+they move nothing. Not in :data:`NOMINAL`: a draw has them only where it drew them."""
+
+GROUPS = {**DEFAULTS, **MODEL}
+"""Every group a config may name."""
+
 NOMINAL: dict[str, float] = {
     "friction": 1.0, "mass": 1.0, "wheel_radius": 1.0, "motor_gain": 1.0, "motor_trim": 0.0,
     "motor_lag_s": 0.1, "noise_scale": 1.0, "camera_height_m": 0.0, "camera_tilt_deg": 0.0,
@@ -100,18 +113,18 @@ def parse(value: bool | dict[str, Any] | str | os.PathLike[str] | None) -> Confi
         value = _load(text, where)
     if not isinstance(value, dict):
         raise RandomizeError(f"{where}: a randomisation config is a mapping of groups "
-                             f"({', '.join(DEFAULTS)}), not {type(value).__name__}")
+                             f"({', '.join(GROUPS)}), not {type(value).__name__}")
     out: Config = {}
     for group, params in value.items():
-        if group not in DEFAULTS:
+        if group not in GROUPS:
             raise RandomizeError(f"{where}: unknown group {group!r}; the groups are "
-                                 f"{', '.join(DEFAULTS)}")
+                                 f"{', '.join(GROUPS)}")
         if not isinstance(params, dict):
             raise RandomizeError(f"{where}: {group} is a mapping of parameters to ranges")
         for name, rng in params.items():
-            if name not in DEFAULTS[group]:
+            if name not in GROUPS[group]:
                 raise RandomizeError(f"{where}: unknown {group} parameter {name!r}; they are "
-                                     f"{', '.join(DEFAULTS[group])}")
+                                     f"{', '.join(GROUPS[group])}")
             out.setdefault(group, {})[name] = _range(rng, f"{where}: {group}.{name}")
     return out
 
@@ -145,11 +158,21 @@ def draw(config: Config, rng: np.random.Generator) -> dict[str, float]:
         (True, True)
     """
     out = dict(NOMINAL)
-    for group in sorted(config):
+    # DEFAULTS' groups first, then the model's: a config's other draws are the same
+    # with or without it.
+    for group in sorted(config, key=lambda g: (g in MODEL, g)):
         for name in sorted(config[group]):
             low, high = config[group][name]
             out[name] = float(rng.uniform(low, high))
     return out
+
+
+def with_model(config: Config | None) -> Config | None:
+    """``config`` with the DB18 model's parameters (:data:`MODEL`) added where it names
+    none of them: ``randomize=True`` under DB18."""
+    if config is None or "model" in config:
+        return config
+    return {**config, **{g: dict(p) for g, p in MODEL.items()}}
 
 
 MOTOR_PARAMETERS = ("motor_gain", "motor_trim", "motor_lag_s")

@@ -19,7 +19,7 @@ from dmxshm.batch import array_shard
 from dmxshm.batch.array_shard import ArrayShard
 from dmxshm.sim import lane_kernels as lk
 from dmxshm.world.maps import load_map
-from tests.batch.rows import IN_PROCESS, assert_same
+from tests.batch.rows import IN_PROCESS, assert_same, in_env_order
 from tests.batch.test_serial import play
 
 VEC_TIMEOUT_S = 120
@@ -137,3 +137,34 @@ def test_other_batches_step_env_by_env(kwargs: dict[str, Any]) -> None:
         assert type(shard_of(envs)).__name__ == "Shard"
     finally:
         envs.close()
+
+
+def halves(arrays: bool, monkeypatch: pytest.MonkeyPatch, steps: int = 60) -> list[Any]:
+    """Four randomised v1 envs (drawn command delays among them) sent in halves: the
+    array shard steps a subset of its envs at a time."""
+    monkeypatch.setattr(array_shard, "ENABLED", arrays)
+    envs = dmxshm.make_vec(4, num_workers=IN_PROCESS, version="v1", physics="db18",
+                           randomize=True, max_episode_steps=25, batch_size=2, seed=2)
+    rng = np.random.default_rng(3)
+    out: list[Any] = []
+    try:
+        assert isinstance(shard_of(envs), ArrayShard) == arrays
+        envs.async_reset(seed=2)
+        for _ in range(steps):
+            got = envs.recv()
+            out.append(in_env_order(got, got[4]["env_id"]))
+            envs.send(rng.uniform(-0.2, 1.0, (2, 2)).astype(np.float32), got[4]["env_id"])
+        out.append(envs.trajectory_digest)
+        delays = [w.env.world.model.params[0].delay_s for w in shard_of(envs).worlds]
+        out.append(delays)
+    finally:
+        envs.close()
+    return out
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_subsets_with_drawn_delays_are_the_envs_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    mine, theirs = halves(True, monkeypatch), halves(False, monkeypatch)
+    assert any(d > 0 for d in theirs[-1])  # delays were drawn
+    for k, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        assert_same(a, b, f"call {k}")

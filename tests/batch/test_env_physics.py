@@ -11,6 +11,7 @@ import dmxshm  # noqa: F401  (registers the envs)
 from dmxshm.sim.obs import STATE_FIELDS_V1
 from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.spec import PRESETS
+from dmxshm.world import randomize as rand
 from dmxshm.world.world import World
 
 SPEED = STATE_FIELDS_V1.index("speed_m_s")
@@ -106,3 +107,37 @@ def test_parallel_env_takes_physics() -> None:
         assert isinstance(env.core.world, PlanarWorld)
     finally:
         env.close()
+
+
+def test_db18_randomises_the_models_own_parameters() -> None:
+    infos = {}
+    for physics in ("bullet", "db18"):
+        env = gymnasium.make("dmxshm/DuckieLane-v1", physics=physics, randomize=True)
+        try:
+            infos[physics] = env.reset(seed=11)[1]
+        finally:
+            env.close()
+    drawn, bullet = infos["db18"]["randomization"], infos["bullet"]["randomization"]
+    # Bullet draws none of them; DB18 draws them after the rest, which keep their values.
+    assert not any(k.startswith("model_") for k in bullet)
+    assert {k: v for k, v in drawn.items() if not k.startswith("model_")} == bullet
+    lo, hi = rand.MODEL["model"]["model_u1_scale"]
+    assert lo <= drawn["model_u1_scale"] <= hi and drawn["model_u1_scale"] != 1.0
+    motor = infos["db18"]["motor"]
+    assert motor["u1"] == 5.0 * drawn["model_u1_scale"]
+    assert motor["w1"] == 4.0 * drawn["model_w1_scale"]
+    assert motor["delay_s"] == drawn["model_delay_s"] > 0.0
+    gain, trim = drawn["motor_gain"], drawn["motor_trim"]
+    assert motor["w_alpha_r"] == 15.0 * gain * (1.0 + trim)
+
+
+def test_a_config_may_name_the_models_parameters_alone() -> None:
+    config = {"model": {"model_w1_scale": [2.0, 2.0]}}
+    env = gymnasium.make("dmxshm/DuckieLane-v1", physics="db18", randomize=config)
+    try:
+        info = env.reset(seed=0)[1]
+    finally:
+        env.close()
+    assert info["motor"]["w1"] == 8.0 and info["motor"]["u1"] == 5.0
+    with pytest.raises(rand.RandomizeError, match="model_w1_scale"):
+        rand.parse({"model": {"w1": [1, 2]}})
