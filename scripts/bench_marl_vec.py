@@ -7,6 +7,8 @@
   stopped rows; one line of it fixed, see ``_black_death``),
   ``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1(vec, W, num_cpus=cores,
   base_class="gymnasium")``;
+- ``dmxshm-bullet`` (with ``--physics db18``): the batch of the same worlds under
+  Bullet, for DB18's ratio;
 - ``free``: one process per core, each stepping its share of the W worlds
   (``MultiLane.step``) in a loop with no handoff at all: the ceiling. Each process holds
   the worlds a batch worker would, seeded as the batch seeds them, and resets a world
@@ -19,6 +21,7 @@ afresh). Prints the medians and the ratios; ``--anatomy`` adds where a step of t
 (:func:`anatomy`); ``--json FILE`` keeps the raw figures.
 
     python scripts/bench_marl_vec.py --worlds 16 --robots 4 --json marl-vec.json
+    python scripts/bench_marl_vec.py --physics db18 --rounds 3 --seconds 3
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import os
 import statistics
 import time
 from datetime import datetime, timezone
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +42,7 @@ import dmxshm
 from dmxshm.proc.cpus import usable_cpus
 
 DUTY = 0.25
+PHYSICS = {"physics": "bullet"}  # every way's worlds (--physics)
 
 
 def _rate(step, rows: int, seconds: float) -> float:  # noqa: ANN001
@@ -51,9 +57,10 @@ def _rate(step, rows: int, seconds: float) -> float:  # noqa: ANN001
     return steps * rows / (time.perf_counter() - t0)
 
 
-def run_dmxshm(worlds: int, robots: int, cores: int, seconds: float) -> float:
+def run_dmxshm(worlds: int, robots: int, cores: int, seconds: float,
+               physics: str | None = None) -> float:
     envs = dmxshm.make_vec(worlds * robots, robots_per_world=robots, num_workers=cores,
-                           seed=0, map="loop")
+                           seed=0, map="loop", physics=physics or PHYSICS["physics"])
     try:
         envs.reset()
         return _rate(envs.step, worlds * robots, seconds)
@@ -68,7 +75,7 @@ def anatomy(worlds: int, robots: int, cores: int, seconds: float) -> dict[str, f
     (handoff and wake-ups: the step's wall time less the slowest worker's), and the
     imbalance (the slowest worker less the mean)."""
     envs = dmxshm.make_vec(worlds * robots, robots_per_world=robots, num_workers=cores,
-                           seed=0, map="loop")
+                           seed=0, map="loop", **PHYSICS)
     try:
         envs.reset()
         a = np.full((worlds * robots, 2), DUTY, np.float32)
@@ -120,7 +127,7 @@ def _black_death(env):  # noqa: ANN001, ANN202
 def run_supersuit(worlds: int, robots: int, cores: int, seconds: float) -> float:
     import supersuit as ss
 
-    env = _black_death(dmxshm.parallel_env(robots=robots, map="loop"))
+    env = _black_death(dmxshm.parallel_env(robots=robots, map="loop", **PHYSICS))
     vec = ss.pettingzoo_env_to_vec_env_v1(env)
     venv = ss.concat_vec_envs_v1(vec, worlds, num_cpus=cores, base_class="gymnasium")
     try:
@@ -130,14 +137,14 @@ def run_supersuit(worlds: int, robots: int, cores: int, seconds: float) -> float
         venv.close()
 
 
-def _free_worker(args: tuple[int, int, float, int]) -> tuple[int, float]:
+def _free_worker(args: tuple[int, int, float, int, str]) -> tuple[int, float]:
     """Worlds ``first`` to ``first + worlds - 1`` of the batch, as its workers hold them:
     world w seeded w (``make_vec(seed=0)``), a world whose robots all ended reset at its
     next step (NEXT_STEP: a step of the batch that resets it, counted as one)."""
     from dmxshm.batch.lanes import MultiLane
 
-    worlds, robots, seconds, first = args
-    ws = [MultiLane(robots, map="loop") for _ in range(worlds)]
+    worlds, robots, seconds, first, physics = args
+    ws = [MultiLane(robots, map="loop", physics=physics) for _ in range(worlds)]
     for i, w in enumerate(ws):
         w.reset(seed=first + i)
     a = np.full((robots, 2), DUTY, np.float32)
@@ -161,8 +168,8 @@ def _free_worker(args: tuple[int, int, float, int]) -> tuple[int, float]:
 def run_free(worlds: int, robots: int, cores: int, seconds: float) -> float:
     shares = np.array_split(np.arange(worlds), cores)
     with mp.get_context("spawn").Pool(cores) as pool:
-        out = pool.map(_free_worker, [(len(s), robots, seconds, int(s[0]))
-                                      for s in shares if len(s)])
+        out = pool.map(_free_worker, [(len(s), robots, seconds, int(s[0]),
+                                       PHYSICS["physics"]) for s in shares if len(s)])
     return sum(n / t for n, t in out)
 
 
@@ -176,8 +183,15 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--anatomy", action="store_true",
                         help="also: where a step of the batch goes (anatomy())")
+    parser.add_argument("--physics", choices=("bullet", "db18"), default="bullet",
+                        help="every way's worlds; db18 adds dmxshm-bullet, the batch of the "
+                             "same worlds under Bullet, measured beside")
     args = parser.parse_args()
-    ways = {"dmxshm": run_dmxshm, "supersuit": run_supersuit, "free": run_free}
+    PHYSICS["physics"] = args.physics
+    ways: dict[str, Any] = {"dmxshm": run_dmxshm, "supersuit": run_supersuit,
+                            "free": run_free}
+    if args.physics == "db18":
+        ways["dmxshm-bullet"] = partial(run_dmxshm, physics="bullet")
     rates: dict[str, list[float]] = {name: [] for name in ways}
     order = list(ways)
     for _ in range(args.rounds):
@@ -188,8 +202,12 @@ def main() -> None:
     med = {name: statistics.median(v) for name, v in rates.items()}
     print(f"{args.worlds} worlds x {args.robots} robots, state, {args.cores} cores "
           f"(median env-steps/s): " + ", ".join(f"{k} {v:.0f}" for k, v in med.items()))
-    print(f"dmxshm / supersuit: {med['dmxshm'] / med['supersuit']:.2f} (target >= 1.2); "
+    print(f"physics {args.physics}: dmxshm / supersuit: "
+          f"{med['dmxshm'] / med['supersuit']:.2f} (target >= 1.2; DB18 >= 2); "
           f"dmxshm / free-running: {med['dmxshm'] / med['free']:.2f} (target >= 0.85)")
+    if "dmxshm-bullet" in med:
+        print(f"dmxshm DB18 / dmxshm Bullet: {med['dmxshm'] / med['dmxshm-bullet']:.2f} "
+              "(target >= 5)")
     parts = anatomy(args.worlds, args.robots, args.cores, args.seconds) if args.anatomy else {}
     if parts:
         print(f"a step of the batch ({parts['steps']:.0f} steps): {parts['wall_ms']:.2f} ms; "

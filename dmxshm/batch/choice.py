@@ -101,12 +101,11 @@ def probe_step_s(probe: Any, robots: int) -> float:
     return _timed(step)
 
 
-def in_process_step_s(num_envs: int, **kwargs: Any) -> float:
-    """A step of an in-process batch of ``num_envs`` envs made with ``kwargs``
+def in_process_step_s(batch_type: Any, num_envs: int, **kwargs: Any) -> float:
+    """A step of an in-process batch (``batch_type``:
+    :class:`~dmxshm.batch.vector.DmxVectorEnv`) of ``num_envs`` envs made with ``kwargs``
     (thrown away after), zero actions; seconds."""
-    from dmxshm.batch.vector import DmxVectorEnv
-
-    batch = DmxVectorEnv(num_envs, 0, **kwargs)
+    batch = batch_type(num_envs, 0, **kwargs)
     try:
         batch.reset(seed=0)
         zeros = np.zeros((num_envs, 2), np.float32)

@@ -220,7 +220,7 @@ class DmxVectorEnv(VectorEnv):
         if auto:  # (measured before the probe is closed; the batch's envs untouched)
             try:
                 if not group and env_kwargs.get("physics") == "db18" and obs == "state":
-                    step_s = in_process_step_s(num_envs, obs=obs, camera=camera,
+                    step_s = in_process_step_s(DmxVectorEnv, num_envs, obs=obs, camera=camera,
                                                version=version, autoreset_mode=mode,
                                                **env_kwargs)
                 else:
