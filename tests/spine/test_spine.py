@@ -296,8 +296,11 @@ def test_a_crashing_agent_is_tolerated_and_reported() -> None:
 @pytest.mark.timeout(SPINE_TIMEOUT_S)
 def test_an_agent_that_starts_late_keeps_the_spine_sending_stops() -> None:
     report, recs = run(SpineConfig(agent="tests.spine_agents:starts_late", **SHORT))
-    waited = (recs["state"] == 0).sum()
-    assert waited > 5 + 0.2 * SHORT["frequency_hz"]  # stop cycles while it waited
+    waited = recs["state"] == 0
+    # Stop cycles all the while it waited (0.3 s): by the spine's clock, not by a count
+    # of cycles, which a loaded machine's overruns thin out.
+    ticks = recs["t_tick"][waited]
+    assert waited.sum() > 5 and ticks.max() - ticks.min() > 0.2
     assert (recs["wheels_rad_s"][recs["state"] == 0] == 0).all()
     assert report.figures.acting_cycles > 0
 
