@@ -105,7 +105,7 @@ RAISED_BY: dict[str, Callable[[], object]] = {
     "dmxshm.world.objects.ObjectError": lambda: MapObject("a", "pylon", 0.0, 0.0),
     "dmxshm.world.routes.RouteError": lambda: parse_route("backwards"),
     "dmxshm.world.randomize.RandomizeError": lambda: _randomize_parse({"weather": {}}),
-    "dmxshm.duckietown.DropInError": lambda: _dropin_resolve("no-such-map"),
+    "dmxshm.duckietown.surface.DropInError": lambda: _dropin_resolve("no-such-map"),
     "dmxshm.world.world.WorldError": lambda: World("loop", num_robots=-1),
     "dmxshm.world.renderers.RendererError": lambda: resolve_renderer("vulkan"),
     "dmxshm.matrix.batch_render.BatchRenderError": _batch_too_big,

@@ -50,9 +50,18 @@ import numpy as np
 from gymnasium import spaces
 
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
-from dmxshm.errors import DmxError
+from dmxshm.duckietown.surface import (
+    AGENT_SAFETY_RAD,
+    ROBOT_LENGTH,
+    ROBOT_WIDTH,
+    DropInError,
+    GymSurface,
+    LanePosition,
+    NotInLane,
+    get_dir_vec,
+    get_right_vec,
+)
 from dmxshm.matrix.camera import Camera
-from dmxshm.sim.planar import PlanarWorld
 from dmxshm.sim.spec import DROPIN
 from dmxshm.world.maps import bundled_maps
 from dmxshm.world.objects import footprint_m
@@ -70,16 +79,10 @@ WHEEL_DIST_M = 0.102
 """gym-duckietown's ``WHEEL_DIST``, the baseline of ``DuckietownEnv``'s formula."""
 DEFAULT_ACCEPT_START_ANGLE_DEG = 60
 REWARD_INVALID_POSE = -1000
-ROBOT_WIDTH, ROBOT_LENGTH = 0.13 + 0.02, 0.18
-AGENT_SAFETY_RAD = max(ROBOT_LENGTH, ROBOT_WIDTH) / 2 * 1.8
 CAMERA_FLOOR_DIST_M, CAMERA_FORWARD_DIST_M = 0.108, 0.066
 CAMERA_ANGLE_DEG, CAMERA_FOV_Y_DEG = 19.15, 75.0
 COLOR_GROUND, BLUE_SKY = (0.15, 0.15, 0.15), (0.45, 0.82, 1.0)
 INVALID_POSE_MSG = "Stopping the simulator because we are at an invalid pose."
-
-
-class DropInError(DmxError, ValueError):
-    """An argument of gym-duckietown's that dmxshm's drop-in cannot honour."""
 
 
 def resolve_map(map_name: str, maps_dir: str | os.PathLike[str] | None = None) -> str:
@@ -129,9 +132,11 @@ def _randomization(domain_rand: bool, dynamics_rand: bool, camera_rand: bool
     return config or None
 
 
-class Simulator(DuckieLaneV1Env):
+class Simulator(GymSurface, DuckieLaneV1Env):
     """gym-duckietown's ``Simulator`` (see the module docstring): actions are the
-    motors' duties (left, right) in [-1, 1]. Its keyword arguments are
+    motors' duties (left, right) in [-1, 1]; its surface (``cur_pos``, ``cur_angle``,
+    ``get_lane_pos2``, ``closest_curve_point``, ``_get_tile``...) is gym-duckietown's,
+    in its frame (:mod:`dmxshm.duckietown.surface`). Its keyword arguments are
     gym-duckietown's, with its defaults, and dmxshm's ``render_mode``, ``renderer``,
     ``maps_dir`` (where ``map_name`` is looked for) and ``noise`` (the Duckiebot's
     sensor noise on the camera; gym-duckietown has none, so off by default);
@@ -242,8 +247,30 @@ class Simulator(DuckieLaneV1Env):
         self._first_seed = None
         obs, info = super().reset(seed=seed, options=options)
         self.last_action = np.zeros(2)
+        self.speed = 0.0
         info["Simulator"] = {"action": [0.0, 0.0], "msg": ""}
         return obs, info
+
+    def update_physics(self, action: Any, delta_time: float | None = None) -> None:
+        """gym-duckietown's: one physics step under ``action`` (the duties, clipped to
+        [-1, 1]), no image; ``step_count``, ``timestamp`` and ``speed`` move on.
+
+        Raises:
+            DropInError: a ``delta_time`` other than the env's (1 / ``frame_rate``).
+        """
+        if delta_time is not None and not math.isclose(float(delta_time), self.delta_time):
+            raise DropInError(f"update_physics(delta_time={delta_time!r}): the drop-in "
+                              f"steps its physics by 1 / frame_rate = {self.delta_time}")
+        left, right = (max(-1.0, min(1.0, float(a))) for a in np.asarray(action).reshape(2))
+        if not (math.isfinite(left) and math.isfinite(right)):
+            raise ValueError(f"action must be finite, got {[left, right]}")
+        x0, y0, _ = self._pose()
+        self._command(left, right)
+        self.world.step()
+        self._steps += 1
+        self.last_action = np.array([left, right])
+        x1, y1, _ = self._pose()
+        self.speed = math.hypot(x1 - x0, y1 - y0) / self.delta_time
 
     # -- step (DuckieLaneEnv.step hands the action to step_wheels) --------------------
     def step_wheels(self, left: float, right: float
@@ -254,15 +281,14 @@ class Simulator(DuckieLaneV1Env):
             raise ValueError(f"action must be finite, got {[left, right]}")
         left, right = max(-1.0, min(1.0, left)), max(-1.0, min(1.0, right))
         for _ in range(self.frame_skip - 1):
-            self._command(left, right)
-            self.world.step()
-            self._steps += 1
+            self.update_physics((left, right))
+        x0, y0, _ = self._pose()
         obs, _, _, _, info = super().step_wheels(left, right)
         self.last_action = np.array([left, right])
+        x1, y1, _ = self._pose()
+        self.speed = math.hypot(x1 - x0, y1 - y0) / self.delta_time
         reward, terminated, truncated, msg = self._done_reward()
-        info["Simulator"] = {"action": [left, right], "msg": msg}
-        if self.full_transparency:
-            info["Simulator"].update(self._transparency())
+        info["Simulator"] = {**self.get_agent_info()["Simulator"], "msg": msg}
         return obs, reward, terminated, truncated, info
 
     def _pose(self) -> tuple[float, float, float]:
@@ -321,31 +347,6 @@ class Simulator(DuckieLaneV1Env):
         dot_dir = math.cos(lane.heading_err_rad)
         return self.robot_speed * dot_dir - 10.0 * abs(lane.offset_m) + 40.0 * penalty
 
-    def _transparency(self) -> dict[str, Any]:
-        x, y, yaw = self._pose()
-        lane = self._lane_pose(x, y, yaw)
-        st = self.world.state(copy=False)[0]
-        cell = self.world.road_map.cell_of(x, y)
-        return {
-            "lane_position": {"dist": lane.offset_m, "dot_dir": math.cos(lane.heading_err_rad),
-                              "angle_deg": math.degrees(lane.heading_err_rad),
-                              "angle_rad": lane.heading_err_rad},
-            "robot_speed": float(np.hypot(*st["lin_vel_m_s"][:2])),
-            "proximity_penalty": self.proximity_penalty(x, y, yaw),
-            "cur_pos": [x, y, 0.0], "cur_angle": yaw,
-            "wheel_velocities": self._wheel_velocities(),
-            "timestamp": self._steps * self.world.dt_s,
-            "tile_coords": None if cell is None else [cell[1], cell[0]],
-        }
-
-
-    def _wheel_velocities(self) -> list[float]:
-        """The wheels' speeds, rad/s (the DB18's, or Bullet's motors')."""
-        if isinstance(self.world, PlanarWorld):
-            left, right = self.world.model.wheel_rates()
-            return [float(left[0]), float(right[0])]
-        return [float(v) for v in self._motors.speed[0]]
-
 
 class DuckietownEnv(Simulator):
     """gym-duckietown's ``DuckietownEnv``: actions are ``(velocity, steering)``, turned
@@ -376,4 +377,5 @@ class DuckietownEnv(Simulator):
         return obs, reward, terminated, truncated, info
 
 
-__all__ = ["DropInError", "DuckietownEnv", "Simulator", "resolve_map"]
+__all__ = ["AGENT_SAFETY_RAD", "DropInError", "DuckietownEnv", "LanePosition", "NotInLane",
+           "Simulator", "get_dir_vec", "get_right_vec", "resolve_map"]

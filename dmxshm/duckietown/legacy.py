@@ -1,8 +1,9 @@
 """The drop-in under the old gym API that gym-duckietown's scripts were written for:
 ``reset()`` returns the observation, ``step()`` returns ``(obs, reward, done, info)``
 (``done``: terminated or truncated), ``seed(s)`` seeds the next reset and
-``render(mode)`` takes the mode. A script written for gym-duckietown runs with one
-import changed::
+``render(mode)`` takes the mode (``"human"`` by default, as gym-duckietown's: it
+draws nothing and says so once; ``"rgb_array"`` and ``"top_down"`` return images). A
+script written for gym-duckietown runs with one import changed::
 
     # from gym_duckietown.envs import DuckietownEnv
     from dmxshm.duckietown.legacy import DuckietownEnv
@@ -44,16 +45,9 @@ class _OldGymAPI:
             np.asarray(action, dtype=np.float64))
         return obs, reward, bool(terminated or truncated), info
 
-    def render(self, mode: str = "rgb_array", close: bool = False) -> np.ndarray | None:
-        if close:
-            return None
-        if mode != "rgb_array":
-            raise duckietown.DropInError(
-                f"render(mode={mode!r}) is not supported by dmxshm's drop-in: it draws "
-                "no window; mode='rgb_array' returns the camera's image, and dmxshm's "
-                "live view (dmxshm run --view) shows a network from above")
-        camera = self.camera or self._base_camera  # type: ignore[attr-defined]
-        return self._draw(camera, self.world.state()[0])  # type: ignore[attr-defined]
+    def render(self, mode: str = "human", close: bool = False,
+               segment: bool = False) -> np.ndarray | None:
+        return super().render(mode, close, segment)  # type: ignore[misc]
 
 
 # The old API's reset and step differ from gymnasium's on purpose: that is the point.
