@@ -85,29 +85,54 @@ COLOR_GROUND, BLUE_SKY = (0.15, 0.15, 0.15), (0.45, 0.82, 1.0)
 INVALID_POSE_MSG = "Stopping the simulator because we are at an invalid pose."
 
 
+MAPS_ENV = "DMXSHM_DUCKIETOWN_MAPS"
+"""A folder of gym-duckietown maps (``<name>.yaml``) the drop-in looks in by name."""
+
+
+def duckietown_world_maps() -> str | None:
+    """The folder of gym-duckietown's maps in an installed duckietown-world
+    (``duckietown_world/data/gd1/maps``, where gym-duckietown looks), or None. Found
+    without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("duckietown_world")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "data", "gd1", "maps")
+    return folder if os.path.isdir(folder) else None
+
+
 def resolve_map(map_name: str, maps_dir: str | os.PathLike[str] | None = None) -> str:
-    """What ``map_name`` names: an existing file or folder (gym-duckietown's YAML, a
-    Duckiematrix layered folder, dmxshm's JSON), ``<maps_dir>/<map_name>.yaml``, or a
-    map bundled with dmxshm.
+    """What ``map_name`` names, looked for in this order: an existing file or folder
+    (gym-duckietown's YAML, a Duckiematrix layered folder, dmxshm's JSON);
+    ``<folder>/<map_name>.yaml`` in ``maps_dir``, in the folder ``$DMXSHM_DUCKIETOWN_MAPS``
+    names, and in an installed duckietown-world's maps (gym-duckietown's own:
+    ``udem1``, ``loop_empty``, ``small_loop``...); a map bundled with dmxshm.
 
     Raises:
-        DropInError: none of them (gym-duckietown's own maps are not bundled).
+        DropInError: none of them, saying how to get gym-duckietown's maps.
     """
     if os.path.exists(map_name):
         return map_name
-    if maps_dir is not None:
+    folders = [os.fspath(f) for f in (maps_dir, os.environ.get(MAPS_ENV) or None,
+                                      duckietown_world_maps()) if f is not None]
+    for folder in folders:
         for ext in (".yaml", ".yml", ".json", ""):
-            path = os.path.join(os.fspath(maps_dir), map_name + ext)
+            path = os.path.join(folder, map_name + ext)
             if os.path.exists(path):
                 return path
     if map_name in bundled_maps():
         return map_name
-    where = f" nor in {os.fspath(maps_dir)}" if maps_dir is not None else ""
+    where = f" nor in {', '.join(folders)}" if folders else ""
     raise DropInError(
         f"map_name {map_name!r} is not a file{where}, nor one of dmxshm's maps "
         f"({', '.join(bundled_maps())}). gym-duckietown's maps (udem1, small_loop, ...) "
-        "are not bundled: pass the path of its YAML file, or maps_dir= the folder that "
-        "holds them (duckietown-world's data/gd1/maps)")
+        "are not bundled: install duckietown-world (pip install duckietown-world), or "
+        f"give maps_dir= or ${MAPS_ENV} the folder that holds them (duckietown-world's "
+        "src/duckietown_world/data/gd1/maps), or the path of the map's YAML file")
 
 
 def _refuse(what: str, value: Any, default: Any, why: str) -> None:

@@ -295,6 +295,11 @@ class GymSurface:
             angle_rad = -angle_rad
         return LanePosition(dist, dot_dir, math.degrees(angle_rad), angle_rad)
 
+    def get_lane_pos(self, pos: Any, angle: float) -> LanePosition:
+        """:meth:`get_lane_pos2` under the name gym-duckietown used before it, which its
+        ``exercises/basic_control.py`` still calls."""
+        return self.get_lane_pos2(pos, angle)
+
     def proximity_penalty2(self, pos: Any, angle: float) -> float:
         """gym-duckietown's ``proximity_penalty2`` at ``pos`` (``[x, 0, z]``)."""
         return self.proximity_penalty(float(pos[0]), self._height_m - float(pos[2]),

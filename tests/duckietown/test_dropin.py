@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from dmxshm import duckietown as dropin
 from dmxshm.duckietown import DropInError, DuckietownEnv, Simulator
 
 pytestmark = pytest.mark.timeout(120)
@@ -40,14 +41,19 @@ def test_both_pass_gymnasiums_checker(cls: type) -> None:
     (dict(frame_skip=0), "frame_skip must be an integer >= 1"),
     (dict(user_tile_start=(0, 0)), "is not a road tile of loop"),
 ])
-def test_what_it_cannot_honour_is_refused_with_the_reason(kwargs: dict, message: str) -> None:
+def test_what_it_cannot_honour_is_refused_with_the_reason(
+        kwargs: dict, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (no gym-duckietown maps anywhere: not from the environment, not installed)
+    monkeypatch.delenv(dropin.MAPS_ENV, raising=False)
+    monkeypatch.setattr(dropin, "duckietown_world_maps", lambda: None)
     args = {"map_name": "loop", **SMALL, **kwargs}
     with pytest.raises(DropInError) as err:
         Simulator(**args)
     assert message in str(err.value)
 
 
-def test_a_map_file_in_gym_duckietowns_format_by_path_or_by_folder(tmp_path: Path) -> None:
+def test_a_map_file_in_gym_duckietowns_format_by_path_or_by_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = ROOT / "examples" / "maps" / "town.yaml"
     by_path = Simulator(map_name=str(src), **SMALL)
     shutil.copy(src, tmp_path / "mytown.yaml")
@@ -55,6 +61,20 @@ def test_a_map_file_in_gym_duckietowns_format_by_path_or_by_folder(tmp_path: Pat
     assert by_path.world.road_map.tiles == by_name.world.road_map.tiles
     by_path.close()
     by_name.close()
+    # by name from the folder the environment names, and from an installed
+    # duckietown-world's maps (its data/gd1/maps, found without importing it)
+    monkeypatch.setenv(dropin.MAPS_ENV, str(tmp_path))
+    assert dropin.resolve_map("mytown") == str(tmp_path / "mytown.yaml")
+    monkeypatch.delenv(dropin.MAPS_ENV)
+    package = tmp_path / "site" / "duckietown_world"
+    (package / "data" / "gd1" / "maps").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('never imported')\n")
+    shutil.copy(src, package / "data" / "gd1" / "maps" / "udem1.yaml")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert dropin.resolve_map("udem1") == str(package / "data" / "gd1" / "maps" / "udem1.yaml")
+    env = Simulator(map_name="udem1", **SMALL)
+    assert env.world.road_map.tiles == by_path.world.road_map.tiles
+    env.close()
 
 
 def test_duckietown_envs_action_is_velocity_and_steering_through_its_formula() -> None:

@@ -140,7 +140,7 @@ def test_lane_position_and_not_in_lane() -> None:
         assert turned.angle_rad == pytest.approx(0.2, abs=1e-6)
         assert turned.angle_deg == pytest.approx(math.degrees(0.2), abs=1e-4)
         assert turned.dot_dir == pytest.approx(math.cos(0.2), abs=1e-9)
-        assert abs(lp.dist) < 0.05
+        assert abs(lp.dist) < 0.05 and env.get_lane_pos(env.cur_pos, env.cur_angle) == lp
         grass = next(t for t in env._tiles() if t is not None and not t["drivable"])
         i, j = grass["coords"]
         off = np.array([(i + 0.5) * env.road_tile_size, 0.0, (j + 0.5) * env.road_tile_size])
