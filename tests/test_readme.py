@@ -259,10 +259,8 @@ def test_the_gym_duckietown_example_runs_with_its_module_path(tmp_path: Path) ->
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_the_db18_batch_example_runs(tmp_path: Path) -> None:
-    from dmxshm.proc.cpus import usable_cpus
-
     out = _run_block(tmp_path, 'make_vec(256, version="v1"').strip()
-    assert out in ("(256, 14) 0", f"(256, 14) {min(len(usable_cpus()), 256)}"), out
+    assert out == "(256, 14) float64", out
 
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)

@@ -128,15 +128,31 @@ def test_hypot_is_pythons() -> None:
 
 @pytest.mark.parametrize("kwargs", [
     {"physics": "bullet"},
-    {"physics": "db18", "obs": "camera", "camera": (16, 12)},
     {"physics": "db18", "autoreset_mode": AutoresetMode.SAME_STEP},
-], ids=["bullet", "camera", "same-step"])
+], ids=["bullet", "same-step"])
 def test_other_batches_step_env_by_env(kwargs: dict[str, Any]) -> None:
     envs = dmxshm.make_vec(2, num_workers=IN_PROCESS, version="v1", **kwargs)
     try:
         assert type(shard_of(envs)).__name__ == "Shard"
     finally:
         envs.close()
+
+
+def test_cameras_and_objects_step_env_by_env(tmp_path: Any) -> None:
+    from dmxshm.batch.env_v1 import DuckieLaneV1Env
+    from dmxshm.batch.shard import NEXT_STEP, OneRobot
+
+    plain = [OneRobot(DuckieLaneV1Env(physics="db18")) for _ in range(2)]
+    camera = [OneRobot(DuckieLaneV1Env(physics="db18", obs="camera", camera=(16, 12)))]
+    town = [OneRobot(DuckieLaneV1Env(physics="db18", map="town", route=None))]
+    try:
+        assert array_shard.eligible(plain, NEXT_STEP)
+        assert not array_shard.eligible(camera, NEXT_STEP)
+        assert town[0].env.world.road_map.objects and not array_shard.eligible(town, NEXT_STEP)
+        assert not array_shard.eligible(plain + camera, NEXT_STEP)  # all or none
+    finally:
+        for world in plain + camera + town:
+            world.close()
 
 
 def halves(arrays: bool, monkeypatch: pytest.MonkeyPatch, steps: int = 60) -> list[Any]:
