@@ -100,17 +100,17 @@ def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 # Python's max(a, b) and min(a, b) (the first of equals; NaN as Python orders it).
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _pmax(a: float, b: float) -> float:  # pragma: no cover (compiled)
     return b if b > a else a
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _pmin(a: float, b: float) -> float:  # pragma: no cover (compiled)
     return b if b < a else a
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _mul(x: float, y: float) -> tuple[float, float]:  # pragma: no cover (compiled)
     """x * y as an exact sum of two doubles (Dekker)."""
     t = x * 134217729.0
@@ -125,7 +125,7 @@ def _mul(x: float, y: float) -> tuple[float, float]:  # pragma: no cover (compil
     return z, p - z + q + xl * yl
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def hypot(x: float, y: float) -> float:  # pragma: no cover (compiled)
     """CPython's ``math.hypot`` of two numbers (its ``vector_norm`` since 3.11), not the
     C library's, which rounds otherwise now and then: the kernels' distances are the
@@ -142,10 +142,12 @@ def hypot(x: float, y: float) -> float:  # pragma: no cover (compiled)
         return math.nan
     if mx == 0.0:
         return mx
+    unit = 1.0  # subnormals: measured in units of the smallest normal (CPython's way)
     e = math.frexp(mx)[1]
     if e < -1023:
-        return 2.2250738585072014e-308 * hypot(ax / 2.2250738585072014e-308,
-                                                ay / 2.2250738585072014e-308)
+        unit = 2.2250738585072014e-308
+        ax, ay, mx = ax / unit, ay / unit, mx / unit
+        e = math.frexp(mx)[1]
     scale = math.ldexp(1.0, -e)
     csum, frac1, frac2 = 1.0, 0.0, 0.0
     for v in (ax, ay):
@@ -163,15 +165,15 @@ def hypot(x: float, y: float) -> float:  # pragma: no cover (compiled)
     frac1 += lo
     v = csum - 1.0 + (frac1 + frac2)
     h += v / (2.0 * h)
-    return h / scale
+    return unit * (h / scale)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _wrap(a: float) -> float:  # pragma: no cover (compiled)
     return (a + math.pi) % TWO_PI - math.pi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _project(kind: int, g: np.ndarray, x: float, y: float
              ) -> tuple[float, float, float]:  # pragma: no cover (compiled)
     """Segment.project or Arc.project: (dist, left, yaw)."""
@@ -199,7 +201,7 @@ def _project(kind: int, g: np.ndarray, x: float, y: float
     return hypot(x - px, y - py), left, yaw
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _among(kind: np.ndarray, geometry: np.ndarray, own: np.ndarray, near: np.ndarray,
            x: float, y: float, yaw: float, lane_offset: float, half_width: float,
            on_tile: bool) -> tuple[float, float, bool, float]:  # pragma: no cover
@@ -245,7 +247,7 @@ def _among(kind: np.ndarray, geometry: np.ndarray, own: np.ndarray, near: np.nda
     return offset, heading, on_road, curvature
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cell(x: float, y: float, rows: int, cols: int, tile: float) -> int:  # pragma: no cover
     """RoadMap.cell_of as ``row * cols + col``, -1 off the map."""
     col = int(math.floor(x / tile))
@@ -255,7 +257,7 @@ def _cell(x: float, y: float, rows: int, cols: int, tile: float) -> int:  # prag
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _road_lane(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
                own: np.ndarray, near_start: np.ndarray, near: np.ndarray,
                is_road: np.ndarray, rows: int, cols: int, tile: float, lane_offset: float,
@@ -279,7 +281,7 @@ def _road_lane(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
                   half_width, on_tile)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def road_lanes(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
                own: np.ndarray, near_start: np.ndarray, near: np.ndarray,
                is_road: np.ndarray, is_inter: np.ndarray, edges: np.ndarray, rows: int,
@@ -295,13 +297,13 @@ def road_lanes(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
         out[i, 0], out[i, 1], out[i, 2], out[i, 3] = o, h, 1.0 if on else 0.0, c
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _intersection(cell_r: int, cell_c: int, rows: int, cols: int,
                   is_inter: np.ndarray) -> bool:  # pragma: no cover (compiled)
     return 0 <= cell_r < rows and 0 <= cell_c < cols and is_inter[cell_r * cols + cell_c]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def route_update(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
                  own: np.ndarray, near_start: np.ndarray, near: np.ndarray,
                  is_road: np.ndarray, is_inter: np.ndarray, edges: np.ndarray, rows: int,
@@ -365,7 +367,7 @@ def route_update(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def route_lanes(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
                 own: np.ndarray, near_start: np.ndarray, near: np.ndarray,
                 is_road: np.ndarray, is_inter: np.ndarray, edges: np.ndarray, rows: int,
@@ -413,7 +415,7 @@ def route_lanes(kind: np.ndarray, geometry: np.ndarray, own_start: np.ndarray,
         out[i, 0], out[i, 1], out[i, 2], out[i, 3] = o - 0.0, h, 1.0 if on else 0.0, c
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def record_poses(records: np.ndarray, x: np.ndarray, y: np.ndarray,
                  yaw: np.ndarray) -> None:  # pragma: no cover (compiled)
     """Each state record's position and heading as a DuckieLane env reads them (the yaw

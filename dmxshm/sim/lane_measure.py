@@ -23,7 +23,7 @@ TOF_FIELD, ACC_FIELD = 10, 4  # STATE_FIELDS' tof_m and acc_x
 TURN_CODES = np.array([-1.0, 0.0, 1.0])  # a route row's turn (-1, 0, 1) as TURN_CODE's
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _clip(v: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:  # pragma: no cover
     """np.minimum(np.maximum(v, low), high) in place (NaN kept, as numpy's)."""
     for j in range(v.shape[0]):
@@ -36,7 +36,7 @@ def _clip(v: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:  # pragma: 
         v[j] = a
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def measure(records: np.ndarray, lanes: np.ndarray, route: np.ndarray, routed: bool,
             v1: bool, steps: np.ndarray, dt: float, tof_m: float, noisy: np.ndarray,
             white: np.ndarray, turn_on: np.ndarray, walk: np.ndarray,

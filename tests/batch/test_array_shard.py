@@ -143,7 +143,8 @@ def test_cameras_and_objects_step_env_by_env(tmp_path: Any) -> None:
     from dmxshm.batch.shard import NEXT_STEP, OneRobot
 
     plain = [OneRobot(DuckieLaneV1Env(physics="db18")) for _ in range(2)]
-    camera = [OneRobot(DuckieLaneV1Env(physics="db18", obs="camera", camera=(16, 12)))]
+    camera = [OneRobot(DuckieLaneV1Env(physics="db18", obs="camera", camera=(16, 12),
+                                       renderer="batch"))]  # (auto would measure)
     town = [OneRobot(DuckieLaneV1Env(physics="db18", map="town", route=None))]
     try:
         assert array_shard.eligible(plain, NEXT_STEP)
