@@ -55,7 +55,7 @@ def eligible(worlds: list[Any], mode: str) -> bool:
         env = getattr(world, "env", None)
         if (type(env) is not type(first) or env.physics != "db18"
                 or env.obs_kind != "state" or env.camera is not None
-                or env.world.road_map.objects
+                or env.world.road_map.objects or not env.world.walls
                 or env.world.road_map.digest() != first.world.road_map.digest()
                 or env.world.dt_s != first.world.dt_s
                 or env.world.substeps != first.world.substeps

@@ -233,6 +233,8 @@ class Simulator(GymSurface, DuckieLaneV1Env):
                          randomize=_randomization(domain_rand, dynamics_rand, camera_rand),
                          camera_model="duckiebot" if distortion else "pinhole",
                          render_mode=render_mode, renderer=renderer, physics=physics)
+        if getattr(self.world, "physics", "") == "db18":
+            self.world.walls = False  # gym-duckietown's robot may leave the map
         if not distortion:  # gym-duckietown's pinhole camera, where it mounts it
             self.camera = self._base_camera = Camera(
                 int(camera_width), int(camera_height), fov_deg=CAMERA_FOV_Y_DEG,

@@ -83,6 +83,8 @@ class PlanarWorld:
     """
 
     physics = "db18"
+    walls = True
+    """Whether the map's edges are walls (gym-duckietown's drop-in: none, as there)."""
 
     def __init__(self, road_map: RoadMap | str | Path, num_robots: int, seed: int = 0,
                  dt_s: float = DEFAULT_DT_S, substeps: int = 1,
@@ -228,7 +230,8 @@ class PlanarWorld:
             return
         width, height = self.road_map.size_m
         if n == 1 and self._shapes.empty:  # alone: only the map's edges (compiled)
-            kernels.keep_inside(m._s, _DISCS, fp.ROBOT_DISC_RADIUS_M, width, height)
+            if self.walls:
+                kernels.keep_inside(m._s, _DISCS, fp.ROBOT_DISC_RADIUS_M, width, height)
             return
         r = fp.ROBOT_DISC_RADIUS_M
         total = np.zeros((n, 2))
@@ -246,10 +249,10 @@ class PlanarWorld:
                 d = depth.reshape(n, 2, n * 2)
                 # Each of a touching pair goes half way.
                 push += 0.5 * _deepest(d, normal.reshape(n, 2, n * 2, 2), groups=n)
-            # The map's edges.
-            lo = np.maximum(r - centres, 0.0).max(axis=1)
-            hi = np.maximum(centres + r - np.array([width, height]), 0.0).max(axis=1)
-            push += lo - hi
+            if self.walls:  # the map's edges
+                lo = np.maximum(r - centres, 0.0).max(axis=1)
+                hi = np.maximum(centres + r - np.array([width, height]), 0.0).max(axis=1)
+                push += lo - hi
             if not np.any(push):
                 break
             m.x, m.y = m.x + push[:, 0], m.y + push[:, 1]

@@ -239,3 +239,19 @@ def test_envs_and_wrappers_of_gym_duckietowns_modules() -> None:
         assert sim.last_action.tolist() == pytest.approx([0.3 / 0.0318 / 27] * 2)
     finally:
         sim.close()
+
+
+def test_the_robot_may_leave_the_map_as_in_gym_duckietown() -> None:
+    # gym-duckietown has no walls at the map's edges (dmxshm's DB18 worlds have): a robot
+    # driven out leaves the map (and a step would end its episode at the invalid pose).
+    env = Simulator(map_name="loop", **SMALL)
+    try:
+        env.reset(seed=0)
+        width = env.grid_width * env.road_tile_size
+        env.world.replace_robots([(width - 0.2, 0.5, 0.0)])  # facing east, near the edge
+        for _ in range(60):
+            env.update_physics([1.0, 1.0])
+        assert env.cur_pos[0] > width + 0.2
+        assert not env._valid_pose(*env._pose())
+    finally:
+        env.close()
