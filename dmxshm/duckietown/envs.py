@@ -30,8 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from dmxshm.duckietown import legacy
 from dmxshm.duckietown.legacy import DuckietownEnv
 from dmxshm.duckietown.wrappers import DiscreteWrapper
 
@@ -47,8 +46,8 @@ class DuckietownNav(DuckietownEnv):
 
     goal_tile: dict[str, Any] | None = None
 
-    def reset(self, **kwargs: Any) -> np.ndarray:
-        obs = super().reset(**kwargs)
+    def reset(self, **kwargs: Any) -> Any:
+        out = super().reset(**kwargs)
         start = self._get_tile(*self.get_grid_coords(self.cur_pos))
         tiles = self.drivable_tiles
         if len(tiles) < 2:
@@ -59,14 +58,14 @@ class DuckietownNav(DuckietownEnv):
             self.goal_tile = tiles[int(self.np_random.integers(len(tiles)))]
             if self.goal_tile is not start:
                 break
-        return obs
+        return out
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
-        obs, reward, done, info = super().step(action)
+    def step(self, action: Any) -> tuple[Any, ...]:
+        obs, reward, terminated, truncated, info = legacy.split_step(super().step(action))
         info["goal_tile"] = self.goal_tile
         if self._get_tile(*self.get_grid_coords(self.cur_pos)) is self.goal_tile:
-            done, reward = True, float(GOAL_REWARD)
-        return obs, reward, done, info
+            terminated, reward = True, float(GOAL_REWARD)
+        return legacy.join_step(obs, reward, terminated, truncated, info)
 
 
 class MultiMapEnv:
@@ -104,17 +103,18 @@ class MultiMapEnv:
             env.seed(seed)
         return [seed]
 
-    def reset(self, **kwargs: Any) -> np.ndarray:
+    def reset(self, **kwargs: Any) -> Any:
         self.cur_env_idx = (self.cur_env_idx + 1) % len(self.env_list)
         return self.env.reset(**kwargs)
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
-        obs, reward, done, info = self.env.step(action)
+    def step(self, action: Any) -> tuple[Any, ...]:
+        out = self.env.step(action)
+        _, reward, terminated, truncated, _ = legacy.split_step(out)
         self.cur_reward_sum += reward
         self.cur_num_steps += 1
-        if done:
+        if terminated or truncated:
             self.cur_reward_sum, self.cur_num_steps = 0.0, 0
-        return obs, reward, done, info
+        return out
 
     def render(self, mode: str = "human", close: bool = False) -> Any:
         return self.env.render(mode, close)

@@ -15,8 +15,10 @@ same behaviour, over the drop-in's gym-duckietown API (:mod:`dmxshm.duckietown.s
   calibration (dmxshm's lens, :func:`dmxshm.matrix.lens.undistorter`).
 
 The base classes (:class:`Wrapper`, :class:`ActionWrapper`, :class:`ObservationWrapper`)
-are gym's of before 0.26, written here so that no gym is needed: attributes the
-wrapper does not have are the env's (``env.cur_pos`` through any wrapper).
+are the installed gym's (so that its wrappers and these stack, with its reset and step:
+:mod:`dmxshm.duckietown.legacy`); without gym, gym's of before 0.26, written here:
+attributes the wrapper does not have are the env's (``env.cur_pos`` through any
+wrapper).
 
 Example:
     >>> from dmxshm.duckietown.envs import DuckietownEnv
@@ -37,8 +39,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from dmxshm.duckietown.legacy import GYM, gym_space
 
-class Wrapper:
+
+class _Wrapper:
     """gym's ``Wrapper`` of before 0.26: ``reset``, ``step``, ``render``, ``close`` and
     ``seed`` passed on; spaces the env's unless set; other attributes the env's."""
 
@@ -92,7 +96,7 @@ class Wrapper:
         return f"<{type(self).__name__}{self.env!r}>"
 
 
-class ActionWrapper(Wrapper):
+class _ActionWrapper(_Wrapper):
     """Turns each action by :meth:`action` before the env steps."""
 
     def step(self, action: Any) -> tuple[Any, float, bool, dict[str, Any]]:
@@ -105,7 +109,7 @@ class ActionWrapper(Wrapper):
         raise NotImplementedError
 
 
-class ObservationWrapper(Wrapper):
+class _ObservationWrapper(_Wrapper):
     """Turns each observation by :meth:`observation`."""
 
     def reset(self, **kwargs: Any) -> Any:
@@ -119,6 +123,11 @@ class ObservationWrapper(Wrapper):
         raise NotImplementedError
 
 
+Wrapper: Any = GYM.Wrapper if GYM is not None else _Wrapper
+ActionWrapper: Any = GYM.ActionWrapper if GYM is not None else _ActionWrapper
+ObservationWrapper: Any = GYM.ObservationWrapper if GYM is not None else _ObservationWrapper
+
+
 class DiscreteWrapper(ActionWrapper):
     """Three discrete actions: 0 turn left, 1 turn right, 2 forward."""
 
@@ -126,7 +135,7 @@ class DiscreteWrapper(ActionWrapper):
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
-        self.action_space = spaces.Discrete(3)
+        self.action_space = gym_space(spaces.Discrete(3))
 
     def action(self, action: Any) -> np.ndarray:
         try:
@@ -163,8 +172,9 @@ class PyTorchObsWrapper(ObservationWrapper):
         super().__init__(env)
         space = self.env.observation_space
         h, w, c = space.shape
-        self.observation_space = spaces.Box(space.low[0, 0, 0], space.high[0, 0, 0],
-                                            (c, w, h), dtype=space.dtype)
+        self.observation_space = gym_space(spaces.Box(space.low[0, 0, 0],
+                                                      space.high[0, 0, 0], (c, w, h),
+                                                      dtype=space.dtype))
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         return observation.transpose(2, 1, 0)
@@ -182,9 +192,9 @@ class ResizeWrapper(ObservationWrapper):
         super().__init__(env)
         self.resize_w, self.resize_h = int(resize_w), int(resize_h)
         space = self.env.observation_space
-        self.observation_space = spaces.Box(space.low.flat[0], space.high.flat[0],
-                                            (space.shape[0], self.resize_w, self.resize_h),
-                                            dtype=space.dtype)
+        self.observation_space = gym_space(spaces.Box(
+            space.low.flat[0], space.high.flat[0],
+            (space.shape[0], self.resize_w, self.resize_h), dtype=space.dtype))
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         swapped = np.asarray(observation).swapaxes(0, 2)  # as gym-duckietown: (H, W, C)...

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dmxshm.duckietown import DropInError
+from dmxshm.duckietown import DropInError, legacy
 from dmxshm.duckietown import surface as surface_module
 from dmxshm.duckietown.envs import (
     DiscreteWrapper,
@@ -31,6 +31,22 @@ from dmxshm.duckietown.simulator import (
 from dmxshm.duckietown.wrappers import PyTorchObsWrapper, ResizeWrapper, SteeringToWheelVelWrapper
 
 SMALL = {"camera_width": 32, "camera_height": 24, "domain_rand": False}
+
+
+def reset(env: object) -> np.ndarray:
+    """The observation of ``reset()``, whichever gym API the module speaks (with gym
+    0.26 installed, its new one: :mod:`dmxshm.duckietown.legacy`)."""
+    out = env.reset()  # type: ignore[attr-defined]
+    return out[0] if legacy.NEW_API else out
+
+
+def step(env: object, action: object) -> tuple[np.ndarray, float, bool, dict]:
+    """``step()`` as four values ``(obs, reward, done, info)`` under either API."""
+    out = env.step(action)  # type: ignore[attr-defined]
+    if legacy.NEW_API:
+        obs, reward, terminated, truncated, info = out
+        return obs, reward, terminated or truncated, info
+    return out
 MAPS = ["loop", "grid"]
 
 
@@ -65,10 +81,10 @@ def test_a_script_on_the_surface_keeps_its_lane(map_name: str, controller: objec
     env = DuckietownEnv(map_name=map_name, **SMALL)
     try:
         env.seed(3)
-        env.reset()
+        reset(env)
         worst, travelled, start = 0.0, 0.0, env.cur_pos.copy()
         for _ in range(1000):
-            _, _, done, info = env.step(controller(env))  # type: ignore[operator]
+            _, _, done, info = step(env, controller(env))  # type: ignore[operator]
             assert not done, info["Simulator"]["msg"]
             lp = env.get_lane_pos2(env.cur_pos, env.cur_angle)
             worst = max(worst, abs(lp.dist))
@@ -163,7 +179,7 @@ def test_step_count_timestamp_speed_update_physics_and_agent_info() -> None:
         assert env.speed > 0 and env.wheelVels.tolist() == pytest.approx([0.72, 0.72])
         with pytest.raises(DropInError, match="delta_time"):
             env.update_physics([0.1, 0.1], delta_time=0.5)
-        _, _, done, info = env.step([0.4, 0.4])
+        _, _, done, info = step(env, [0.4, 0.4])
         sim = info["Simulator"]
         assert not done and sim["msg"] == "" and sim["action"] == [0.4, 0.4]
         assert sim["cur_pos"] == env.cur_pos.tolist() and sim["cur_angle"] == env.cur_angle
@@ -205,7 +221,7 @@ def test_envs_and_wrappers_of_gym_duckietowns_modules() -> None:
     env = DuckietownNav(map_name="grid", **SMALL)
     try:
         env.seed(1)
-        env.reset()
+        reset(env)
         start = env._get_tile(*env.get_grid_coords(env.cur_pos))
         assert env.goal_tile is not None and env.goal_tile is not start
         assert isinstance(DuckietownLF(map_name="loop", **SMALL), DuckietownEnv)
@@ -213,29 +229,29 @@ def test_envs_and_wrappers_of_gym_duckietowns_modules() -> None:
         env.close()
     multi = MultiMapEnv(map_names=["loop", "grid"], **SMALL)
     try:
-        multi.reset()
+        reset(multi)
         assert multi.env.map_name == "grid"
-        multi.reset()
+        reset(multi)
         assert multi.env.map_name == "loop" and multi.step_count == 0
-        multi.step([0.2, 0.0])
+        step(multi, [0.2, 0.0])
         assert multi.step_count == 1 and multi.cur_pos[1] == 0.0
     finally:
         multi.close()
     wrapped = ResizeWrapper(PyTorchObsWrapper(DiscreteWrapper(
         DuckietownEnv(map_name="loop", **SMALL))), resize_w=16, resize_h=12)
     try:
-        obs = wrapped.reset()
+        obs = reset(wrapped)
         assert obs.shape == wrapped.observation_space.shape == (3, 16, 12)
-        obs, _, _, _ = wrapped.step(2)
+        obs, _, _, _ = step(wrapped, 2)
         assert obs.shape == (3, 16, 12) and wrapped.unwrapped.step_count == 1
         with pytest.raises(ValueError, match="unknown action"):
-            wrapped.step(7)
+            step(wrapped, 7)
     finally:
         wrapped.close()
     sim = SteeringToWheelVelWrapper(Simulator(map_name="loop", **SMALL))
     try:
-        sim.reset()
-        sim.step([0.3, 0.0])
+        reset(sim)
+        step(sim, [0.3, 0.0])
         assert sim.last_action.tolist() == pytest.approx([0.3 / 0.0318 / 27] * 2)
     finally:
         sim.close()
