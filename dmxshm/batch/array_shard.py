@@ -36,6 +36,12 @@ from dmxshm.sim.obs import NO_TARGET_M
 from dmxshm.world.routes import TURN_CODE
 from dmxshm.world.state import ROBOT_STATE_DTYPE
 
+HELD_STEPS = 32
+"""Steps of an env whose digest bytes the shard holds before it hashes them in one
+update (the digest's cost per step: one SHA-256 update and one digest per env would
+be about a sixth of a step); a reset, the block full, or the parent reading the
+digest (``FLUSH``) hashes them."""
+
 ENABLED = True
 """Whether eligible shards step as arrays (False: every shard env by env; the tests
 compare the two)."""
@@ -95,6 +101,8 @@ class ArrayShard(Shard):
         self.knots = np.zeros(e, np.int64)  # walk knots held per env
         self.fields = int(first.observation_space.shape[0])
         self.row_bytes = 1 + 8 + 8 * _FLOATS + 4 * self.fields + 10
+        self.held = np.zeros((e, HELD_STEPS, self.row_bytes), np.uint8)  # unhashed steps
+        self.n_held = np.zeros(e, np.int64)
         for u in range(e):  # the envs as made (a batch resets before its first step)
             self.adopt(u)
 
@@ -155,9 +163,12 @@ class ArrayShard(Shard):
                 return
             self.step_arrays(stepping, given)
         if resets:
-            super().step_worlds([u for u, _ in resets], [c for _, c in resets])
-            for u, _ in resets:
+            us_reset = [u for u, _ in resets]
+            self._hash_held(np.array(us_reset, np.int64))  # (their steps before the reset)
+            super().step_worlds(us_reset, [c for _, c in resets])
+            for u in us_reset:
                 self.adopt(u)
+        self.v["held"][self.index] = int(self.n_held.sum())
 
     def step_arrays(self, idx: np.ndarray, given: np.ndarray) -> None:
         """Step the envs ``idx`` (not resetting) under their actions ``given``."""
@@ -229,7 +240,7 @@ class ArrayShard(Shard):
                 self.pending_reset[u] = True
         for u, d in zip(idx.tolist(), done.tolist(), strict=True):
             self.worlds[u].done = d
-        self._digest(idx, given, records, obs, rewards, terminated, truncated, rows)
+        self._digest(idx, given, records, obs, rewards, terminated, truncated)
 
     def _decide(self, idx: np.ndarray, route: np.ndarray, need: np.ndarray) -> None:
         """The route decisions the kernel asked for, made by each env's router."""
@@ -274,9 +285,10 @@ class ArrayShard(Shard):
 
     def _digest(self, idx: np.ndarray, given: np.ndarray, records: np.ndarray,
                 obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
-                truncated: np.ndarray, rows: Any) -> None:
-        """Each env's digest, fed the bytes :meth:`Shard.hash` feeds it for a step (its
-        actions, state record, observation, reward and flags), in one update."""
+                truncated: np.ndarray) -> None:
+        """Hold each env's step's digest bytes (those :meth:`Shard.hash` feeds it: its
+        actions, state record, observation, reward and flags), hashing an env's
+        :data:`HELD_STEPS` held steps in one update when they are as many."""
         n = len(idx)
         buf = np.empty((n, self.row_bytes), np.uint8)
         buf[:, 0] = ord("s")
@@ -286,9 +298,28 @@ class ArrayShard(Shard):
             width = part.dtype.itemsize * part.shape[1]
             buf[:, at:at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
             at += width
-        raw, w = buf.tobytes(), self.row_bytes
-        chains = [self.hashes[u] for u in idx.tolist()]
-        for i, h in enumerate(chains):
-            h.update(raw[i * w:i * w + w])
-        out = np.frombuffer(b"".join([h.digest() for h in chains]), np.uint8).reshape(n, 32)
-        self.v["digests"][rows] = out
+        slots = self.n_held[idx]
+        self.held[idx, slots] = buf
+        self.n_held[idx] = slots + 1
+        full = idx[slots + 1 == HELD_STEPS]
+        if len(full):
+            self._hash_held(full)
+
+    def _hash_held(self, us: np.ndarray) -> None:
+        """Hash the held steps of the envs ``us`` into their digests, and publish them."""
+        us = us[self.n_held[us] > 0]
+        if not len(us):
+            return
+        hashes, held = self.hashes, self.held
+        digests = []
+        for u, k in zip(us.tolist(), self.n_held[us].tolist(), strict=True):
+            h = hashes[u]
+            h.update(held[u, :k].tobytes())
+            digests.append(h.digest())
+        self.n_held[us] = 0
+        self.v["digests"][self.lo + us] = np.frombuffer(b"".join(digests), np.uint8
+                                                        ).reshape(len(us), 32)
+
+    def flush_digests(self) -> None:
+        self._hash_held(np.arange(len(self.worlds)))
+        self.v["held"][self.index] = 0

@@ -38,7 +38,7 @@ from dmxshm.batch.completions import Announcer
 from dmxshm.batch.env import DuckieLaneEnv, draw_cameras
 from dmxshm.shm.fence import full_fence
 
-STEP, RESET, CLOSE, RENDER, PENDING = 1, 2, 3, 4, 5
+STEP, RESET, CLOSE, RENDER, PENDING, FLUSH = 1, 2, 3, 4, 5, 6
 NEXT_STEP, SAME_STEP, DISABLED = "NextStep", "SameStep", "Disabled"
 """Gymnasium's autoreset modes (the values of ``gymnasium.vector.AutoresetMode``)."""
 
@@ -221,6 +221,9 @@ class Shard:
     def run(self, command: int) -> None:
         """One synchronous command for the whole shard (``RENDER``: worlds of one robot
         only; the parent refuses it for the others)."""
+        if command == FLUSH:
+            self.flush_digests()
+            return
         if command == RENDER:
             v, lo = self.v, self.lo
             for j, world in enumerate(self.worlds):
@@ -344,6 +347,11 @@ class Shard:
             h.update(v[key][rows].tobytes())
         h.update(returns)
         v["digests"][rows] = np.frombuffer(h.digest(), np.uint8)
+
+    def flush_digests(self) -> None:
+        """Hash what the shard holds unhashed into its envs' digests (``FLUSH``, before
+        the parent reads them): nothing here, where each step is hashed as it is made
+        (:class:`~dmxshm.batch.array_shard.ArrayShard` holds rows)."""
 
     def put_final(self, rows: slice, obs: Any, infos: list[dict[str, Any]]) -> None:
         """The last observation and info of a world's rows (``SAME_STEP``; the parent

@@ -114,6 +114,7 @@ from dmxshm.batch.sampling import Sampler
 from dmxshm.batch.seeds import check_whole_worlds, reset_mask, row_seeds
 from dmxshm.batch.serial import Memory, Serial
 from dmxshm.batch.worker import (
+    FLUSH,
     PENDING,
     RENDER,
     RESET,
@@ -595,7 +596,10 @@ class DmxVectorEnv(VectorEnv):
         digest (the actions it stepped with, its world's state in full, the
         observations, rewards and flags it returned), in env order, so the same
         seeds and actions give the same digest with any number of workers. Read it
-        between steps (after ``step``, ``reset`` or ``recv`` returned).
+        between steps (after ``step``, ``reset`` or ``recv`` returned). A batch that
+        steps its envs as arrays hashes their steps in blocks (:data:`~dmxshm.batch.
+        array_shard.HELD_STEPS`); reading the digest hashes what is held first, so then
+        no env may be in flight from :meth:`send`.
 
         Example:
             >>> import dmxshm, numpy as np
@@ -610,8 +614,12 @@ class DmxVectorEnv(VectorEnv):
             True
         """
         self._check_open()
-        digests = self._arrays.views["digests"]
-        return hashlib.sha256(b"dmxshm batch digest 1\0" + digests.tobytes()).hexdigest()
+        views = self._arrays.views
+        if views["held"].any():  # steps a shard holds unhashed (a batch stepped as arrays)
+            self._check_idle("trajectory_digest")
+            self._run(FLUSH)
+        return hashlib.sha256(b"dmxshm batch digest 1\0" + views["digests"].tobytes()
+                              ).hexdigest()
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]  # one tiled image
         """The camera images of the first sub-environments (up to :data:`RENDER_ENVS`),

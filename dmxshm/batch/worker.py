@@ -26,6 +26,7 @@ from dmxshm import settings
 from dmxshm.batch.shard import (  # noqa: F401  (the commands and modes, named here too)
     CLOSE,
     DISABLED,
+    FLUSH,
     NEXT_STEP,
     PENDING,
     RENDER,
@@ -125,8 +126,9 @@ class Arrays:
             ("cmd", (n,), np.dtype(np.int64)), ("t_env", (n,), np.dtype(np.float64)),
             ("done_ids", (n,), np.dtype(np.int64)), ("done_count", (workers,), np.dtype(np.int64)),
             ("need", (1,), np.dtype(np.int64)),
-            # each env's digest of everything it did so far (SHA-256; Shard.hash)
-            ("digests", (n, 32), np.dtype(np.uint8))]
+            # each env's digest of everything it did so far (SHA-256; Shard.hash), and
+            # the steps each worker holds not yet hashed (ArrayShard; FLUSH hashes them)
+            ("digests", (n, 32), np.dtype(np.uint8)), ("held", (workers,), np.dtype(np.int64))]
         info = info or {}
         for k, dt in info.items():  # each declared key (info_fields) and its mask
             layout += [(f"info:{k}", (n,), dt), (f"info:_{k}", (n,), np.dtype(np.bool_))]

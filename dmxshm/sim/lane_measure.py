@@ -102,7 +102,8 @@ def measure(records: np.ndarray, lanes: np.ndarray, route: np.ndarray, routed: b
                 if not hit:  # (with nothing in range, no draw)
                     vector[TOF_FIELD] = no_target[i]
             _clip(vector, low, high)
-        obs[i, :] = vector
+        for j in range(n_fields):  # (an element loop: a slice assignment compiles slowly)
+            obs[i, j] = vector[j]
         h = 0.0 if heading != heading else heading
         o = 0.0 if offset != offset else offset
         p = speed * math.cos(h) * dt

@@ -17,6 +17,7 @@ from gymnasium.vector import AutoresetMode
 import dmxshm
 from dmxshm.batch import array_shard
 from dmxshm.batch.array_shard import ArrayShard
+from dmxshm.errors import DmxError
 from dmxshm.sim import lane_kernels as lk
 from dmxshm.world.maps import load_map
 from tests.batch.rows import IN_PROCESS, assert_same, in_env_order
@@ -171,6 +172,12 @@ def halves(arrays: bool, monkeypatch: pytest.MonkeyPatch, steps: int = 60) -> li
             got = envs.recv()
             out.append(in_env_order(got, got[4]["env_id"]))
             envs.send(rng.uniform(-0.2, 1.0, (2, 2)).astype(np.float32), got[4]["env_id"])
+        if arrays:  # its steps held unhashed: the digest is read with nothing in flight
+            with pytest.raises(DmxError, match="in flight"):
+                _ = envs.trajectory_digest
+        for _ in range(2):
+            got = envs.recv()
+            out.append(in_env_order(got, got[4]["env_id"]))
         out.append(envs.trajectory_digest)
         delays = [w.env.world.model.params[0].delay_s for w in shard_of(envs).worlds]
         out.append(delays)

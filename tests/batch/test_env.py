@@ -124,7 +124,11 @@ def test_the_camera_sees_what_the_robots_own_world_shows() -> None:
             for _ in range(150):
                 img, _, terminated, truncated, _ = env.step(rng.uniform(-1, 1, 2))
                 own = env.camera.render(env.world.client, env.world.state()[0])
-                assert np.array_equal(img, own)
+                # The same image but for the tiny renderer's rounding between two clients
+                # (one pixel one level apart once in 450 frames, 2026-12-05); a robot
+                # seeing itself would change hundreds of pixels by tens of levels.
+                diff = np.abs(img.astype(np.int16) - own)
+                assert diff.max() <= 1 and np.count_nonzero(diff) <= 3, (episode, diff.max())
                 if terminated or truncated:
                     break
     finally:
