@@ -85,7 +85,8 @@ def spread(values: list[float]) -> dict[str, Any]:
 
 def show(name: str, values: list[float], unit: str = "env-steps/s") -> None:
     s = spread(values)
-    print(f"  {name:34s} {s['median']:>12,.0f} ({s['min']:,.0f}-{s['max']:,.0f}) {unit}",
+    fmt = ",.2f" if unit.startswith("us") else ",.0f"
+    print(f"  {name:34s} {s['median']:>12{fmt}} ({s['min']:{fmt}}-{s['max']:{fmt}}) {unit}",
           flush=True)
 
 

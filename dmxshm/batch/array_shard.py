@@ -290,7 +290,12 @@ class ArrayShard(Shard):
         actions, state record, observation, reward and flags), hashing an env's
         :data:`HELD_STEPS` held steps in one update when they are as many."""
         n = len(idx)
-        buf = np.empty((n, self.row_bytes), np.uint8)
+        slots = self.n_held[idx]
+        lockstep = n == len(self.worlds) and (slots == slots[0]).all()
+        # written in place where every env is at the same step (the common case), else
+        # row by row
+        buf = (self.held[:, int(slots[0])] if lockstep
+               else np.empty((n, self.row_bytes), np.uint8))
         buf[:, 0] = ord("s")
         at = 1
         for part in (np.ascontiguousarray(given, np.float32), records, obs,
@@ -298,8 +303,8 @@ class ArrayShard(Shard):
             width = part.dtype.itemsize * part.shape[1]
             buf[:, at:at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
             at += width
-        slots = self.n_held[idx]
-        self.held[idx, slots] = buf
+        if not lockstep:
+            self.held[idx, slots] = buf
         self.n_held[idx] = slots + 1
         full = idx[slots + 1 == HELD_STEPS]
         if len(full):
