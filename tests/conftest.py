@@ -20,7 +20,6 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -155,38 +154,3 @@ def registry() -> Iterator[Registry]:
         yield reg
     finally:
         reg.unlink_all()
-
-
-_PRECOMPILE = (
-    # the batch renderer's kernels (about 10 s to compile on a 2-core machine)
-    "from dmxshm.matrix.batch_render import ensure_compiled; ensure_compiled()",
-    # the DB18's, the planar world's and the array shard's (about 6 s)
-    "import numpy as np, dmxshm\n"
-    "e = dmxshm.make_vec(2, num_workers=0, version='v1', physics='db18')\n"
-    "e.reset(seed=0); e.step(np.zeros((2, 2), np.float32)); e.close()",
-)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, the controller compiles the numba kernels once, two programs
-    at once, before its workers start: numba keeps them on disk, so that the workers
-    and the processes the tests start load them instead of each compiling its own
-    (each worker did, and a subprocess started before the first compile ended did too:
-    about 10 s of the README's command on a fresh clone). A worker, or a run without
-    xdist, compiles as the tests need."""
-    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
-        return
-    programs = [_popen_init_free([sys.executable, "-c", code]) for code in _PRECOMPILE]
-    for program in programs:
-        try:
-            program.wait(timeout=600)
-        except subprocess.TimeoutExpired:
-            program.kill()
-            program.wait()
-
-
-def _popen_init_free(args: list[str]) -> subprocess.Popen[bytes]:
-    """A program the controller runs for itself (not a test's: not recorded)."""
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    procs.started_pids.discard(proc.pid)
-    return proc
