@@ -161,6 +161,11 @@ def test_a_script_for_gym_duckietown_runs_with_one_import_changed(tmp_path: Path
     assert script.count("\n") == GYM_DUCKIETOWN_SCRIPT.count("\n")
     path = tmp_path / "drive.py"
     path.write_text(script)
+    # The batch renderer's compiled code on disk first (this test process needs it
+    # anyway): the script's renderer choice loads it instead of compiling it again.
+    from dmxshm.matrix.batch_render import ensure_compiled
+
+    ensure_compiled()
     out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
                          timeout=100)
     assert out.returncode == 0, out.stderr
