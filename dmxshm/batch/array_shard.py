@@ -54,11 +54,11 @@ def eligible(worlds: list[Any], mode: str) -> bool:
     """Whether a shard of ``worlds`` steps as arrays (the module docstring)."""
     if not (ENABLED and lk.HYPOT_IS_PYTHONS and worlds and mode in (NEXT_STEP, DISABLED)):
         return False
-    first = getattr(worlds[0], "env", None)
+    first: Any = getattr(worlds[0], "env", None)
     if type(first) not in (DuckieLaneEnv, DuckieLaneV1Env):
         return False
     for world in worlds:
-        env = getattr(world, "env", None)
+        env: Any = getattr(world, "env", None)
         if (type(env) is not type(first) or env.physics != "db18"
                 or env.obs_kind != "state" or env.camera is not None
                 or env.world.road_map.objects or not env.world.walls
@@ -206,12 +206,12 @@ class ArrayShard(Shard):
         route = self.route[idx]
         if self.routed:
             need = np.empty((n, 4), np.int64)
-            if lk.route_update(*self.map.args(), x, y, yaw, route, need):
+            if lk.route_update(*self.map.args(), x, y, yaw, route, need):  # type: ignore[call-arg]
                 self._decide(idx, route, need)
             self.route[idx] = route
-            lk.route_lanes(*self.map.args(), x, y, yaw, route, lanes)
+            lk.route_lanes(*self.map.args(), x, y, yaw, route, lanes)  # type: ignore[call-arg]
         else:
-            lk.road_lanes(*self.map.args(), x, y, yaw, lanes)
+            lk.road_lanes(*self.map.args(), x, y, yaw, lanes)  # type: ignore[call-arg]
         white = self._white(idx, steps)
         obs = np.empty((n, self.fields), np.float32)
         rewards, terminated, truncated = np.empty(n), np.empty(n, np.bool_), np.empty(n, np.bool_)

@@ -169,8 +169,12 @@ class DmxVectorEnv(VectorEnv):
         self.robots_per_world = group or 1
         self._multi = group is not None
         self.num_worlds = num_envs // self.robots_per_world
-        auto = isinstance(num_workers, str) and num_workers == AUTO
-        workers = 0 if auto else min(worker_count(num_workers), self.num_worlds)
+        auto = isinstance(num_workers, str)
+        if auto and num_workers != AUTO:
+            raise ValueError(f"num_workers must be {AUTO!r} (measure a step and pick), None "
+                             "(one worker per usable CPU), 0 (this process) or an integer "
+                             f">= 1, not {num_workers!r}")
+        workers = 0 if auto else min(worker_count(num_workers), self.num_worlds)  # type: ignore[arg-type]
         if batch_size is None:
             batch_size = num_envs
         if not 1 <= batch_size <= num_envs:

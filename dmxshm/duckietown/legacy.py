@@ -67,7 +67,7 @@ def gym_space(space: Any) -> Any:
 def split_step(out: tuple[Any, ...]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
     """A step's values, four (before gym 0.26) or five, as five."""
     if len(out) == 5:
-        return out  # type: ignore[return-value]
+        return out
     obs, reward, done, info = out
     return obs, reward, done, False, info
 
@@ -88,8 +88,8 @@ class _OldGymAPI:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.action_space = gym_space(self.action_space)
-        self.observation_space = gym_space(self.observation_space)
+        self.action_space = gym_space(self.action_space)  # type: ignore[has-type]
+        self.observation_space = gym_space(self.observation_space)  # type: ignore[has-type]
 
     def seed(self, seed: int | None = None) -> list[int | None]:
         self._next_seed = seed

@@ -20,6 +20,7 @@ without objects (:attr:`MapArrays.has_objects`), where no lane moves.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -85,7 +86,7 @@ class MapArrays:
         self.half_width = float(m.road_half_width_m)  # type: ignore[attr-defined]
         self.has_objects = bool(m.objects)  # type: ignore[attr-defined]
 
-    def args(self) -> tuple[object, ...]:
+    def args(self) -> tuple[Any, ...]:
         """The arrays and numbers every kernel takes, in their order."""
         return (self.kind, self.geometry, self.own_start, self.own, self.near_start,
                 self.near, self.is_road, self.is_inter, self.edges, self.rows, self.cols,

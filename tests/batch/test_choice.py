@@ -68,3 +68,8 @@ def test_measuring_leaves_the_batch_as_a_chosen_one(monkeypatch: pytest.MonkeyPa
     assert np.array_equal(rows[0][0], rows[3][0]) and np.array_equal(rows[1], rows[4])
     assert rows[2] == rows[5]
     assert dmxshm.make_vec.__defaults__[0] == "auto"
+
+
+def test_another_word_is_refused_naming_auto() -> None:
+    with pytest.raises(ValueError, match="'auto'"):
+        dmxshm.make_vec(2, num_workers="four")
