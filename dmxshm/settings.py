@@ -46,8 +46,8 @@ num_workers="auto")`` weighs it against the step's own time, :mod:`dmxshm.batch.
 the command out, the last worker's post back and the wait at the barrier: 119 us
 (median of three runs, 109-124 us) for 16 DB18 envs on 2 workers on the 2-core
 development machine (``dmxshm bench vector --env v1 --physics db18 --obs state
---workers 2 --quick``, 2026-12-05 09:15 UTC), rounded up. ``DMXSHM_HANDOFF_US`` sets it for a machine that measures
-otherwise."""
+--workers 2 --quick``, 2026-12-05 09:15 UTC), rounded up. ``DMXSHM_HANDOFF_US`` sets
+it for a machine that measures otherwise."""
 HANDOFF_ENV = "DMXSHM_HANDOFF_US"
 
 BATCH_TIMEOUT_S = 60.0

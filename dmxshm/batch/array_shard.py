@@ -3,8 +3,8 @@ every env of the shard (the DB18 step, the map's edges, the state records, the r
 the lane pose, the sensors with their noise, the reward and flags), not a Python call
 per env.
 
-The envs stay what they are (:class:`~dmxshm.batch.shard.OneRobot` worlds): a reset,
-a render and a close go through each env's own code, and the shard then takes the
+The envs stay what they are (:class:`~dmxshm.batch.shard.OneRobot` worlds): a reset
+and a close go through each env's own code, and the shard then takes the
 env's state into its arrays (:meth:`ArrayShard.adopt`). A step of the envs that did
 not reset is the arrays'. The rows are the env's own bit for bit (observation, reward,
 flags, info, and so the trajectory digest; ``tests/batch/test_array_shard.py`` steps
@@ -25,7 +25,7 @@ import numpy as np
 
 from dmxshm.batch.env import DuckieLaneEnv
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
-from dmxshm.batch.shard import DISABLED, NEXT_STEP, RENDER, RESET, Shard
+from dmxshm.batch.shard import DISABLED, NEXT_STEP, RESET, Shard
 from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
 from dmxshm.sim import db18_kernels as kernels
 from dmxshm.sim import footprints as fp
@@ -136,18 +136,13 @@ class ArrayShard(Shard):
 
     def sync(self, u: int) -> None:
         """Put the arrays' state of env ``u`` back into the env (before its own code
-        reads it: a render)."""
+        reads it: a step that raises its error). Nothing renders here: a batch with a
+        camera or a render mode is not stepped as arrays."""
         env = self.envs[u]
         env.world.model._s[0] = self.model._s[u]
         env.world.step_count = env._steps = int(self.steps[u])
 
     # -- the shard's commands ------------------------------------------------------------
-    def run(self, command: int) -> None:
-        if command == RENDER:
-            for u in range(len(self.worlds)):
-                self.sync(u)
-        super().run(command)
-
     def step_worlds(self, us: list[int], commands: list[int]) -> None:
         pending = self.pending_reset
         resets = [(u, c) for u, c in zip(us, commands, strict=True)
