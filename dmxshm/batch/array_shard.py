@@ -150,7 +150,7 @@ class ArrayShard(Shard):
         if len(resets) < len(us):
             stepping = np.array([u for u, c in zip(us, commands, strict=True)
                                  if not (c == RESET or pending[u])], np.int64)
-            given = self.v["actions"][self.lo + stepping]
+            given = self.v["actions"][self.lo + self._rows(stepping)]
             if not np.isfinite(given).all():  # the env's own error, from its own code
                 for u in stepping.tolist():
                     self.sync(u)
@@ -237,19 +237,29 @@ class ArrayShard(Shard):
             self.worlds[u].done = d
         self._digest(idx, given, records, obs, rewards, terminated, truncated)
 
+    def _rows(self, us: np.ndarray) -> np.ndarray:
+        """The shard's rows of its worlds ``us`` (one each here)."""
+        return us
+
+    def _robot(self, row: int) -> tuple[Any, int]:
+        """The env (or world) of the shard's row ``row``, and the robot's index in it."""
+        return self.envs[row], 0
+
     def _decide(self, idx: np.ndarray, route: np.ndarray, need: np.ndarray) -> None:
-        """The route decisions the kernel asked for, made by each env's router."""
+        """The route decisions the kernel asked for (rows ``idx``), made by each robot's
+        router."""
         for i in np.flatnonzero(need[:, 0] >= 0).tolist():
-            router = self.envs[int(idx[i])]._router
+            env, robot = self._robot(int(idx[i]))
+            router = env._router
             r, c, entry, inside = need[i].tolist()
-            st = router._decide(0, (r, c), lk.EDGES[entry])
+            st = router._decide(robot, (r, c), lk.EDGES[entry])
             st.inside = bool(inside)
-            router.states[0] = st
+            router.states[robot] = st
             route[i] = (1, r, c, entry, lk.EDGES.index(st.exit), int(TURN_CODE[st.turn]),
                         inside)
 
     def _white(self, idx: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """The IMU's white noise of this step for the envs ``idx`` (n, 6), and their
+        """The IMU's white noise of this step for the rows ``idx`` (n, 6), and their
         bias walk's knots held far enough (:meth:`Noise._sample
         <dmxshm.matrix.noise.Noise._sample>`'s blocks and :meth:`Noise._walk
         <dmxshm.matrix.noise.Noise._walk>`'s knots, the same numbers)."""
@@ -261,15 +271,17 @@ class ArrayShard(Shard):
         stale = noisy & ((block != self.block[idx]) | (knots > self.knots[idx]))
         for i in np.flatnonzero(stale).tolist():
             u = int(idx[i])
-            noise = self.envs[u]._noise
+            env, robot = self._robot(u)
+            noise = env._noise
             if block[i] != self.block[u]:
-                model = noise.model_of(0).imu
+                model = noise.model_of(robot).imu
                 scale = (model.acc_white,) * 3 + (model.gyro_white,) * 3
-                z = bulk_normals(noise.seed, 0, "imu", int(block[i]), SAMPLE_BLOCK * 6)
+                z = bulk_normals(noise.seed, robot, "imu", int(block[i]), SAMPLE_BLOCK * 6)
                 self.blocks[u] = z.reshape(SAMPLE_BLOCK, 6) * scale
+                self._new_block(u, noise, robot, int(block[i]))
                 self.block[u] = block[i]
             if knots[i] > self.knots[u]:
-                walk = noise._walk(0, int(knots[i]) - 1)
+                walk = noise._walk(robot, int(knots[i]) - 1)
                 if len(walk) > self.walk.shape[1]:
                     grown = np.zeros((self.walk.shape[0], 2 * len(walk), 6))
                     grown[:, :self.walk.shape[1]] = self.walk
@@ -277,6 +289,10 @@ class ArrayShard(Shard):
                 self.walk[u, :len(walk)] = walk
                 self.knots[u] = len(walk)
         return self.blocks[idx, steps % SAMPLE_BLOCK]
+
+    def _new_block(self, row: int, noise: Any, robot: int, block: int) -> None:
+        """Row ``row`` moved to its noise's sample block ``block`` (a hook: the IMU's
+        block is drawn)."""
 
     def _digest(self, idx: np.ndarray, given: np.ndarray, records: np.ndarray,
                 obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
@@ -317,8 +333,9 @@ class ArrayShard(Shard):
             h.update(held[u, :k].tobytes())
             digests.append(h.digest())
         self.n_held[us] = 0
-        self.v["digests"][self.lo + us] = np.frombuffer(b"".join(digests), np.uint8
-                                                        ).reshape(len(us), 32)
+        # (each world's digest in every row of it)
+        self.v["digests"][self.lo:self.hi].reshape(-1, self.robots, 32)[us] = np.frombuffer(
+            b"".join(digests), np.uint8).reshape(len(us), 1, 32)
 
     def flush_digests(self) -> None:
         self._hash_held(np.arange(len(self.worlds)))

@@ -201,12 +201,17 @@ def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
                         params=len(rand_names(worlds[0])),
                         final=mode == SAME_STEP, info=info_fields(worlds[0]))
         kind: type[Shard] = Shard
-        first = getattr(worlds[0], "env", None) if robots_per_world is None else None
+        first = getattr(worlds[0], "env", None) if robots_per_world is None else worlds[0]
         if getattr(first, "physics", None) == "db18" and getattr(first, "obs_kind", "") == "state":
-            # (imported here: its kernels compile, or load, in the processes that use them)
-            from dmxshm.batch.array_shard import ArrayShard, eligible
+            # (imported here: their kernels compile, or load, in the processes that use them)
+            if robots_per_world is None:
+                from dmxshm.batch.array_shard import ArrayShard, eligible
 
-            kind = ArrayShard if eligible(worlds, mode) else Shard
+                kind = ArrayShard if eligible(worlds, mode) else Shard
+            else:
+                from dmxshm.batch import multi_array_shard as multi
+
+                kind = multi.MultiArrayShard if multi.eligible(worlds, mode) else Shard
         return kind(index, lo, hi, arrays.views, worlds, render, ready, mode, done,
                     camera_jobs)
     except BaseException:
