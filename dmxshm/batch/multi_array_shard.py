@@ -56,7 +56,7 @@ def eligible(worlds: list[Any], mode: str) -> bool:
     for w in worlds:
         if (type(w) is not MultiLane or w.physics != "db18" or w.obs_kind != "state"
                 or any(getattr(w, k) != getattr(first, k) for k in same)
-                or w.world.road_map.objects or not w.world.walls
+                or w.world.road_map.objects or not getattr(w.world, "walls", False)
                 or w.world.road_map.digest() != first.world.road_map.digest()
                 or w.world.dt_s != first.world.dt_s
                 or w.world.substeps != first.world.substeps
