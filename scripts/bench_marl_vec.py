@@ -9,10 +9,14 @@
   base_class="gymnasium")``;
 - ``dmxshm-bullet`` (with ``--physics db18``): the batch of the same worlds under
   Bullet, for DB18's ratio;
-- ``free``: one process per core, each stepping its share of the W worlds
-  (``MultiLane.step``) in a loop with no handoff at all: the ceiling. Each process holds
-  the worlds a batch worker would, seeded as the batch seeds them, and resets a world
-  as the batch does (at its next step), so that the two do the same work.
+- ``dmxshm-in-process`` (with ``--physics db18``): the same batch in one process
+  (``num_workers=0``: what ``make_vec``'s default picks where a step costs less than
+  the handoff), on one core;
+- ``free``: one process per core, each stepping its share of the W worlds as the
+  in-process batch of them (the shard a worker runs: world by world, or as arrays where
+  the batch steps them so) with no handoff at all: the ceiling. Each process holds the
+  worlds a batch worker would, seeded as the batch seeds them, and resets a world as
+  the batch does (at its next step), so that the two do the same work.
 
 All: state observations, the loop map's defaults, the same constant duties, episodes of
 1000 steps; env-steps are rows (robots) stepped. Each way runs ``--seconds`` per
@@ -58,8 +62,9 @@ def _rate(step, rows: int, seconds: float) -> float:  # noqa: ANN001
 
 
 def run_dmxshm(worlds: int, robots: int, cores: int, seconds: float,
-               physics: str | None = None) -> float:
-    envs = dmxshm.make_vec(worlds * robots, robots_per_world=robots, num_workers=cores,
+               physics: str | None = None, in_process: bool = False) -> float:
+    envs = dmxshm.make_vec(worlds * robots, robots_per_world=robots,
+                           num_workers=0 if in_process else cores,
                            seed=0, map="loop", physics=physics or PHYSICS["physics"])
     try:
         envs.reset()
@@ -138,31 +143,27 @@ def run_supersuit(worlds: int, robots: int, cores: int, seconds: float) -> float
 
 
 def _free_worker(args: tuple[int, int, float, int, str]) -> tuple[int, float]:
-    """Worlds ``first`` to ``first + worlds - 1`` of the batch, as its workers hold them:
-    world w seeded w (``make_vec(seed=0)``), a world whose robots all ended reset at its
-    next step (NEXT_STEP: a step of the batch that resets it, counted as one)."""
-    from dmxshm.batch.lanes import MultiLane
-
+    """Worlds ``first`` to ``first + worlds - 1`` of the batch, stepped as the worker that
+    holds them steps them: its shard, as the in-process batch of those worlds
+    (``make_vec(..., num_workers=0)``: world by world, or as arrays where the batch steps
+    them so), seeded as the batch seeds them, autoreset at the next step, with nothing
+    handed over."""
     worlds, robots, seconds, first, physics = args
-    ws = [MultiLane(robots, map="loop", physics=physics) for _ in range(worlds)]
-    for i, w in enumerate(ws):
-        w.reset(seed=first + i)
-    a = np.full((robots, 2), DUTY, np.float32)
-
-    def step_all() -> None:
-        for w in ws:
-            if w.done:
-                w.reset()
-            else:
-                w.step(a)
-
-    for _ in range(20):
-        step_all()
-    steps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        step_all()
-        steps += 1
-    return steps * worlds * robots, time.perf_counter() - t0
+    block = dmxshm.make_vec(worlds * robots, robots_per_world=robots, num_workers=0,
+                            seed=first, map="loop", physics=physics)
+    try:
+        block.reset()
+        rows = worlds * robots
+        a = np.full((rows, 2), DUTY, np.float32)
+        for _ in range(20):
+            block.step(a)
+        steps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            block.step(a)
+            steps += 1
+        return steps * rows, time.perf_counter() - t0
+    finally:
+        block.close()
 
 
 def run_free(worlds: int, robots: int, cores: int, seconds: float) -> float:
@@ -192,13 +193,14 @@ def main() -> None:
                             "free": run_free}
     if args.physics == "db18":
         ways["dmxshm-bullet"] = partial(run_dmxshm, physics="bullet")
+        ways["dmxshm-in-process"] = partial(run_dmxshm, in_process=True)
     rates: dict[str, list[float]] = {name: [] for name in ways}
     order = list(ways)
     for _ in range(args.rounds):
         for name in order + order[::-1]:
             rates[name].append(ways[name](args.worlds, args.robots, args.cores,
                                           args.seconds))
-            print(f"  {name:9s} {rates[name][-1]:9.0f} env-steps/s", flush=True)
+            print(f"  {name:17s} {rates[name][-1]:9.0f} env-steps/s", flush=True)
     med = {name: statistics.median(v) for name, v in rates.items()}
     print(f"{args.worlds} worlds x {args.robots} robots, state, {args.cores} cores "
           f"(median env-steps/s): " + ", ".join(f"{k} {v:.0f}" for k, v in med.items()))
@@ -208,6 +210,11 @@ def main() -> None:
     if "dmxshm-bullet" in med:
         print(f"dmxshm DB18 / dmxshm Bullet: {med['dmxshm'] / med['dmxshm-bullet']:.2f} "
               "(target >= 5)")
+        inp = med["dmxshm-in-process"]
+        print(f"dmxshm DB18 in one process: {inp:.0f} env-steps/s on 1 core; / dmxshm Bullet "
+              f"({args.cores} cores): {inp / med['dmxshm-bullet']:.2f}; / supersuit: "
+              f"{inp / med['supersuit']:.2f}; / its {args.cores} workers: "
+              f"{inp / med['dmxshm']:.2f}")
     parts = anatomy(args.worlds, args.robots, args.cores, args.seconds) if args.anatomy else {}
     if parts:
         print(f"a step of the batch ({parts['steps']:.0f} steps): {parts['wall_ms']:.2f} ms; "

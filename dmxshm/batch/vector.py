@@ -224,10 +224,10 @@ class DmxVectorEnv(VectorEnv):
         self.worker_choice: WorkerChoice | None = None
         if auto:  # (measured before the probe is closed; the batch's envs untouched)
             try:
-                if not group and env_kwargs.get("physics") == "db18" and obs == "state":
+                if env_kwargs.get("physics") == "db18" and obs == "state":
                     step_s = in_process_step_s(DmxVectorEnv, num_envs, obs=obs, camera=camera,
                                                version=version, autoreset_mode=mode,
-                                               **env_kwargs)
+                                               robots_per_world=group, **env_kwargs)
                 else:
                     step_s = probe_step_s(probe, group or 1) * self.num_worlds
             except BaseException:

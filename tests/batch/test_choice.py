@@ -5,11 +5,14 @@ leaves the batch's own envs untouched."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 import dmxshm
 from dmxshm import settings
+from dmxshm.batch import choice
 from dmxshm.batch.choice import choose, handoff_s
 
 VEC_TIMEOUT_S = 120
@@ -73,3 +76,24 @@ def test_measuring_leaves_the_batch_as_a_chosen_one(monkeypatch: pytest.MonkeyPa
 def test_another_word_is_refused_naming_auto() -> None:
     with pytest.raises(ValueError, match="'auto'"):
         dmxshm.make_vec(2, num_workers="four")
+
+
+@pytest.mark.timeout(VEC_TIMEOUT_S)
+def test_multi_robot_db18_worlds_are_measured_as_the_batch_steps_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # As arrays (the multi-robot array shard), not a world's step times the worlds.
+    from dmxshm.batch import vector
+
+    calls: list[dict[str, Any]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> float:
+        calls.append(kwargs)
+        return choice.in_process_step_s(*args, **kwargs)
+
+    monkeypatch.setattr(vector, "in_process_step_s", spy)
+    envs = dmxshm.make_vec(8, robots_per_world=4, map="loop", physics="db18")
+    try:
+        assert [c["robots_per_world"] for c in calls] == [4]
+        assert envs.worker_choice is not None and envs.worker_choice.step_s > 0
+    finally:
+        envs.close()
