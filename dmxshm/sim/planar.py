@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike
 
 from dmxshm.sim import db18_kernels as kernels
 from dmxshm.sim import footprints as fp
+from dmxshm.sim import planar_kernels as pk
 from dmxshm.sim.db18 import (
     DB18,
     WHEEL_DISTANCE_M,
@@ -233,6 +234,17 @@ class PlanarWorld:
             if self.walls:
                 kernels.keep_inside(m._s, _DISCS, fp.ROBOT_DISC_RADIUS_M, width, height)
             return
+        if self._shapes.empty:  # robots and no objects: compiled, the same floats
+            pk.resolve(m._s, n, _DISCS, fp.ROBOT_DISC_RADIUS_M, width, height, self.walls,
+                       PUSH_ITERATIONS)
+            return
+        self._resolve_numpy()
+
+    def _resolve_numpy(self) -> None:
+        """:meth:`_resolve` in numpy, with objects (and the compiled one's reference:
+        ``tests/sim/test_planar_kernels.py``)."""
+        m, n = self.model, self.num_robots
+        width, height = self.road_map.size_m
         r = fp.ROBOT_DISC_RADIUS_M
         total = np.zeros((n, 2))
         for _ in range(PUSH_ITERATIONS):
@@ -273,6 +285,17 @@ class PlanarWorld:
         m, n = self.model, self.num_robots
         if n == 0 or (n == 1 and self._shapes.empty):
             return [], []
+        if self._shapes.empty:  # robots and no objects: compiled
+            touching = np.zeros((1, n, n), np.bool_)
+            pk.touching(m._s, n, _DISCS, fp.ROBOT_DISC_RADIUS_M, CONTACT_DISTANCE_M,
+                        touching)
+            return [(int(a), int(b)) for a, b in zip(*np.nonzero(touching[0]),
+                                                     strict=True)], []
+        return self._contacts_numpy()
+
+    def _contacts_numpy(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """:meth:`_contacts` in numpy, with objects (and the compiled one's reference)."""
+        m, n = self.model, self.num_robots
         flat = fp.robot_discs(m.x, m.y, m.c, m.s).reshape(-1, 2)
         r = fp.ROBOT_DISC_RADIUS_M
         objects: set[tuple[int, int]] = set()

@@ -43,9 +43,9 @@ def test_the_kernels_are_the_worlds_numpy_float_for_float(robots: int) -> None:
     for _ in range(150):
         crowded(world, rng)
         before.append(world.model._s.copy())
-        world._resolve()
+        world._resolve_numpy()
         after.append(world.model._s.copy())
-        robot_pairs, _ = world._contacts()
+        robot_pairs, _ = world._contacts_numpy()
         pairs.append(robot_pairs)
         live = rng.random(robots) < 0.7
         live[0] = True
