@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dmxshm.batch.env import DuckieLaneEnv
+from dmxshm.batch.env import DuckieLaneEnv, draw_cameras
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
 from dmxshm.batch.shard import DISABLED, NEXT_STEP, RESET, Shard
 from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
@@ -41,6 +41,9 @@ HELD_STEPS = 32
 update (the digest's cost per step: one SHA-256 update and one digest per env would
 be about a sixth of a step); a reset, the block full, or the parent reading the
 digest (``FLUSH``) hashes them."""
+HELD_BYTES = 65536
+"""At most this many bytes held per env (fewer steps where a step's bytes are many: a
+camera's image)."""
 
 ENABLED = True
 """Whether eligible shards step as arrays (False: every shard env by env; the tests
@@ -60,7 +63,9 @@ def eligible(worlds: list[Any], mode: str) -> bool:
     for world in worlds:
         env: Any = getattr(world, "env", None)
         if (type(env) is not type(first) or env.physics != "db18"
-                or env.obs_kind != "state" or env.camera is not None
+                or env.obs_kind != first.obs_kind or env.render_mode is not None
+                or (env.camera is not None and (env.camera_jobs is None
+                                                or env.renderer != "batch"))
                 or env.world.road_map.objects or not env.world.walls
                 or env.world.road_map.digest() != first.world.road_map.digest()
                 or env.world.dt_s != first.world.dt_s
@@ -99,9 +104,14 @@ class ArrayShard(Shard):
         self.turn_on = np.zeros((e, 6))
         self.walk = np.zeros((e, 2, 6))
         self.knots = np.zeros(e, np.int64)  # walk knots held per env
-        self.fields = int(first.observation_space.shape[0])
-        self.row_bytes = 1 + 8 + 8 * _FLOATS + 4 * self.fields + 10
-        self.held = np.zeros((e, HELD_STEPS, self.row_bytes), np.uint8)  # unhashed steps
+        self.fields = len(self.low)
+        kind = first.obs_kind
+        self.state_key = {"state": "obs:", "both": "obs:state"}.get(kind)
+        self.camera_key = {"camera": "obs:", "both": "obs:camera"}.get(kind)
+        obs_bytes = sum(self.v[key][self.lo].nbytes for key in self.keys)
+        self.row_bytes = 1 + 8 + 8 * _FLOATS + obs_bytes + 10
+        self.hold = max(1, min(HELD_STEPS, HELD_BYTES // self.row_bytes))
+        self.held = np.zeros((e, self.hold, self.row_bytes), np.uint8)  # unhashed steps
         self.n_held = np.zeros(e, np.int64)
         for u in range(e):  # the envs as made (a batch resets before its first step)
             self.adopt(u)
@@ -218,7 +228,10 @@ class ArrayShard(Shard):
                 self.max_steps, obs, rewards, terminated, truncated, offsets, on_road,
                 progress)
         rows: Any = slice(lo, lo + n) if whole else lo + idx
-        v["obs:"][rows] = obs
+        if self.state_key is not None:
+            v[self.state_key][rows] = obs
+        if self.camera_key is not None:
+            v[self.camera_key][rows] = self._images(idx, steps, records)
         v["rewards"][rows] = rewards
         v["terminated"][rows] = terminated
         v["truncated"][rows] = truncated
@@ -235,7 +248,7 @@ class ArrayShard(Shard):
                 self.pending_reset[u] = True
         for u, d in zip(idx.tolist(), done.tolist(), strict=True):
             self.worlds[u].done = d
-        self._digest(idx, given, records, obs, rewards, terminated, truncated)
+        self._digest(idx, given, records, rows, rewards, terminated, truncated)
 
     def _rows(self, us: np.ndarray) -> np.ndarray:
         """The shard's rows of its worlds ``us`` (one each here)."""
@@ -244,6 +257,20 @@ class ArrayShard(Shard):
     def _robot(self, row: int) -> tuple[Any, int]:
         """The env (or world) of the shard's row ``row``, and the robot's index in it."""
         return self.envs[row], 0
+
+    def _images(self, idx: np.ndarray, steps: np.ndarray, records: np.ndarray) -> np.ndarray:
+        """The camera images of the envs ``idx`` at their state records: each env's own
+        camera code (its appearance and noise), at its state and step count, drawn
+        together by the batch renderer."""
+        recs = records.view(ROBOT_STATE_DTYPE)
+        images = []
+        for i, u in enumerate(idx.tolist()):
+            env = self.envs[u]
+            env.world.model._s[0] = self.model._s[u]
+            env.world.step_count = env._steps = int(steps[i])
+            images.append(env._camera_image(recs[i, 0]))
+        draw_cameras(self.camera_jobs)
+        return np.stack(images)
 
     def _decide(self, idx: np.ndarray, route: np.ndarray, need: np.ndarray) -> None:
         """The route decisions the kernel asked for (rows ``idx``), made by each robot's
@@ -295,11 +322,12 @@ class ArrayShard(Shard):
         block is drawn)."""
 
     def _digest(self, idx: np.ndarray, given: np.ndarray, records: np.ndarray,
-                obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
+                rows: Any, rewards: np.ndarray, terminated: np.ndarray,
                 truncated: np.ndarray) -> None:
         """Hold each env's step's digest bytes (those :meth:`Shard.hash` feeds it: its
-        actions, state record, observation, reward and flags), hashing an env's
-        :data:`HELD_STEPS` held steps in one update when they are as many."""
+        actions, state record, observation (the shared arrays' ``rows``), reward and
+        flags), hashing an env's held steps in one update when they are as many as the
+        shard holds (:data:`HELD_STEPS`, fewer where a step's bytes are many)."""
         n = len(idx)
         slots = self.n_held[idx]
         lockstep = n == len(self.worlds) and (slots == slots[0]).all()
@@ -309,7 +337,8 @@ class ArrayShard(Shard):
                else np.empty((n, self.row_bytes), np.uint8))
         buf[:, 0] = ord("s")
         at = 1
-        for part in (np.ascontiguousarray(given, np.float32), records, obs,
+        observed = [self.v[key][rows].reshape(n, -1) for key in self.keys]
+        for part in (np.ascontiguousarray(given, np.float32), records, *observed,
                      rewards.astype("<f8")[:, None], terminated[:, None], truncated[:, None]):
             width = part.dtype.itemsize * part.shape[1]
             buf[:, at:at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
@@ -317,7 +346,7 @@ class ArrayShard(Shard):
         if not lockstep:
             self.held[idx, slots] = buf
         self.n_held[idx] = slots + 1
-        full = idx[slots + 1 == HELD_STEPS]
+        full = idx[slots + 1 == self.hold]
         if len(full):
             self._hash_held(full)
 

@@ -6,8 +6,8 @@ out, the last worker's post back, the wait at the barrier:
 :data:`~dmxshm.settings.BATCH_HANDOFF_US`). The batch goes to workers when that is
 faster than the step in one process: ``t / W + handoff < t``. ``t`` is measured before
 the batch is made, on envs that are then thrown away (the batch's own envs are not
-touched): for a batch that may step its envs as arrays (DB18 envs or multi-robot
-worlds with state observations, :mod:`dmxshm.batch.array_shard`,
+touched): for a batch that may step its envs as arrays (DB18 envs, or multi-robot
+DB18 worlds with state observations, :mod:`dmxshm.batch.array_shard`,
 :mod:`dmxshm.batch.multi_array_shard`), a step of an in-process batch of the same envs;
 otherwise a step of one env (or one multi-robot world) times the number of
 worlds. A step of many cheap envs stays in the caller; one of cameras or Bullet

@@ -100,7 +100,8 @@ class MultiArrayShard(ArrayShard):
         self.fields = len(self.low)
         self.obs = np.zeros((n, self.fields), np.float32)  # each row's last observation
         self.row_bytes = 1 + r * (8 + 8 * _FLOATS + 4 * self.fields + 10)
-        self.held = np.zeros((e, HELD_STEPS, self.row_bytes), np.uint8)
+        self.hold = HELD_STEPS
+        self.held = np.zeros((e, self.hold, self.row_bytes), np.uint8)
         self.n_held = np.zeros(e, np.int64)
         self.has_info = {key: f"info:{key}" in self.v for key in MultiLane.batch_info}
         for u in range(e):
@@ -287,6 +288,6 @@ class MultiArrayShard(ArrayShard):
             at += width
         self.held[idx, slots] = buf
         self.n_held[idx] = slots + 1
-        full = idx[slots + 1 == HELD_STEPS]
+        full = idx[slots + 1 == self.hold]
         if len(full):
             self._hash_held(full)

@@ -224,7 +224,7 @@ class DmxVectorEnv(VectorEnv):
         self.worker_choice: WorkerChoice | None = None
         if auto:  # (measured before the probe is closed; the batch's envs untouched)
             try:
-                if env_kwargs.get("physics") == "db18" and obs == "state":
+                if env_kwargs.get("physics") == "db18" and (obs == "state" or not group):
                     step_s = in_process_step_s(DmxVectorEnv, num_envs, obs=obs, camera=camera,
                                                version=version, autoreset_mode=mode,
                                                robots_per_world=group, **env_kwargs)

@@ -202,7 +202,7 @@ def open_shard(index: int, memory: Any, lo: int, hi: int, n: int, shards: int,
                         final=mode == SAME_STEP, info=info_fields(worlds[0]))
         kind: type[Shard] = Shard
         first = getattr(worlds[0], "env", None) if robots_per_world is None else worlds[0]
-        if getattr(first, "physics", None) == "db18" and getattr(first, "obs_kind", "") == "state":
+        if getattr(first, "physics", None) == "db18":
             # (imported here: their kernels compile, or load, in the processes that use them)
             if robots_per_world is None:
                 from dmxshm.batch.array_shard import ArrayShard, eligible

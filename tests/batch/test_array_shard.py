@@ -32,6 +32,12 @@ BATCHES: dict[str, tuple[int, dict[str, Any]]] = {
                                  "map": "loop", "max_episode_steps": 12,
                                  "physics": "db18"}),
     "v0": (4, {"max_episode_steps": 12, "physics": "db18"}),
+    # cameras: each env's own camera code, drawn together by the batch renderer
+    "v1-camera": (4, {"version": "v1", "obs": "camera", "camera": (32, 24),
+                      "max_episode_steps": 12, "physics": "db18"}),
+    "v1-both-randomized": (3, {"version": "v1", "obs": "both", "camera": (24, 16),
+                               "max_episode_steps": 12, "randomize": True,
+                               "physics": "db18"}),
 }
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED]
 
