@@ -1,7 +1,8 @@
 """A shard that steps its DuckieLane envs as arrays: one compiled call per stage for
 every env of the shard (the DB18 step, the map's edges, the state records, the routes,
 the lane pose, the sensors with their noise, the reward and flags), not a Python call
-per env.
+per env. A camera's image is each env's own camera code at the arrays' state (its
+appearance and noise), every image of the step drawn in one call of the batch renderer.
 
 The envs stay what they are (:class:`~dmxshm.batch.shard.OneRobot` worlds): a reset
 and a close go through each env's own code, and the shard then takes the
@@ -12,8 +13,8 @@ both ways and compares), which the kernels get by writing the env's expressions 
 their order (:mod:`dmxshm.sim.lane_kernels`, :mod:`dmxshm.sim.lane_measure`).
 
 Which shards step this way (:func:`eligible`): DuckieLane-v0 and v1 (not the
-drop-ins) under ``physics="db18"`` with state observations, on a map without objects,
-in the ``NextStep`` or ``Disabled`` autoreset mode. Any other batch
+drop-ins) under ``physics="db18"``, without a ``render_mode``, on a map without
+objects, in the ``NextStep`` or ``Disabled`` autoreset mode. Any other batch
 steps env by env (:class:`~dmxshm.batch.shard.Shard`), with the same rows.
 """
 

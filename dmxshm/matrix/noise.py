@@ -366,6 +366,19 @@ class Noise:
         frame = bank[int(pick * CAMERA_BANK_FRAMES) % CAMERA_BANK_FRAMES]
         h = image.shape[0]
         shift = int(shift_u * h) % h
+        if image.dtype == np.uint8 and image.ndim == 3 and image.flags.c_contiguous:
+            from dmxshm.matrix.noise_kernels import expose
+
+            expose(image, gain, frame, shift)  # (compiled: the same integers)
+            return image
+        return self.camera_numpy(image, gain, frame, shift)
+
+    @staticmethod
+    def camera_numpy(image: np.ndarray, gain: float, frame: np.ndarray,
+                     shift: int) -> np.ndarray:
+        """:meth:`camera`'s exposure and noise in numpy (any image layout; the compiled
+        one's reference)."""
+        h = image.shape[0]
         lut = np.clip(np.arange(256) * gain, 0, 255).astype(np.int16)
         noisy = np.take(lut, image)  # the exposure; then the bank's frame rolled by shift
         noisy[shift:] += frame[:h - shift]
