@@ -273,7 +273,7 @@ def test_the_db18_batch_example_runs(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
 def test_the_multi_agent_example_runs(tmp_path: Path) -> None:
-    out = _run_block(tmp_path, "robots_per_world=4")
+    out = _run_block(tmp_path, "dmxshm.parallel_env(robots=4")
     steps, rest = out.splitlines()[0].split(" ", 1)
     assert int(steps) > 0 and "(4, 4)" in rest
     last = out.splitlines()[1]
@@ -285,3 +285,10 @@ def test_db18_example_runs(tmp_path: Path) -> None:
     """The DB18 robot at full duty: 0.6 m/s, the nominal model's ``u1``."""
     out = _run_block(tmp_path, 'physics="db18", noise=False').strip().splitlines()[-1]
     assert out == "speed 0.600 m/s, u1 = 5.0", out
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_db18_multi_robot_example_runs(tmp_path: Path) -> None:
+    """16 worlds of 4 DB18 robots (where they run is measured: not asserted)."""
+    out = _run_block(tmp_path, 'robots_per_world=4, map="loop", physics="db18"').strip()
+    assert out.splitlines()[-1].rsplit(" ", 1)[0] == "(64, 14) bool", out
