@@ -26,6 +26,7 @@ import numpy as np
 
 from dmxshm.batch.env import DuckieLaneEnv, draw_cameras
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
+from dmxshm.batch.held_kernels import hold
 from dmxshm.batch.shard import DISABLED, NEXT_STEP, RESET, Shard
 from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
 from dmxshm.sim import db18_kernels as kernels
@@ -331,21 +332,14 @@ class ArrayShard(Shard):
         shard holds (:data:`HELD_STEPS`, fewer where a step's bytes are many)."""
         n = len(idx)
         slots = self.n_held[idx]
-        lockstep = n == len(self.worlds) and (slots == slots[0]).all()
-        # written in place where every env is at the same step (the common case), else
-        # row by row
-        buf = (self.held[:, int(slots[0])] if lockstep
-               else np.empty((n, self.row_bytes), np.uint8))
-        buf[:, 0] = ord("s")
-        at = 1
-        observed = [self.v[key][rows].reshape(n, -1) for key in self.keys]
-        for part in (np.ascontiguousarray(given, np.float32), records, *observed,
-                     rewards.astype("<f8")[:, None], terminated[:, None], truncated[:, None]):
-            width = part.dtype.itemsize * part.shape[1]
-            buf[:, at:at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
-            at += width
-        if not lockstep:
-            self.held[idx, slots] = buf
+
+        def raw(part: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(part).view(np.uint8).reshape(n, -1)
+
+        hold(self.held, idx, slots, ord("s"), (
+            raw(np.asarray(given, np.float32)), raw(records),
+            *[raw(self.v[key][rows].reshape(n, -1)) for key in self.keys],
+            raw(rewards.astype("<f8")), raw(terminated), raw(truncated)))
         self.n_held[idx] = slots + 1
         full = idx[slots + 1 == self.hold]
         if len(full):

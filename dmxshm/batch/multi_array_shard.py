@@ -25,6 +25,7 @@ import numpy as np
 
 from dmxshm.batch import array_shard
 from dmxshm.batch.array_shard import HELD_STEPS, ArrayShard
+from dmxshm.batch.held_kernels import hold
 from dmxshm.batch.lanes import MultiLane
 from dmxshm.batch.shard import DISABLED, NEXT_STEP, Shard
 from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
@@ -275,18 +276,15 @@ class MultiArrayShard(ArrayShard):
         <dmxshm.batch.shard.Shard.hash>` feeds it: its rows' actions, its robots' state
         records, its rows' observations, rewards and flags), as
         :meth:`ArrayShard._digest <dmxshm.batch.array_shard.ArrayShard._digest>`."""
-        e, r = len(idx), self.robots
+        e = len(idx)
         slots = self.n_held[idx]
-        buf = np.empty((e, self.row_bytes), np.uint8)
-        buf[:, 0] = ord("s")
-        at = 1
-        for part in (np.ascontiguousarray(given, np.float32), records,
-                     self.obs[self._rows(idx)], rewards.astype("<f8")[:, None],
-                     terminated[:, None], truncated[:, None]):
-            width = part.dtype.itemsize * part.shape[1] * r
-            buf[:, at:at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(e, width)
-            at += width
-        self.held[idx, slots] = buf
+
+        def raw(part: np.ndarray) -> np.ndarray:  # a world's rows' bytes in a row
+            return np.ascontiguousarray(part).view(np.uint8).reshape(e, -1)
+
+        hold(self.held, idx, slots, ord("s"), (
+            raw(np.asarray(given, np.float32)), raw(records), raw(self.obs[self._rows(idx)]),
+            raw(rewards.astype("<f8")), raw(terminated), raw(truncated)))
         self.n_held[idx] = slots + 1
         full = idx[slots + 1 == self.hold]
         if len(full):
