@@ -125,7 +125,11 @@ def test_pwm_beyond_one_or_nan_is_rejected_and_counted_as_any_bad_command(
     run = start_run(port, tmp_path, "--robots", "1", "--duration", "8", "--camera", "0x0")
     assert "sent 5" in agent("raw", "duckiebot01", port)
     summary, err = end_run(run, tmp_path)
-    assert summary["rejected_commands"] == [2]  # 1.5 and NaN, by the engine's checks
+    # 1.5 and NaN, by the engine's checks; on a loaded machine two commands can reach
+    # the slot within one engine step (realtime: the newer overwrites the older unread),
+    # so one of the two may never be read (seen twice in CI: [1])
+    (rejected,) = summary["rejected_commands"]
+    assert 1 <= rejected <= 2, summary["rejected_commands"]
     assert "PWM duty" in summary["first_rejections"]["0"]
     assert "1 malformed messages" in err  # a CBOR list: not a DifferentialPWM
 
