@@ -354,7 +354,7 @@ class ArrayShard(Shard):
         digests = []
         for u, k in zip(us.tolist(), self.n_held[us].tolist(), strict=True):
             h = hashes[u]
-            h.update(held[u, :k].tobytes())
+            h.update(held[u, :k])  # (a contiguous view: hashed without a copy)
             digests.append(h.digest())
         self.n_held[us] = 0
         # (each world's digest in every row of it)

@@ -18,6 +18,6 @@ def hold(held: np.ndarray, idx: np.ndarray, slots: np.ndarray, tag: int,
         row[0] = tag
         at = 1
         for part in parts:
-            for j in range(part.shape[1]):
-                row[at + j] = part[i, j]
-            at += part.shape[1]
+            width = part.shape[1]
+            row[at:at + width] = part[i]
+            at += width
