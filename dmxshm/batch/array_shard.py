@@ -184,24 +184,10 @@ class ArrayShard(Shard):
         a = np.minimum(np.maximum(given.astype(np.float64), -1.0), 1.0)
         if not self.v1:  # v0: wheel speeds of 25 rad/s at 1, as duties (/27)
             a = (a * 25.0) / 27.0
-        m = self.model
-        h = self.dt / self.substeps
-        if len(m._delayed):  # commands delayed (drawn): the model keeps their past
-            for _ in range(self.substeps):
-                if whole:
-                    m.step(h, a)
-                else:
-                    m.step_rows(idx, h, a)
-            s = m._s if whole else m._s[idx]
-        else:
-            s = m._s if whole else m._s[idx]
-            p = m._p if whole else m._p[idx]
-            left, right = np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(a[:, 1])
-            for _ in range(self.substeps):
-                kernels.step(h, left, right, p, s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
+        s = self._step_model(idx, a, whole)
         kernels.keep_inside(s, _DISCS, fp.ROBOT_DISC_RADIUS_M, self.width, self.height)
         if not whole:
-            m._s[idx] = s
+            self.model._s[idx] = s
         steps = self.steps[idx] + 1
         self.steps[idx] = steps
         n = len(idx)
@@ -251,6 +237,26 @@ class ArrayShard(Shard):
         for u, d in zip(idx.tolist(), done.tolist(), strict=True):
             self.worlds[u].done = d
         self._digest(idx, given, records, rows, rewards, terminated, truncated)
+
+    def _step_model(self, rows: np.ndarray, duties: np.ndarray, whole: bool) -> np.ndarray:
+        """The DB18 step of the model's ``rows`` (all of them where ``whole``) under
+        ``duties``, substeps included; their state (the model's own array where
+        ``whole``, else a copy the caller writes back after its own changes)."""
+        m = self.model
+        h = self.dt / self.substeps
+        if len(m._delayed):  # commands delayed (drawn): the model keeps their past
+            for _ in range(self.substeps):
+                if whole:
+                    m.step(h, duties)
+                else:
+                    m.step_rows(rows, h, duties)
+            return m._s if whole else m._s[rows]
+        s = m._s if whole else m._s[rows]
+        p = m._p if whole else m._p[rows]
+        left, right = np.ascontiguousarray(duties[:, 0]), np.ascontiguousarray(duties[:, 1])
+        for _ in range(self.substeps):
+            kernels.step(h, left, right, p, s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
+        return s
 
     def _rows(self, us: np.ndarray) -> np.ndarray:
         """The shard's rows of its worlds ``us`` (one each here)."""

@@ -175,24 +175,10 @@ class MultiArrayShard(ArrayShard):
         was = self.active[rows]
         a = np.minimum(np.maximum(given.astype(np.float64), -1.0), 1.0)
         a[~was] = 0.0  # a stopped robot's motors rest
-        m = self.model
-        h = self.dt / self.substeps
-        if len(m._delayed):
-            for _ in range(self.substeps):
-                if whole:
-                    m.step(h, a)
-                else:
-                    m.step_rows(rows, h, a)
-            s = m._s if whole else m._s[rows]
-        else:
-            s = m._s if whole else m._s[rows]
-            p = m._p if whole else m._p[rows]
-            left, right = np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(a[:, 1])
-            for _ in range(self.substeps):
-                kernels.step(h, left, right, p, s, WHEEL_RADIUS_M, WHEEL_DISTANCE_M)
+        s = self._step_model(rows, a, whole)
         pk.resolve(s, r, _DISCS, _R, self.width, self.height, True, PUSH_ITERATIONS)
         if not whole:
-            m._s[rows] = s
+            self.model._s[rows] = s
         steps = self.steps[idx] + 1
         self.steps[idx] = steps
         now = np.zeros((e, r, r), np.bool_)
