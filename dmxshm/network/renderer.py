@@ -135,6 +135,10 @@ class Renderer(Role[RendererResult]):
         # engine's states repeats itself).
         self.fresh: dict[str, int] = dict.fromkeys(SENSORS, 0)
         self.repeated: dict[str, int] = dict.fromkeys(SENSORS, 0)
+        # Of the repeats, those that came less than two engine states after the
+        # sensor's tick before: that tick fired late (this process, not the engine,
+        # fell behind), and the grid's next tick read before a new state was due.
+        self.repeated_late: dict[str, int] = dict.fromkeys(SENSORS, 0)
 
     def loop(self) -> RendererResult:
         if self.cfg.mode == "gym":
@@ -151,6 +155,7 @@ class Renderer(Role[RendererResult]):
                               render_s=self.sensing.render_s, produced=self.sensing.produced,
                               frames={}, recorded=0, elapsed_s=self.elapsed_s,
                               missed=self.missed, fresh=self.fresh, repeated=self.repeated,
+                              repeated_late=self.repeated_late,
                               digests=self.digest.hexdigests())
 
     def finish(self, result: RendererResult) -> RendererResult:
@@ -163,6 +168,7 @@ class Renderer(Role[RendererResult]):
                               produced=self.sensing.produced, frames=self.recorder.frames,
                               recorded=self.recorder.count, elapsed_s=self.elapsed_s,
                               missed=self.missed, fresh=self.fresh, repeated=self.repeated,
+                              repeated_late=self.repeated_late,
                               digests=self.digest.hexdigests())
 
     def _gym(self) -> None:
@@ -227,8 +233,10 @@ class Renderer(Role[RendererResult]):
         sensing, taps = self.sensing, self.taps
         state_ring, camera_ring = self.state_ring, self.camera_ring
         produced, missed = sensing.produced, self.missed
-        fresh, repeated = self.fresh, self.repeated
+        fresh, repeated, repeated_late = self.fresh, self.repeated, self.repeated_late
         read_at: dict[str, float] = {}  # per sensor: the simulated time of its last state
+        fired_at: dict[str, float] = {}  # per sensor: the wall-clock time of its last tick
+        close_s = 2.0 * self.cfg.state_dt_s
         # The engine's last state (without a spine, whose frames set the steps): each
         # sensor reads it once. A tick that would read it again is past the end of the
         # simulation (no state comes after it; the engine is ending) and is not made.
@@ -284,9 +292,10 @@ class Renderer(Role[RendererResult]):
                 produced[s] += 1
                 if read_at.get(s) == sim_time_s:
                     repeated[s] += 1
+                    repeated_late[s] += now - fired_at[s] < close_s
                 else:
                     fresh[s] += 1
-                read_at[s] = sim_time_s
+                read_at[s], fired_at[s] = sim_time_s, now
                 due_at[s], behind = next_tick(due_at[s], now, period[s])
                 missed[s] += behind
             taps.sent(k, produced, missed)

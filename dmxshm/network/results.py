@@ -61,6 +61,7 @@ class RendererResult:
     missed: dict[str, int] = field(default_factory=dict)
     fresh: dict[str, int] = field(default_factory=dict)  # ticks that read a new state
     repeated: dict[str, int] = field(default_factory=dict)  # ticks that read the last one's
+    repeated_late: dict[str, int] = field(default_factory=dict)  # of those, after a late tick
     digests: dict[str, str] = field(default_factory=dict)  # its robots' sample streams
 
 

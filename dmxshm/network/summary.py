@@ -59,13 +59,15 @@ class SensorRate:
     """A sensor's rate in a run, Hz: what was asked, what was made (the slowest
     renderer's), and with camera processes what reached the agents; and how many
     of its ticks (over every renderer, or camera process) read a state newer than
-    the tick before (``fresh``) or the same one again (``repeated``)."""
+    the tick before (``fresh``) or the same one again (``repeated``; of those,
+    ``repeated_late`` came less than two engine states after a late tick before)."""
 
     configured_hz: float
     achieved_hz: float
     forwarded_hz: float | None = None
     fresh: int | None = None
     repeated: int | None = None
+    repeated_late: int | None = None
 
     def to_dict(self) -> dict[str, float]:
         return _measured(self)
@@ -288,7 +290,9 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
             achieved = min(r.produced[name] / max(r.elapsed_s, 1e-9) for r in renderers)
         sensors[name] = SensorRate(configured, achieved,
                                    fresh=sum(r.fresh.get(name, 0) for r in renderers),
-                                   repeated=sum(r.repeated.get(name, 0) for r in renderers))
+                                   repeated=sum(r.repeated.get(name, 0) for r in renderers),
+                                   repeated_late=sum(r.repeated_late.get(name, 0)
+                                                     for r in renderers))
     ticks = {name: [int(r.produced[name]) for r in renderers] for name in names}
     missed = {name: sum(int(r.missed.get(name, 0)) for r in renderers) for name in names}
     if cameras:  # made (and logged) by the camera processes, in renderer order
