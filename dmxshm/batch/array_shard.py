@@ -26,7 +26,7 @@ import numpy as np
 
 from dmxshm.batch.env import DuckieLaneEnv, draw_cameras
 from dmxshm.batch.env_v1 import DuckieLaneV1Env
-from dmxshm.batch.held_kernels import hold
+from dmxshm.batch.held import Held
 from dmxshm.batch.shard import DISABLED, NEXT_STEP, RESET, Shard
 from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
 from dmxshm.sim import db18_kernels as kernels
@@ -38,11 +38,13 @@ from dmxshm.sim.obs import NO_TARGET_M
 from dmxshm.world.routes import TURN_CODE
 from dmxshm.world.state import ROBOT_STATE_DTYPE
 
-HELD_STEPS = 32
+HELD_STEPS = 16
 """Steps of an env whose digest bytes the shard holds before it hashes them in one
 update (the digest's cost per step: one SHA-256 update and one digest per env would
 be about a sixth of a step); a reset, the block full, or the parent reading the
-digest (``FLUSH``) hashes them."""
+digest (``FLUSH``) hashes them, and the published digest is computed only when it is
+read. 16 measured cheapest of 8, 16, 32, 64 and 256 for 256 envs (docs/benchmarks.md,
+"the digest's share of a DB18 step"): more steps held outgrow the cache."""
 HELD_BYTES = 65536
 """At most this many bytes held per env (fewer steps where a step's bytes are many: a
 camera's image)."""
@@ -113,8 +115,8 @@ class ArrayShard(Shard):
         obs_bytes = sum(self.v[key][self.lo].nbytes for key in self.keys)
         self.row_bytes = 1 + 8 + 8 * _FLOATS + obs_bytes + 10
         self.hold = max(1, min(HELD_STEPS, HELD_BYTES // self.row_bytes))
-        self.held = np.zeros((e, self.hold, self.row_bytes), np.uint8)  # unhashed steps
-        self.n_held = np.zeros(e, np.int64)
+        # (the steps not yet hashed; its ``moved``: hashed since the digest was published)
+        self.held = Held([h.update for h in self.hashes], self.hold, self.row_bytes)
         for u in range(e):  # the envs as made (a batch resets before its first step)
             self.adopt(u)
 
@@ -173,9 +175,11 @@ class ArrayShard(Shard):
             us_reset = [u for u, _ in resets]
             self._hash_held(np.array(us_reset, np.int64))  # (their steps before the reset)
             super().step_worlds(us_reset, [c for _, c in resets])
+            self.held.moved[us_reset] = False  # (the reset's hash published them)
             for u in us_reset:
                 self.adopt(u)
-        self.v["held"][self.index] = int(self.n_held.sum())
+        # (nonzero while a digest is not yet published: the parent then asks for them)
+        self.v["held"][self.index] = self.held.count() + int(self.held.moved.sum())
 
     def step_arrays(self, idx: np.ndarray, given: np.ndarray) -> None:
         """Step the envs ``idx`` (not resetting) under their actions ``given``."""
@@ -334,39 +338,36 @@ class ArrayShard(Shard):
                 truncated: np.ndarray) -> None:
         """Hold each env's step's digest bytes (those :meth:`Shard.hash` feeds it: its
         actions, state record, observation (the shared arrays' ``rows``), reward and
-        flags), hashing an env's held steps in one update when they are as many as the
-        shard holds (:data:`HELD_STEPS`, fewer where a step's bytes are many)."""
+        flags) in the shard's :class:`~dmxshm.batch.held.Held` ring, which hashes each
+        env's steps a block at a time (:data:`HELD_STEPS`, fewer where a step's bytes
+        are many)."""
         n = len(idx)
-        slots = self.n_held[idx]
 
         def raw(part: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(part).view(np.uint8).reshape(n, -1)
 
-        hold(self.held, idx, slots, ord("s"), (
+        self.held.add(idx, ord("s"), (
             raw(np.asarray(given, np.float32)), raw(records),
             *[raw(self.v[key][rows].reshape(n, -1)) for key in self.keys],
-            raw(rewards.astype("<f8")), raw(terminated), raw(truncated)))
-        self.n_held[idx] = slots + 1
-        full = idx[slots + 1 == self.hold]
-        if len(full):
-            self._hash_held(full)
+            raw(rewards.astype("<f8", copy=False)), raw(terminated), raw(truncated)))
 
     def _hash_held(self, us: np.ndarray) -> None:
-        """Hash the held steps of the envs ``us`` into their digests, and publish them."""
-        us = us[self.n_held[us] > 0]
+        """Hash the held steps of the envs ``us`` into their digests (published when the
+        parent reads them: :meth:`flush_digests`)."""
+        self.held.flush(us)
+
+    def _publish(self) -> None:
+        """Each env's digest whose hash moved since it was published, into its rows."""
+        us = np.flatnonzero(self.held.moved)
         if not len(us):
             return
-        hashes, held = self.hashes, self.held
-        digests = []
-        for u, k in zip(us.tolist(), self.n_held[us].tolist(), strict=True):
-            h = hashes[u]
-            h.update(held[u, :k])  # (a contiguous view: hashed without a copy)
-            digests.append(h.digest())
-        self.n_held[us] = 0
+        digests = b"".join(self.hashes[u].digest() for u in us.tolist())
+        self.held.moved[us] = False
         # (each world's digest in every row of it)
         self.v["digests"][self.lo:self.hi].reshape(-1, self.robots, 32)[us] = np.frombuffer(
-            b"".join(digests), np.uint8).reshape(len(us), 1, 32)
+            digests, np.uint8).reshape(len(us), 1, 32)
 
     def flush_digests(self) -> None:
-        self._hash_held(np.arange(len(self.worlds)))
+        self.held.flush_all()
+        self._publish()
         self.v["held"][self.index] = 0

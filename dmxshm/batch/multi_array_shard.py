@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from dmxshm.batch import array_shard
-from dmxshm.batch.array_shard import HELD_STEPS, ArrayShard
-from dmxshm.batch.held_kernels import hold
+from dmxshm.batch.array_shard import HELD_BYTES, HELD_STEPS, ArrayShard
+from dmxshm.batch.held import Held
 from dmxshm.batch.lanes import MultiLane
 from dmxshm.batch.shard import DISABLED, NEXT_STEP, Shard
 from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
@@ -101,9 +101,8 @@ class MultiArrayShard(ArrayShard):
         self.fields = len(self.low)
         self.obs = np.zeros((n, self.fields), np.float32)  # each row's last observation
         self.row_bytes = 1 + r * (8 + 8 * _FLOATS + 4 * self.fields + 10)
-        self.hold = HELD_STEPS
-        self.held = np.zeros((e, self.hold, self.row_bytes), np.uint8)
-        self.n_held = np.zeros(e, np.int64)
+        self.hold = max(1, min(HELD_STEPS, HELD_BYTES // self.row_bytes))
+        self.held = Held([h.update for h in self.hashes], self.hold, self.row_bytes)
         self.has_info = {key: f"info:{key}" in self.v for key in MultiLane.batch_info}
         for u in range(e):
             self.adopt(u)
@@ -263,15 +262,10 @@ class MultiArrayShard(ArrayShard):
         records, its rows' observations, rewards and flags), as
         :meth:`ArrayShard._digest <dmxshm.batch.array_shard.ArrayShard._digest>`."""
         e = len(idx)
-        slots = self.n_held[idx]
 
         def raw(part: np.ndarray) -> np.ndarray:  # a world's rows' bytes in a row
             return np.ascontiguousarray(part).view(np.uint8).reshape(e, -1)
 
-        hold(self.held, idx, slots, ord("s"), (
+        self.held.add(idx, ord("s"), (
             raw(np.asarray(given, np.float32)), raw(records), raw(self.obs[self._rows(idx)]),
-            raw(rewards.astype("<f8")), raw(terminated), raw(truncated)))
-        self.n_held[idx] = slots + 1
-        full = idx[slots + 1 == self.hold]
-        if len(full):
-            self._hash_held(full)
+            raw(rewards.astype("<f8", copy=False)), raw(terminated), raw(truncated)))
