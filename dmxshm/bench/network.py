@@ -37,18 +37,22 @@ class Row:
     overhead_fraction: float
     floor_us: float
     busy_us: dict[str, float] = field(default_factory=dict)  # per process, per step
+    physics: str = "bullet"
 
 
 def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
-        configs: list[tuple[int, tuple[int, int]]] = CONFIGS) -> list[Row]:
-    """Measure every configuration; returns one :class:`Row` each."""
+        configs: list[tuple[int, tuple[int, int]]] = CONFIGS,
+        physics: str = "bullet") -> list[Row]:
+    """Measure every configuration under ``physics`` (``bullet`` or ``db18``: the
+    network's physics, docs/physics.md); returns one :class:`Row` each."""
     rows = []
     for robots, camera in configs:
         cam = "none" if camera == (0, 0) else f"{camera[0]}x{camera[1]}"
         steps = (100 if quick else 300) if camera != (0, 0) else (500 if quick else 2000)
         if progress:
             progress(f"{robots} robot(s), camera {cam}")
-        cfg = NetworkConfig(robots=robots, camera=camera, steps=steps, agent="idle")
+        cfg = NetworkConfig(robots=robots, camera=camera, steps=steps, agent="idle",
+                            physics=physics)
         floor = FloorRounds(FLOOR_ROUNDS // (4 if quick else 1))
         with Network(cfg, taps=[floor]) as net:
             s = net.run()
@@ -59,7 +63,7 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None,
             agents_us=t.agents_s * 1e6,
             overhead_us=((t.framework_s or 0.0) + t.metrics_s) * 1e6,
             overhead_fraction=((t.framework_s or 0.0) + t.metrics_s) / t.step_s,
-            floor_us=s.taps["floor"] * 1e6, busy_us=dict(s.busy_us)))
+            floor_us=s.taps["floor"] * 1e6, busy_us=dict(s.busy_us), physics=s.physics))
     return rows
 
 

@@ -22,6 +22,7 @@ from dmxshm.cli.options import (
     plot_option,
     seconds,
 )
+from dmxshm.sim.spec import PHYSICS
 
 IPC_QUICK = {"rounds": 2000, "repeats": 1, "warmup": 200}
 """``bench ipc --quick``: fewer rounds, one repeat, a shorter warm-up (under 30 s)."""
@@ -153,10 +154,14 @@ def _write_images(images: dict[str, dict[str, Any]], folder: str) -> list[str]:
 
 @bench.command("network")
 @click.option("--quick", is_flag=True, help="Fewer steps: about 15 s.")
+@click.option("--physics", type=click.Choice(list(PHYSICS)), default="bullet",
+              show_default=True, help="The network's physics (db18: Duckietown's DB18 "
+              "model, docs/physics.md). The --check targets are Bullet's.")
 @json_file_option("Write the rows as a JSON list to this file.")
 @plot_option("Draw the time breakdown as a PNG (needs the plot extra: matplotlib).")
 @check_option
-def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) -> None:
+def bench_network(quick: bool, physics: str, json: str | None, plot: str | None,
+                  check: bool) -> None:
     """Gym-mode steps/s and the framework's overhead per step, beside its floor.
 
     1, 4 and 8 robots, without and with a 160x120 camera, one renderer and
@@ -169,7 +174,9 @@ def bench_network(quick: bool, json: str | None, plot: str | None, check: bool) 
     check_outputs(json, plot)
     with click.progressbar(length=len(network.CONFIGS), label="bench network",
                            file=sys.stderr, item_show_func=lambda s: s) as bar:
-        rows = network.run(quick=quick, progress=lambda label: bar.update(1, label))
+        rows = network.run(quick=quick, progress=lambda label: bar.update(1, label),
+                           physics=physics)
+    click.echo(f"physics: {physics}")
     print_bench.print_network_rows(rows)
     print_bench.print_network_busy(rows)
     from dmxshm.bench.plot import plot_network

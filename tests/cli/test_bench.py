@@ -70,11 +70,13 @@ def test_bench_check_prints_the_targets_and_exits_3_on_a_miss(monkeypatch) -> No
     assert "target a figure >= 2: 1.00 MISSED" in result.output
 
 
-def test_bench_network_rows_add_up_to_the_step() -> None:
+@pytest.mark.parametrize("physics", ["bullet", "db18"])
+def test_bench_network_rows_add_up_to_the_step(physics: str) -> None:
     from dmxshm.bench import network
 
-    (row,) = network.as_dicts(network.run(quick=True, configs=[(1, (0, 0))]))
+    (row,) = network.as_dicts(network.run(quick=True, configs=[(1, (0, 0))], physics=physics))
     assert row["robots"] == 1 and row["camera"] == "none"
+    assert row["physics"] == physics  # (as the run's summary reports it)
     assert row["steps_per_s"] > 0 and row["floor_us"] > 0
     # The step's parts: its work, and the framework's overhead that completes it.
     step_us = 1e6 / row["steps_per_s"]

@@ -77,7 +77,9 @@ def test_the_pipeline_follows_the_note(schedule: str) -> None:
         plan = [by_cycle[k]["plan_end"] - by_cycle[k]["t_send"] for k in a["act_cycle"]]
     else:
         plan = list(a["plan_end"] - a["plan_start"])
-    assert min(plan) >= SHORT["plan_s"]  # the built-in planner works T_p
+    # the built-in planner works T_p: it spins until its start + T_p (the difference of
+    # two clock readings of about 1e5 s can round a few ps under T_p)
+    assert min(plan) >= SHORT["plan_s"] - 1e-9
     f = report.figures
     assert f.reply_at_us_p50 == pytest.approx(np.median(reply_at) * 1e6)
     assert f.plan_us_p50 == pytest.approx(np.median(plan) * 1e6)
