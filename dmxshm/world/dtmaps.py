@@ -87,6 +87,7 @@ import math
 from pathlib import Path as FsPath
 from typing import Any, NoReturn, cast
 
+from dmxshm.world import tag36h11
 from dmxshm.world.map_limits import (
     MAX_COORDINATE_M,
     MAX_DEPTH,
@@ -458,6 +459,8 @@ def _gym_object(w: _Where, name: str, desc: Any, line: int, rows: int,
             raise w.error(_line(desc, "tag"), f"{field}.tag",
                           "must be {~TagInstance: {tag_id: N, family: ..., size: ...}}")
         tag_id = int(inner["tag_id"])
+        _check_tag(w, _line(inner, "tag_id") or _line(desc, "tag"),
+                   f"{field}.tag.~TagInstance.tag_id", tag_id)
     color = desc.get("color")
     speed = 0.0
     if "speed" in desc:  # dmxshm's own key: a moving object's speed, m/s
@@ -636,6 +639,14 @@ def parse_layered(folder: FsPath, budget: YamlBudget | None = None
     return grid, size, objects
 
 
+def _check_tag(w: _Where, line: int, field: str, tag_id: int) -> None:
+    """Refuse an AprilTag id outside the family Duckietown prints (tag36h11)."""
+    try:
+        tag36h11.check_id(tag_id)
+    except ValueError as exc:
+        raise w.error(line, field, str(exc)) from None
+
+
 def _half_integer(v: float) -> bool:
     return abs(v - 0.5 - round(v - 0.5)) < 1e-6
 
@@ -645,6 +656,8 @@ def _layer_kind(w: _Where, layer: str, key: str, entry: Any,
     field = f"{layer}.{key}"
     tag = entry.get("id")
     tag_id = tag if isinstance(tag, int) and not isinstance(tag, bool) else None
+    if tag_id is not None and layer in ("traffic_signs", "ground_tags"):
+        _check_tag(w, _line(entry, "id") or line, f"{field}.id", tag_id)
     color = entry.get("color")
     color = str(color) if color else None
     if layer == "traffic_signs":

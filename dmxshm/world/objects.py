@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dmxshm.errors import DmxError
+from dmxshm.world import tag36h11
 
 SIGN_KINDS = (
     "sign_stop", "sign_yield", "sign_no_right_turn", "sign_no_left_turn",
@@ -133,6 +134,11 @@ class MapObject:
                               "static false to move it along its lane)")
         if not self.static and not self.collides:
             raise ObjectError(f"object {self.name!r}: a {self.kind} cannot move")
+        if self.tag_id is not None:
+            try:
+                tag36h11.check_id(self.tag_id)
+            except ValueError as exc:
+                raise ObjectError(f"object {self.name!r}: {exc}") from None
 
     @property
     def collides(self) -> bool:

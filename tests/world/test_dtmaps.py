@@ -160,6 +160,8 @@ def test_a_map_without_objects_keeps_the_digest_of_its_tiles(tmp_path: Path) -> 
      "objects.duckie1.colour", "unknown key"),
     (("      slot: 0", "      slot: 9"), 38, "objects.sign1.attach.slot",
      "must be a slot 0 to 7"),
+    (("tag_id: 42", "tag_id: 587"), 33, "objects.tag1.tag.~TagInstance.tag_id",
+     "tag_id 587 is not a tag36h11 id (0-586)"),
 ])
 def test_a_malformed_gym_map_is_refused_with_its_file_line_and_field(
         tmp_path: Path, change: tuple[str, str], line: int, field: str, words: str) -> None:
@@ -260,6 +262,10 @@ def test_the_same_loop_in_both_formats_is_the_same_map(tmp_path: Path) -> None:
         "traffic_signs:\n  map_0/sign1:\n    type: halt\n"),
      "traffic_signs.yaml, line 3: field 'traffic_signs.map_0/sign1.type': unknown sign type "
      "'halt'; known types:"),
+    (lambda d: (d / "traffic_signs.yaml").write_text(
+        "traffic_signs:\n  map_0/sign1:\n    type: stop\n    id: 600\n"),
+     "traffic_signs.yaml, line 4: field 'traffic_signs.map_0/sign1.id': tag_id 600 is not "
+     "a tag36h11 id (0-586)"),
     (lambda d: (d / "citizens.yaml").write_text("citizens:\n  map_0/nowhere: {}\n"),
      "citizens.yaml, line 2: field 'map_0/nowhere': has no frame in frames.yaml"),
     (lambda d: (d / "tiles.yaml").write_text(
