@@ -43,9 +43,11 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import DmxError
+from dmxshm.world import sign_faces
 from dmxshm.world.objects import (
     CYLINDER_SIDES,
     FLOOR_TAG_SIZE_M,
+    SIGN_KINDS,
     SPHERE_RINGS,
     SPHERE_SEGMENTS,
     MapObject,
@@ -140,11 +142,20 @@ class Shape:
     centre: np.ndarray
     bound_m: float
     corners: np.ndarray
+    decal: int = -1
+    """The index of the image on one of its faces (a sign's face), or -1: none."""
+    decal_face: int = 0
+    """Which of its planes the image is on."""
+    uv: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    """The image's top-left corner, then the vectors whose dot products with a point's
+    offset from it give the point's column and row as fractions of the image."""
 
     def placed(self, rot: np.ndarray, pos: np.ndarray) -> Shape:
         """This part of a body turned by ``rot`` and moved to ``pos``."""
+        uv = np.stack([rot @ self.uv[0] + pos, rot @ self.uv[1], rot @ self.uv[2]])
         return Shape(_placed(self.planes, rot, pos), self.colour, self.kind,
-                     rot @ self.centre + pos, self.bound_m, self.corners @ rot.T + pos)
+                     rot @ self.centre + pos, self.bound_m, self.corners @ rot.T + pos,
+                     self.decal, self.decal_face, uv)
 
 
 _SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)],
@@ -177,9 +188,23 @@ def _colour(rgba: Sequence[float]) -> tuple[float, float, float]:
     return float(int(255 * rgba[0])), float(int(255 * rgba[1])), float(int(255 * rgba[2]))
 
 
-def object_shapes(obj: MapObject) -> list[Shape]:
+LOOKS = ("flat", "duckietown")
+"""How the batch renderer draws the world: ``flat``, as the other renderers (every
+part one colour); ``duckietown``, signs as Duckietown prints them (a face with the
+sign's symbol above its tag36h11 AprilTag: :mod:`dmxshm.world.sign_faces`)."""
+
+
+def object_shapes(obj: MapObject, look: str = "flat",
+                  faces: list[np.ndarray] | None = None) -> list[Shape]:
     """The convex parts of ``obj`` in its own frame (z up from the floor), as the other
-    renderers draw it (:func:`dmxshm.world.objects.parts`; floor tags are ground)."""
+    renderers draw it (:func:`dmxshm.world.objects.parts`; floor tags are ground); in
+    the ``duckietown`` look a sign is Duckietown's, its face's image appended to
+    ``faces``."""
+    if look == "duckietown" and obj.kind in SIGN_KINDS:
+        if faces is None:
+            raise ValueError("a sign's face needs the list of faces to add it to")
+        faces.append(sign_faces.face(obj.kind, obj.tag_id))
+        return sign_shapes(len(faces) - 1)
     out = []
     for p in parts(obj):
         rot, pos = _rz(p.yaw_rad), np.array(p.pos)
@@ -197,6 +222,28 @@ def object_shapes(obj: MapObject) -> list[Shape]:
         out.append(Shape(_placed(local, rot, pos), _colour(p.rgba), kind, pos, bound,
                          _corners(half, rot, pos)))
     return out
+
+
+def sign_shapes(decal: int) -> list[Shape]:
+    """A Duckietown sign in its frame (facing +x): a pole, and a plate whose front face
+    shows face image ``decal`` (:mod:`dmxshm.world.sign_faces`' sizes)."""
+    f = sign_faces
+    top = f.FACE_BOTTOM_M + f.FACE_H_M
+    pole_h = f.FACE_BOTTOM_M + f.FACE_H_M / 2
+    pole_at = np.array([0.0, 0.0, pole_h / 2])
+    pole = Shape(_placed(prism_planes(f.POLE_RADIUS_M, pole_h, CYLINDER_SIDES), np.eye(3),
+                         pole_at), _colour((0.55, 0.55, 0.55)), FLAT, pole_at,
+                 math.hypot(f.POLE_RADIUS_M, pole_h / 2),
+                 _corners((f.POLE_RADIUS_M, f.POLE_RADIUS_M, pole_h / 2), np.eye(3), pole_at))
+    half = np.array([f.PLATE_THICKNESS_M / 2, f.FACE_W_M / 2, f.FACE_H_M / 2])
+    at = np.array([f.POLE_RADIUS_M + half[0], 0.0, f.FACE_BOTTOM_M + half[2]])
+    front = at[0] + half[0]
+    uv = np.array([[front, -half[1], top], [0.0, 1.0 / f.FACE_W_M, 0.0],
+                   [0.0, 0.0, -1.0 / f.FACE_H_M]])
+    plate = Shape(_placed(box_planes(*half), np.eye(3), at), _colour((0.95, 0.95, 0.95)),
+                  FLAT, at, float(np.linalg.norm(half)), _corners(half, np.eye(3), at),
+                  decal, 0, uv)  # (box_planes' first plane: the +x face)
+    return [pole, plate]
 
 
 def robot_shapes() -> list[Shape]:
@@ -368,7 +415,11 @@ class BatchRenderer:
     """
 
     def __init__(self, road_map: Any, objects: Sequence[MapObject],
-                 movers: Mapping[int, Any] | None = None, threads: int = 1) -> None:
+                 movers: Mapping[int, Any] | None = None, threads: int = 1,
+                 look: str = "flat") -> None:
+        if look not in LOOKS:
+            raise BatchRenderError(f"unknown look {look!r}; known looks: {', '.join(LOOKS)}")
+        self.look = look
         self.road_map = road_map
         self.ground = build_ground(road_map, objects)
         self._ground_params = self.ground.params()
@@ -382,32 +433,37 @@ class BatchRenderer:
                 self._shade_of[MATERIALS.index(name)] = k + 1
         static: list[Shape] = []
         self._mover_shapes: list[tuple[int, list[Shape]]] = []
+        faces: list[np.ndarray] = []
         for i, o in enumerate(objects):
             if o.kind == "floor_tag":
                 continue
-            shapes = object_shapes(o)
+            shapes = object_shapes(o, look, faces)
             if i in self.movers:
                 self._mover_shapes.append((i, shapes))
             else:
                 rot, pos = _rz(o.yaw_rad), np.array([o.x_m, o.y_m, 0.0])
                 static += [s.placed(rot, pos) for s in shapes]
         self._static_shapes = static
+        # the faces' images (one texel of white where there are none) and their colours
+        self._faces = (np.stack(faces) if faces
+                       else np.zeros((1, 1, 1), np.uint8))
+        self._face_rgb = sign_faces.palette_rgb()
         self._static = _Table.of(static)
         self._robot = _Table.of(robot_shapes())
         self._rays: dict[tuple[Any, ...], int] = {}  # camera model -> index in its size's
         self._sizes: dict[tuple[int, int], _Sets] = {}
         self._cameras: dict[int, tuple[Any, int, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._background = np.array(BACKGROUND, np.float32)
-        self._joined: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._joined: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
         self._depth: dict[tuple[int, int], np.ndarray] = {}  # the kernel's scratch
         self._calls: dict[tuple[int, ...], tuple[list[Any], tuple[np.ndarray, ...]]] = {}
         self._plains: dict[int, np.ndarray] = {}
         self._plain_palette = self._palette([None], 1)[0]
 
     @classmethod
-    def of_world(cls, world: Any, threads: int = 1) -> BatchRenderer:
+    def of_world(cls, world: Any, threads: int = 1, look: str = "flat") -> BatchRenderer:
         """The renderer of ``world``'s map, objects and moving objects."""
-        return cls(world.road_map, world.objects, world.movers, threads)
+        return cls(world.road_map, world.objects, world.movers, threads, look)
 
     # -- cameras ------------------------------------------------------------------------
     def _camera(self, camera: Any) -> tuple[Any, int, np.ndarray, np.ndarray, np.ndarray]:
@@ -490,14 +546,15 @@ class BatchRenderer:
             basis, mount, static.planes, static.spans, static.centre, static.radius,
             static.corners, r.planes, r.spans, r.centre, r.radius, r.corners,
             sets, row_lo, row_hi, col_lo, col_hi, near, far)
-        colour, kind = self._colours(static, len(seen))
+        colour, kind, decal, uv = self._colours(static, len(seen))
         depth = self._depth.get((n, h * w))
         if depth is None:  # kept: fresh pages for every call would cost their faults
             depth = self._depth[(n, h * w)] = np.empty((n, h * w), np.float32)
         _threads(self.threads)
         raycast.render(xy, sets, rot, eye, light, palette,
                        self._background, self.ground.material, self._ground_params, planes,
-                       spans, colour, bound, kind, cand, box, count, near, far, depth, out)
+                       spans, colour, bound, kind, decal, uv, self._faces, self._face_rgb,
+                       cand, box, count, near, far, depth, out)
         return out
 
     def _call(self, cameras: Sequence[Any]) -> tuple[np.ndarray, ...]:
@@ -537,16 +594,19 @@ class BatchRenderer:
         rgba = np.minimum(self.rgba[None] * factor[..., None], 1.0)
         return np.floor(rgba * 255.0).astype(np.float32)
 
-    def _colours(self, static: _Table, n_rob: int) -> tuple[np.ndarray, np.ndarray]:
-        """Every part's colour and kind, static then robot by robot (kept: the same
-        for every call with the same robots)."""
+    def _colours(self, static: _Table, n_rob: int) -> tuple[np.ndarray, ...]:
+        """Every part's colour, kind, face image and that image's placement, static
+        then robot by robot (kept: the same for every call with the same robots; moving
+        objects carry no image)."""
         key = (len(static.kind), n_rob)
         got = self._joined.get(key)
         if got is None:
             r = self._robot
             got = self._joined[key] = (
                 np.concatenate([static.colour, np.tile(r.colour, (n_rob, 1))]),
-                np.concatenate([static.kind, np.tile(r.kind, n_rob)]))
+                np.concatenate([static.kind, np.tile(r.kind, n_rob)]),
+                np.concatenate([static.decal, np.tile(r.decal, (n_rob, 1))]),
+                np.concatenate([static.uv, np.tile(r.uv, (n_rob, 1, 1))]))
         return got
 
     def _with_movers(self, sim_time_s: float) -> _Table:
@@ -634,7 +694,8 @@ class _Sets:
 @dataclass
 class _Table:
     """Parts as the kernels take them: planes, each part's span of planes, colour,
-    kind, bounding sphere, and its box's corners."""
+    kind, bounding sphere, its box's corners, and its face image (index and plane)
+    and that image's placement."""
 
     planes: np.ndarray
     spans: np.ndarray
@@ -643,6 +704,8 @@ class _Table:
     centre: np.ndarray
     radius: np.ndarray
     corners: np.ndarray
+    decal: np.ndarray
+    uv: np.ndarray
 
     @classmethod
     def of(cls, shapes: Sequence[Shape]) -> _Table:
@@ -656,4 +719,6 @@ class _Table:
             np.array([s.kind for s in shapes], np.int64),
             np.array([s.centre for s in shapes], np.float64).reshape(-1, 3),
             np.array([s.bound_m for s in shapes], np.float64),
-            np.array([s.corners for s in shapes], np.float64).reshape(-1, 8, 3))
+            np.array([s.corners for s in shapes], np.float64).reshape(-1, 8, 3),
+            np.array([(s.decal, s.decal_face) for s in shapes], np.int64).reshape(-1, 2),
+            np.array([s.uv for s in shapes], np.float64).reshape(-1, 3, 3))

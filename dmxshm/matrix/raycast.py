@@ -57,7 +57,8 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
            light: np.ndarray, palette: np.ndarray, background: np.ndarray,
            material: np.ndarray, ground: np.ndarray, planes: np.ndarray,
            part_planes: np.ndarray, part_colour: np.ndarray, part_bound: np.ndarray,
-           part_kind: np.ndarray, cand: np.ndarray, cand_box: np.ndarray,
+           part_kind: np.ndarray, part_decal: np.ndarray, part_uv: np.ndarray,
+           decals: np.ndarray, decal_rgb: np.ndarray, cand: np.ndarray, cand_box: np.ndarray,
            cand_n: np.ndarray, near: float, far: float, depth: np.ndarray,
            out: np.ndarray) -> None:
     """Render every camera ``b`` of the call into ``out[b]`` (``(B, H, W, 3)`` uint8).
@@ -77,6 +78,12 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
         part_colour: ``(P, 3)`` float32 (0-255); ``part_bound``: ``(P, 4)`` its
             bounding sphere (centre, radius; a sphere's own); ``part_kind``: ``(P,)``
             :data:`FLAT`, :data:`SMOOTH` or :data:`BALL`.
+        part_decal: ``(P, 2)`` int: the image on one face of each part (an index
+            into ``decals``, or -1) and which of its planes that face is;
+            ``part_uv``: ``(P, 3, 3)`` the image's top-left corner and the vectors
+            giving a point's column and row as fractions of the image.
+        decals: ``(D, Hd, Wd)`` uint8: the images, as codes of ``decal_rgb``
+            (``(codes, 3)`` float32, 0-255).
         cand: ``(B, C)`` int: the parts camera ``b`` may see, nearest first;
             ``cand_box``: ``(B, C, 4)`` their pixel rows and columns (first, last
             + 1); ``cand_n``: ``(B,)`` how many.
@@ -92,6 +99,7 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
             p = cand[b, c]
             _part(rays[ray_set[b]], rot[b], eye[b], light[b], planes, part_planes[p, 0],
                   part_planes[p, 1], part_colour[p], part_bound[p], part_kind[p],
+                  part_decal[p, 0], part_decal[p, 1], part_uv[p], decals, decal_rgb,
                   cand_box[b, c], near, depth[b], out[b])
 
 
@@ -153,7 +161,8 @@ def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarra
 @njit(cache=True, error_model="numpy")
 def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
           planes: np.ndarray, first: int, count: int, colour: np.ndarray,
-          bound: np.ndarray, kind: int, box: np.ndarray, near: float,
+          bound: np.ndarray, kind: int, decal: int, decal_face: int, uv: np.ndarray,
+          decals: np.ndarray, decal_rgb: np.ndarray, box: np.ndarray, near: float,
           depth: np.ndarray, img: np.ndarray) -> None:
     width = img.shape[1]
     r00, r01, r02 = rot[0, 0], rot[0, 1], rot[0, 2]
@@ -214,9 +223,19 @@ def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
                 hz = t_in * dz - oz
                 norm = np.sqrt(hx * hx + hy * hy + hz * hz)
                 nx, ny, nz = hx / norm, hy / norm, hz / norm
-            img[row, col, 0] = _shade(colour[0], nx, ny, nz, lx, ly, lz)
-            img[row, col, 1] = _shade(colour[1], nx, ny, nz, lx, ly, lz)
-            img[row, col, 2] = _shade(colour[2], nx, ny, nz, lx, ly, lz)
+            c0, c1, c2 = colour[0], colour[1], colour[2]
+            if decal >= 0 and face == first + decal_face:  # the face's image
+                px = ex + t_in * dx - uv[0, 0]
+                py = ey + t_in * dy - uv[0, 1]
+                pz = ez + t_in * dz - uv[0, 2]
+                u = px * uv[1, 0] + py * uv[1, 1] + pz * uv[1, 2]
+                v = px * uv[2, 0] + py * uv[2, 1] + pz * uv[2, 2]
+                if 0.0 <= u < 1.0 and 0.0 <= v < 1.0:
+                    code = decals[decal, int(v * decals.shape[1]), int(u * decals.shape[2])]
+                    c0, c1, c2 = decal_rgb[code, 0], decal_rgb[code, 1], decal_rgb[code, 2]
+            img[row, col, 0] = _shade(c0, nx, ny, nz, lx, ly, lz)
+            img[row, col, 1] = _shade(c1, nx, ny, nz, lx, ly, lz)
+            img[row, col, 2] = _shade(c2, nx, ny, nz, lx, ly, lz)
             depth[i] = t_in
 
 
