@@ -65,7 +65,19 @@ MAX_IMAGE_PIXELS = 1920 * 1080
 BACKGROUND = (255, 255, 255)
 """Where a ray meets nothing: the tiny renderer's white."""
 MATERIALS = ("grass", "asphalt", "floor", "white", "yellow", "red", "tag")
-"""The ground's materials, in the material map's codes."""
+"""The ground's materials, in the material map's codes (the surfaces first: the
+Duckietown look's grain is on codes 0-2)."""
+DUCKIETOWN_RGBA = {**COLORS_RGBA, "white": (1.0, 1.0, 1.0, 1.0),
+                   "yellow": (0.90, 0.82, 0.12, 1.0)}
+"""The Duckietown look's ground colours: the markings' tape as Duckietown's line
+detector's colour ranges take it (dt-core's ``line_detector`` defaults, HSV in
+OpenCV's units: white S <= 100 and V >= 150, yellow H 25-45, red H <= 15 or >= 165)
+under the look's light; the rest as the flat look's."""
+SKY_RGB = ((0.45, 0.82, 1.0), (0.80, 0.88, 0.94))
+"""The Duckietown look's sky at the zenith (gym-duckietown's sky blue) and at the
+horizon."""
+GRAIN = 0.08
+"""The Duckietown look's grain on asphalt, floor and grass: brightness +-8%."""
 TAG_RGBA = (0.05, 0.05, 0.05, 1.0)
 """A floor tag's colour (as :mod:`dmxshm.world.objects` draws it)."""
 ROBOT_CYLINDER_SIDES = 32
@@ -425,8 +437,15 @@ class BatchRenderer:
         self._ground_params = self.ground.params()
         self.threads = threads
         self.movers = dict(movers or {})
-        self.rgba = np.array([(COLORS_RGBA[m] if m != "tag" else TAG_RGBA)[:3]
+        colours = COLORS_RGBA if look == "flat" else DUCKIETOWN_RGBA
+        self.rgba = np.array([(colours[m] if m != "tag" else TAG_RGBA)[:3]
                               for m in MATERIALS], np.float64)
+        self._style = np.array(
+            [0.0, 0.0, MATERIALS.index("floor"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+            if look == "flat" else
+            [1.0, GRAIN, MATERIALS.index("floor"),
+             *[math.floor(255 * c) for c in SKY_RGB[0]],
+             *[math.floor(255 * c) for c in SKY_RGB[1]]], np.float64)
         self._shade_of = np.zeros(len(MATERIALS), np.int64)  # material -> shade index
         for k, (_, names) in enumerate(SHADED.items()):
             for name in names:
@@ -552,7 +571,8 @@ class BatchRenderer:
             depth = self._depth[(n, h * w)] = np.empty((n, h * w), np.float32)
         _threads(self.threads)
         raycast.render(xy, sets, rot, eye, light, palette,
-                       self._background, self.ground.material, self._ground_params, planes,
+                       self._background, self.ground.material, self._ground_params,
+                       self._style, planes,
                        spans, colour, bound, kind, decal, uv, self._faces, self._face_rgb,
                        cand, box, count, near, far, depth, out)
         return out

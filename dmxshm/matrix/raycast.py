@@ -55,7 +55,7 @@ polyhedron) shaded smooth, by the normal at the hit; a sphere hit exactly."""
 @njit(cache=True, error_model="numpy")
 def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarray,
            light: np.ndarray, palette: np.ndarray, background: np.ndarray,
-           material: np.ndarray, ground: np.ndarray, planes: np.ndarray,
+           material: np.ndarray, ground: np.ndarray, style: np.ndarray, planes: np.ndarray,
            part_planes: np.ndarray, part_colour: np.ndarray, part_bound: np.ndarray,
            part_kind: np.ndarray, part_decal: np.ndarray, part_uv: np.ndarray,
            decals: np.ndarray, decal_rgb: np.ndarray, cand: np.ndarray, cand_box: np.ndarray,
@@ -73,6 +73,9 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
         material: ``(Hm, Wm)`` uint8: the map's materials, row 0 at ``y0``.
         ground: ``(x0, y0, 1 / texel, apron x0, apron y0, apron x1, apron y1,
             grass material)``.
+        style: the look (:data:`STYLE_FIELDS`): 0 flat (the tiny renderer's ground
+            and white background), 1 Duckietown's (a ground lit from above with a
+            grain, a floor beyond the apron, a sky).
         planes: ``(N, 4)``: every part's planes ``n . p <= d`` in world coordinates.
         part_planes: ``(P, 2)`` int: each part's first plane and count.
         part_colour: ``(P, 3)`` float32 (0-255); ``part_bound``: ``(P, 4)`` its
@@ -93,8 +96,12 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
     """
     n_cam = rot.shape[0]
     for b in range(n_cam):
-        _ground(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], background,
-                material, ground, near, far, depth[b], out[b])
+        if style[0] == 0.0:
+            _ground(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], background,
+                    material, ground, near, far, depth[b], out[b])
+        else:
+            _ground_lit(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], material,
+                        ground, style, near, far, depth[b], out[b])
         for c in range(cand_n[b]):
             p = cand[b, c]
             _part(rays[ray_set[b]], rot[b], eye[b], light[b], planes, part_planes[p, 0],
@@ -154,6 +161,86 @@ def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarra
                 img[row, col, 0] = bg0
                 img[row, col, 1] = bg1
                 img[row, col, 2] = bg2
+                depth[i] = np.inf
+            i += 1
+
+
+STYLE_FIELDS = ("look", "grain", "floor material", "zenith r", "zenith g", "zenith b",
+                "horizon r", "horizon g", "horizon b")
+"""The ``style`` vector's fields (colours 0-255)."""
+GRAIN_CELL_M = 0.004
+"""The ground's grain: one random brightness per 4 mm square."""
+
+
+@njit(cache=True, error_model="numpy")
+def _grain(gx: float, gy: float) -> float:
+    """A brightness in [-1, 1) for the grain cell at ``(gx, gy)`` (a hash of the cell:
+    the same wherever and however it is seen)."""
+    i = np.int64(np.floor(gx / GRAIN_CELL_M)) & 0xFFFFFFFF
+    j = np.int64(np.floor(gy / GRAIN_CELL_M)) & 0xFFFFFFFF
+    h = (i * 73856093) ^ (j * 19349663)
+    h = (h ^ (h >> 13)) * 1274126177
+    h = (h ^ (h >> 16)) & 0xFFFF
+    return h / 32768.0 - 1.0
+
+
+@njit(cache=True, error_model="numpy")
+def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
+                palette: np.ndarray, material: np.ndarray, ground: np.ndarray,
+                style: np.ndarray, near: float, far: float, depth: np.ndarray,
+                img: np.ndarray) -> None:
+    """The ground and sky of the Duckietown look: the map's materials on a ground lit
+    from above (its normal up), asphalt, floor and grass with a grain; the floor
+    material beyond the apron; a sky from the horizon's colour to the zenith's."""
+    height, width = img.shape[0], img.shape[1]
+    lz = light[2]
+    rz = 2.0 * lz - lz
+    lit = AMBIENT + DIFFUSE * (lz if lz > 0.0 else 0.0) + SPECULAR * (rz * rz if rz > 0.0
+                                                                      else 0.0)
+    r00, r01, r02 = rot[0, 0], rot[0, 1], rot[0, 2]
+    r10, r11, r12 = rot[1, 0], rot[1, 1], rot[1, 2]
+    r20, r21, r22 = rot[2, 0], rot[2, 1], rot[2, 2]
+    ex, ey, ez = eye[0], eye[1], eye[2]
+    x0, y0, inv = ground[0], ground[1], ground[2]
+    ax0, ay0, ax1, ay1 = ground[3], ground[4], ground[5], ground[6]
+    grass = int(ground[7])
+    grain, floor = style[1], int(style[2])
+    mh, mw = material.shape[0], material.shape[1]
+    i = 0
+    for row in range(height):
+        for col in range(width):
+            x, y = rays[i, 0], rays[i, 1]
+            dx = r00 * x + r01 * y + r02
+            dy = r10 * x + r11 * y + r12
+            dz = r20 * x + r21 * y + r22
+            hit = False
+            if dz < 0.0:
+                t = -ez / dz
+                if near < t <= far:
+                    gx = ex + t * dx
+                    gy = ey + t * dy
+                    m = floor
+                    if ax0 <= gx <= ax1 and ay0 <= gy <= ay1:
+                        m = grass
+                        fu = (gx - x0) * inv
+                        fv = (gy - y0) * inv
+                        if 0.0 <= fu < mw and 0.0 <= fv < mh:
+                            m = material[int(fv), int(fu)]
+                    f = lit
+                    if m <= 2:  # grass, asphalt, floor: a grain
+                        f *= 1.0 + grain * _grain(gx, gy)
+                    img[row, col, 0] = min(palette[m, 0] * f, 255.0)
+                    img[row, col, 1] = min(palette[m, 1] * f, 255.0)
+                    img[row, col, 2] = min(palette[m, 2] * f, 255.0)
+                    depth[i] = t
+                    hit = True
+            if not hit:  # the sky: by the ray's height above the horizon
+                up = dz / np.sqrt(dx * dx + dy * dy + dz * dz)
+                a = up * 2.0 if up > 0.0 else 0.0
+                a = a if a < 1.0 else 1.0
+                img[row, col, 0] = style[6] + a * (style[3] - style[6])
+                img[row, col, 1] = style[7] + a * (style[4] - style[7])
+                img[row, col, 2] = style[8] + a * (style[5] - style[8])
                 depth[i] = np.inf
             i += 1
 
