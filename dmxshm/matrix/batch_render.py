@@ -253,7 +253,7 @@ def sign_shapes(decal: int) -> list[Shape]:
     uv = np.array([[front, -half[1], top], [0.0, 1.0 / f.FACE_W_M, 0.0],
                    [0.0, 0.0, -1.0 / f.FACE_H_M]])
     plate = Shape(_placed(box_planes(*half), np.eye(3), at), _colour((0.95, 0.95, 0.95)),
-                  FLAT, at, float(np.linalg.norm(half)), _corners(half, np.eye(3), at),
+                  FLAT, at, float(np.linalg.norm(half)), _corners(half.tolist(), np.eye(3), at),
                   decal, 0, uv)  # (box_planes' first plane: the +x face)
     return [pole, plate]
 
