@@ -175,13 +175,14 @@ GRAIN_CELL_M = 0.004
 @njit(cache=True, error_model="numpy")
 def _grain(gx: float, gy: float) -> float:
     """A brightness in [-1, 1) for the grain cell at ``(gx, gy)`` (a hash of the cell:
-    the same wherever and however it is seen)."""
-    i = np.int64(np.floor(gx / GRAIN_CELL_M)) & 0xFFFFFFFF
-    j = np.int64(np.floor(gy / GRAIN_CELL_M)) & 0xFFFFFFFF
-    h = (i * 73856093) ^ (j * 19349663)
-    h = (h ^ (h >> 13)) * 1274126177
-    h = (h ^ (h >> 16)) & 0xFFFF
-    return h / 32768.0 - 1.0
+    the same wherever and however it is seen; cells by truncation, so the two around
+    each axis are one)."""
+    i = np.int64(gx * (1.0 / GRAIN_CELL_M))
+    j = np.int64(gy * (1.0 / GRAIN_CELL_M))
+    h = (i * 2654435761 + j * 2246822519) & 0xFFFFFFFF
+    h = ((h ^ (h >> 15)) * 739982445) & 0xFFFFFFFF
+    h = (h ^ (h >> 13)) & 0xFFFF
+    return h * (1.0 / 32768.0) - 1.0
 
 
 @njit(cache=True, error_model="numpy")
