@@ -300,3 +300,11 @@ def test_db18_multi_robot_example_runs(tmp_path: Path) -> None:
         exec(compile(block, "README.md", "exec"), {"__name__": "__readme__"})
     text = out.getvalue().strip()
     assert text.rsplit(" ", 1)[0] == "(64, 14) bool", text
+
+
+def test_the_duckietown_look_example_draws_a_sky(tmp_path: Path) -> None:
+    out = _run_block(tmp_path, 'look="duckietown"').strip().splitlines()[-1]
+    shape, sky = out.split(" sky ")
+    assert shape == "(480, 640, 3)"
+    r, g, b = (int(v) for v in sky.strip("[]").split(","))
+    assert b > r + 30  # blue above, where the flat look is white
