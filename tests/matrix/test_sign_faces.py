@@ -5,7 +5,6 @@ Duckiebot camera's frame."""
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -15,9 +14,9 @@ from dmxshm.matrix.camera import Camera
 from dmxshm.world import sign_faces, tag36h11
 from dmxshm.world.maps import load_map
 from dmxshm.world.world import World
+from tests.apriltags import detector
 from tests.matrix.test_batch_render import lane_pose, straight_tile
 
-REQUIRE = os.environ.get("DMXSHM_REQUIRE_APRILTAGS") == "1"
 WHITE, BLACK = sign_faces._CODE["white"], sign_faces._CODE["black"]
 
 
@@ -80,17 +79,11 @@ def test_the_tag_is_drawn_on_the_face_and_only_with_an_id() -> None:
 
 @pytest.mark.parametrize("distance_m", [0.3, 0.6, 1.0])
 def test_duckietowns_detector_reads_the_signs_tag_ahead(distance_m: float) -> None:
-    try:
-        from dt_apriltags import Detector
-    except ImportError:
-        if REQUIRE:
-            raise
-        pytest.skip("dt-apriltags (Duckietown's AprilTag detector) is not installed: "
-                    "pip install dt-apriltags (Linux x86-64 and ARM wheels only)")
+    detect = detector().detect
     img = _frame(distance_m, "duckietown", tag_id=7)
     grey = (0.299 * img[..., 0] + 0.587 * img[..., 1] + 0.114 * img[..., 2]).astype(np.uint8)
-    found = Detector(families="tag36h11").detect(grey)
+    found = detect(grey)
     assert [(d.tag_id, d.hamming) for d in found] == [(7, 0)]
     flat = _frame(distance_m, "flat")
     grey = flat.mean(axis=-1).astype(np.uint8)
-    assert Detector(families="tag36h11").detect(grey) == []  # today's look has no tag
+    assert detect(grey) == []  # today's look has no tag

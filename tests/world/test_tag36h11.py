@@ -3,15 +3,12 @@ and by Duckietown's detector where it installs), and ids outside it refused."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from dmxshm.world import tag36h11 as tags
 from dmxshm.world.objects import MapObject, ObjectError
-
-REQUIRE = os.environ.get("DMXSHM_REQUIRE_APRILTAGS") == "1"
+from tests.apriltags import detector
 
 
 def _rotations(tag_id: int) -> list[int]:
@@ -67,16 +64,9 @@ def _image(tag_id: int, px: int = 12, margin: int = 3) -> np.ndarray:
 
 
 def test_duckietowns_detector_reads_every_id() -> None:
-    try:
-        from dt_apriltags import Detector
-    except ImportError:
-        if REQUIRE:
-            raise
-        pytest.skip("dt-apriltags (Duckietown's AprilTag detector) is not installed: "
-                    "pip install dt-apriltags (Linux x86-64 and ARM wheels only)")
-    detector = Detector(families="tag36h11")
+    detect = detector().detect
     ids = list(range(tags.IDS))
     sheet = [_image(i) for i in ids]
     for i, img in zip(ids, sheet, strict=True):
-        found = detector.detect(img)
+        found = detect(img)
         assert [(d.tag_id, d.hamming) for d in found] == [(i, 0)], i
