@@ -114,11 +114,16 @@ class ArrayShard(Shard):
         self.camera_key = {"camera": "obs:", "both": "obs:camera"}.get(kind)
         obs_bytes = sum(self.v[key][self.lo].nbytes for key in self.keys)
         self.row_bytes = 1 + 8 + 8 * _FLOATS + obs_bytes + 10
-        self.hold = max(1, min(HELD_STEPS, HELD_BYTES // self.row_bytes))
-        # (the steps not yet hashed; its ``moved``: hashed since the digest was published)
-        self.held = Held([h.update for h in self.hashes], self.hold, self.row_bytes)
+        self.held = self._new_held()
         for u in range(e):  # the envs as made (a batch resets before its first step)
             self.adopt(u)
+
+    def _new_held(self) -> Held:
+        """The ring of the steps not yet hashed (its ``moved``: hashed since the digest
+        was published): :data:`HELD_STEPS` of ``row_bytes`` each, fewer where a step's
+        bytes are many (:data:`HELD_BYTES`)."""
+        steps = max(1, min(HELD_STEPS, HELD_BYTES // self.row_bytes))
+        return Held([h.update for h in self.hashes], steps, self.row_bytes)
 
     # -- the envs' state into the arrays, and back -------------------------------------
     def adopt(self, u: int) -> None:

@@ -24,8 +24,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.batch import array_shard
-from dmxshm.batch.array_shard import HELD_BYTES, HELD_STEPS, ArrayShard
-from dmxshm.batch.held import Held
+from dmxshm.batch.array_shard import ArrayShard
 from dmxshm.batch.lanes import MultiLane
 from dmxshm.batch.shard import DISABLED, NEXT_STEP, Shard
 from dmxshm.matrix.noise import SAMPLE_BLOCK, bulk_normals
@@ -101,8 +100,7 @@ class MultiArrayShard(ArrayShard):
         self.fields = len(self.low)
         self.obs = np.zeros((n, self.fields), np.float32)  # each row's last observation
         self.row_bytes = 1 + r * (8 + 8 * _FLOATS + 4 * self.fields + 10)
-        self.hold = max(1, min(HELD_STEPS, HELD_BYTES // self.row_bytes))
-        self.held = Held([h.update for h in self.hashes], self.hold, self.row_bytes)
+        self.held = self._new_held()
         self.has_info = {key: f"info:{key}" in self.v for key in MultiLane.batch_info}
         for u in range(e):
             self.adopt(u)
