@@ -249,7 +249,7 @@ def sign_shapes(decal: int) -> list[Shape]:
                  _corners((f.POLE_RADIUS_M, f.POLE_RADIUS_M, pole_h / 2), np.eye(3), pole_at))
     half = np.array([f.PLATE_THICKNESS_M / 2, f.FACE_W_M / 2, f.FACE_H_M / 2])
     at = np.array([f.POLE_RADIUS_M + half[0], 0.0, f.FACE_BOTTOM_M + half[2]])
-    front = at[0] + half[0]
+    front = f.FRONT_M
     uv = np.array([[front, -half[1], top], [0.0, 1.0 / f.FACE_W_M, 0.0],
                    [0.0, 0.0, -1.0 / f.FACE_H_M]])
     plate = Shape(_placed(box_planes(*half), np.eye(3), at), _colour((0.95, 0.95, 0.95)),
@@ -464,9 +464,10 @@ class BatchRenderer:
                 static += [s.placed(rot, pos) for s in shapes]
         self._static_shapes = static
         # the faces' images (one texel of white where there are none) and their colours
-        self._faces = (np.stack(faces) if faces
-                       else np.zeros((1, 1, 1), np.uint8))
-        self._face_rgb = sign_faces.palette_rgb()
+        from dmxshm.matrix.raycast import summed_area
+
+        self._faces = summed_area(np.stack(faces) if faces else np.zeros((1, 1, 1), np.uint8),
+                                  sign_faces.palette_rgb())
         self._static = _Table.of(static)
         self._robot = _Table.of(robot_shapes())
         self._rays: dict[tuple[Any, ...], int] = {}  # camera model -> index in its size's
@@ -573,7 +574,7 @@ class BatchRenderer:
         raycast.render(xy, sets, rot, eye, light, palette,
                        self._background, self.ground.material, self._ground_params,
                        self._style, planes,
-                       spans, colour, bound, kind, decal, uv, self._faces, self._face_rgb,
+                       spans, colour, bound, kind, decal, uv, self._faces,
                        cand, box, count, near, far, depth, out)
         return out
 

@@ -234,6 +234,47 @@ def undistorter(calibration: Calibration, new_K: tuple[float, ...] | None = None
     return remap
 
 
+def optimal_new_K(calibration: Calibration, alpha: float = 0.0) -> tuple[float, ...]:
+    """The rectified image's intrinsic matrix as OpenCV's ``getOptimalNewCameraMatrix``
+    chooses it (same size, principal point not forced to the centre), which
+    Duckietown's AprilTag node calls with ``rectify_alpha`` 0: at ``alpha`` 0 every
+    rectified pixel is one the lens sees, at 1 every pixel the lens sees is kept.
+
+    As OpenCV does, it undistorts a 9x9 grid of points spread over the image (with
+    ``undistortPoints``' five fixed-point steps, which for this strong a lens stop
+    short of the exact inverse: the matrix is OpenCV's, not the ideal crop) and maps
+    the rectangle inside (alpha 0) or around (alpha 1) the grid's border onto the
+    image, blending the two for alpha between. (This project's pixel centres sit at
+    ``i + 0.5``, OpenCV's at ``i``: the matrix is in this project's terms.)
+
+    Example:
+        >>> k = optimal_new_K(DUCKIEBOT)
+        >>> round(k[0] / DUCKIEBOT.fx, 2)  # wider: the lens's barrel unbent, cropped
+        0.72
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha is between 0 and 1, not {alpha}")
+    cal, n = calibration, 9
+    u, v = np.meshgrid(np.linspace(0.5, cal.width - 0.5, n),
+                       np.linspace(0.5, cal.height - 0.5, n))
+    x0, y0 = (u - cal.cx) / cal.fx, (v - cal.cy) / cal.fy
+    k1, k2, p1, p2, k3 = cal.D
+    x, y = x0, y0
+    for _ in range(5):  # OpenCV's undistortPoints, its default five steps
+        r2 = x * x + y * y
+        icdist = 1 / (1 + ((k3 * r2 + k2) * r2 + k1) * r2)
+        x, y = ((x0 - (2 * p1 * x * y + p2 * (r2 + 2 * x * x))) * icdist,
+                (y0 - (p1 * (r2 + 2 * y * y) + 2 * p2 * x * y)) * icdist)
+    inner = (x[:, 0].max(), y[0].max(), x[:, -1].min(), y[-1].min())
+    outer = (x.min(), y.min(), x.max(), y.max())
+    out = []
+    for x0, y0, x1, y1 in (inner, outer):
+        fx, fy = (cal.width - 1) / (x1 - x0), (cal.height - 1) / (y1 - y0)
+        out.append((fx, fy, 0.5 - fx * x0, 0.5 - fy * y0))
+    fx, fy, cx, cy = (float(a * (1 - alpha) + b * alpha) for a, b in zip(*out, strict=True))
+    return (fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0)
+
+
 @dataclass
 class LensMap:
     """How a lens image is made from a wider pinhole image.

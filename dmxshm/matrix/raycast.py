@@ -58,7 +58,7 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
            material: np.ndarray, ground: np.ndarray, style: np.ndarray, planes: np.ndarray,
            part_planes: np.ndarray, part_colour: np.ndarray, part_bound: np.ndarray,
            part_kind: np.ndarray, part_decal: np.ndarray, part_uv: np.ndarray,
-           decals: np.ndarray, decal_rgb: np.ndarray, cand: np.ndarray, cand_box: np.ndarray,
+           decal_sat: np.ndarray, cand: np.ndarray, cand_box: np.ndarray,
            cand_n: np.ndarray, near: float, far: float, depth: np.ndarray,
            out: np.ndarray) -> None:
     """Render every camera ``b`` of the call into ``out[b]`` (``(B, H, W, 3)`` uint8).
@@ -85,8 +85,10 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
             into ``decals``, or -1) and which of its planes that face is;
             ``part_uv``: ``(P, 3, 3)`` the image's top-left corner and the vectors
             giving a point's column and row as fractions of the image.
-        decals: ``(D, Hd, Wd)`` uint8: the images, as codes of ``decal_rgb``
-            (``(codes, 3)`` float32, 0-255).
+        decal_sat: ``(D, Hd + 1, Wd + 1, 3)`` float64: the images' summed-area
+            tables (:func:`summed_area`): a pixel shows the mean of its image over
+            its footprint, so a tag's edges are where they are to a fraction of a
+            pixel (not on the nearest pixel, as one sample a pixel draws them).
         cand: ``(B, C)`` int: the parts camera ``b`` may see, nearest first;
             ``cand_box``: ``(B, C, 4)`` their pixel rows and columns (first, last
             + 1); ``cand_n``: ``(B,)`` how many.
@@ -106,7 +108,7 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
             p = cand[b, c]
             _part(rays[ray_set[b]], rot[b], eye[b], light[b], planes, part_planes[p, 0],
                   part_planes[p, 1], part_colour[p], part_bound[p], part_kind[p],
-                  part_decal[p, 0], part_decal[p, 1], part_uv[p], decals, decal_rgb,
+                  part_decal[p, 0], part_decal[p, 1], part_uv[p], decal_sat,
                   cand_box[b, c], near, depth[b], out[b])
 
 
@@ -250,7 +252,7 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
 def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
           planes: np.ndarray, first: int, count: int, colour: np.ndarray,
           bound: np.ndarray, kind: int, decal: int, decal_face: int, uv: np.ndarray,
-          decals: np.ndarray, decal_rgb: np.ndarray, box: np.ndarray, near: float,
+          decal_sat: np.ndarray, box: np.ndarray, near: float,
           depth: np.ndarray, img: np.ndarray) -> None:
     width = img.shape[1]
     r00, r01, r02 = rot[0, 0], rot[0, 1], rot[0, 2]
@@ -313,18 +315,78 @@ def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
                 nx, ny, nz = hx / norm, hy / norm, hz / norm
             c0, c1, c2 = colour[0], colour[1], colour[2]
             if decal >= 0 and face == first + decal_face:  # the face's image
-                px = ex + t_in * dx - uv[0, 0]
-                py = ey + t_in * dy - uv[0, 1]
-                pz = ez + t_in * dz - uv[0, 2]
-                u = px * uv[1, 0] + py * uv[1, 1] + pz * uv[1, 2]
-                v = px * uv[2, 0] + py * uv[2, 1] + pz * uv[2, 2]
+                n_rows, n_cols = decal_sat.shape[1] - 1, decal_sat.shape[2] - 1
+                u, v = _face_uv(rays, i, rot, eye, nx, ny, nz, planes[face, 3], uv)
                 if 0.0 <= u < 1.0 and 0.0 <= v < 1.0:
-                    code = decals[decal, int(v * decals.shape[1]), int(u * decals.shape[2])]
-                    c0, c1, c2 = decal_rgb[code, 0], decal_rgb[code, 1], decal_rgb[code, 2]
+                    # the pixel's footprint on the face: where its neighbours' rays meet it
+                    j = i + 1 if col + 1 < width else i - 1
+                    u1, v1 = _face_uv(rays, j, rot, eye, nx, ny, nz, planes[face, 3], uv)
+                    j = i + width if (i + width) < rays.shape[0] else i - width
+                    u2, v2 = _face_uv(rays, j, rot, eye, nx, ny, nz, planes[face, 3], uv)
+                    hu = max(0.5 * (abs(u1 - u) + abs(u2 - u)) * n_cols, 0.5)
+                    hv = max(0.5 * (abs(v1 - v) + abs(v2 - v)) * n_rows, 0.5)
+                    c0, c1, c2 = _box_mean(decal_sat, decal, u * n_cols, v * n_rows, hu, hv)
             img[row, col, 0] = _shade(c0, nx, ny, nz, lx, ly, lz)
             img[row, col, 1] = _shade(c1, nx, ny, nz, lx, ly, lz)
             img[row, col, 2] = _shade(c2, nx, ny, nz, lx, ly, lz)
             depth[i] = t_in
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _face_uv(rays: np.ndarray, i: int, rot: np.ndarray, eye: np.ndarray, nx: float,
+             ny: float, nz: float, d: float, uv: np.ndarray) -> tuple[float, float]:
+    """Where pixel ``i``'s ray meets the plane ``n . p = d`` of a face, in the face's
+    image (fractions of its width and height)."""
+    x, y = rays[i, 0], rays[i, 1]
+    dx = rot[0, 0] * x + rot[0, 1] * y + rot[0, 2]
+    dy = rot[1, 0] * x + rot[1, 1] * y + rot[1, 2]
+    dz = rot[2, 0] * x + rot[2, 1] * y + rot[2, 2]
+    denom = nx * dx + ny * dy + nz * dz
+    if denom > -1e-9:
+        denom = -1e-9  # (a neighbour's ray grazing the face: a wide footprint)
+    t = (d - (nx * eye[0] + ny * eye[1] + nz * eye[2])) / denom
+    px = eye[0] + t * dx - uv[0, 0]
+    py = eye[1] + t * dy - uv[0, 1]
+    pz = eye[2] + t * dz - uv[0, 2]
+    return (px * uv[1, 0] + py * uv[1, 1] + pz * uv[1, 2],
+            px * uv[2, 0] + py * uv[2, 1] + pz * uv[2, 2])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _sat_at(sat: np.ndarray, d: int, r: float, c: float, ch: int) -> float:
+    """A summed-area table at a fractional texel corner: bilinear between its four
+    whole corners, which is exact for an image of constant texels."""
+    r0 = min(int(r), sat.shape[1] - 2)
+    c0 = min(int(c), sat.shape[2] - 2)
+    fr, fc = r - r0, c - c0
+    return ((sat[d, r0, c0, ch] * (1.0 - fc) + sat[d, r0, c0 + 1, ch] * fc) * (1.0 - fr)
+            + (sat[d, r0 + 1, c0, ch] * (1.0 - fc) + sat[d, r0 + 1, c0 + 1, ch] * fc) * fr)
+
+
+@njit(cache=True, error_model="numpy")
+def _box_mean(sat: np.ndarray, d: int, c: float, r: float, hc: float,
+              hr: float) -> tuple[float, float, float]:
+    """The mean colour of image ``d`` over the box ``c +- hc`` by ``r +- hr`` (texels),
+    cut to the image."""
+    n_rows, n_cols = sat.shape[1] - 1, sat.shape[2] - 1
+    c_lo, c_hi = max(c - hc, 0.0), min(c + hc, float(n_cols))
+    r_lo, r_hi = max(r - hr, 0.0), min(r + hr, float(n_rows))
+    area = (c_hi - c_lo) * (r_hi - r_lo)
+    out = np.empty(3)
+    for ch in range(3):
+        out[ch] = (_sat_at(sat, d, r_hi, c_hi, ch) - _sat_at(sat, d, r_lo, c_hi, ch)
+                   - _sat_at(sat, d, r_hi, c_lo, ch) + _sat_at(sat, d, r_lo, c_lo, ch)) / area
+    return out[0], out[1], out[2]
+
+
+def summed_area(images: np.ndarray, rgb: np.ndarray) -> np.ndarray:
+    """The summed-area tables ``(D, H + 1, W + 1, 3)`` (float64) of images of colour
+    codes ``(D, H, W)`` (uint8 indices into ``rgb``, ``(codes, 3)``): entry ``[d, r,
+    c]`` is the sum of image ``d``'s colours above row ``r`` and left of column ``c``."""
+    colours = rgb.astype(np.float64)[images]
+    sat = np.zeros((images.shape[0], images.shape[1] + 1, images.shape[2] + 1, 3))
+    sat[:, 1:, 1:] = colours.cumsum(axis=1).cumsum(axis=2)
+    return sat
 
 
 @njit(cache=True, error_model="numpy")

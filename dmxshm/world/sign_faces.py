@@ -33,6 +33,8 @@ FACE_BOTTOM_M = TAG_CENTRE_M - FACE_W_M / 2
 """Where the face's lower edge is above the floor."""
 PLATE_THICKNESS_M = 0.004
 POLE_RADIUS_M = 0.006
+FRONT_M = POLE_RADIUS_M + PLATE_THICKNESS_M
+"""The face ahead of the pole's axis (the sign's position on the map)."""
 
 FACE_CELLS = 8
 """Texels a tag cell, across (a face is 80 x 160 texels)."""

@@ -123,3 +123,31 @@ def test_an_undistorted_lens_image_shows_the_road_edge_straight() -> None:
     # Found to the pixel in the rectified image: straight within 1.5 pixels.
     assert _line_residual_px(pts[:, 0], pts[:, 1], 1.0) < 1.5
     assert _line_residual_px(*_edge_points(img).T, 1.0) > 5.0  # the lens image bends it
+
+
+# OpenCV 5.1.0's (opencv-python-headless) getOptimalNewCameraMatrix(K, D, (640, 480),
+# alpha) for the published calibration (centreing off): fx, fy, cx, cy, in OpenCV's
+# pixel terms (centres at i).
+OPENCV_NEW_K = {0.0: (220.6258, 239.5400, 302.3874, 227.8867),
+                1.0: (211.5653, 213.6744, 302.5514, 232.1159)}
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_the_rectified_matrix_is_opencvs(alpha: float) -> None:
+    """Duckietown's AprilTag node rectifies with OpenCV's choice of matrix (alpha 0):
+    the same zoom (within 0.05 px of focal length) and centre (within the half pixel
+    by which the two count pixel centres)."""
+    from dmxshm.matrix.lens import optimal_new_K, undistorter
+
+    k = optimal_new_K(DUCKIEBOT, alpha)
+    fx, fy, cx, cy = OPENCV_NEW_K[alpha]
+    assert k[0] == pytest.approx(fx, abs=0.05) and k[4] == pytest.approx(fy, abs=0.05)
+    assert abs(k[2] - cx) <= 0.5 and abs(k[5] - cy) <= 0.5
+    black = (undistorter(DUCKIEBOT, k)(np.full((480, 640, 3), 200, np.uint8)) == 0).all(-1)
+    if alpha == 0.0:  # every pixel one the lens sees but slivers in the corners, as
+        # OpenCV's own (1378 pixels: its undistortPoints' five steps fall short)
+        assert black.sum() < 1600 and not black[40:-40, 40:-40].any()
+    else:  # every pixel the lens sees kept: black corners
+        assert black[0, 0] and black[-1, -1] and black.mean() > 0.02
+    with pytest.raises(ValueError, match="alpha is between 0 and 1"):
+        optimal_new_K(DUCKIEBOT, 1.5)
