@@ -122,20 +122,22 @@ def draw_cameras(jobs: list[CameraJob]) -> None:
 
     groups: dict[tuple[Any, ...], list[CameraJob]] = {}
     for job in jobs:
-        env = job.env
+        env, cam = job.env, job.env.camera
+        assert cam is not None  # (a job is an env's camera image)
         scene = scene_world(env.world.road_map, env.renderer)
-        key = (id(scene), job.sim_time_s if scene.movers else 0.0, env.camera.shape)
+        key = (id(scene), job.sim_time_s if scene.movers else 0.0, cam.shape, cam.look)
         groups.setdefault(key, []).append(job)
     for group in groups.values():
-        env = group[0].env
+        env, cam = group[0].env, group[0].env.camera
+        assert cam is not None
         scene = scene_world(env.world.road_map, env.renderer)
-        out = np.empty((len(group), *env.camera.shape), np.uint8)
+        out = np.empty((len(group), *cam.shape), np.uint8)
         poses = np.empty(len(group), group[0].row.dtype)  # (np.stack of records is slow)
         for k, job in enumerate(group):
             poses[k] = job.row
-        renderer_of(scene).render([job.env.camera for job in group], poses,
-                                  group[0].sim_time_s, out,
-                                  shades=[job.shades for job in group])
+        renderer_of(scene, cam.look).render([job.env.camera for job in group], poses,
+                                            group[0].sim_time_s, out,
+                                            shades=[job.shades for job in group])
         for job, image in zip(group, out, strict=True):
             job.image[...] = image
             if job.finish is not None:
@@ -162,6 +164,10 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
             ``"duckiebot"`` (the Duckiebot's wide-angle lens, height and tilt;
             :mod:`dmxshm.matrix.lens`): ``reset``'s ``info["calibration"]`` then gives
             its calibration, to undistort as on the robot.
+        look: how the camera draws the world: ``"flat"`` (every renderer's, the
+            default) or ``"duckietown"`` (the batch renderer's: signs with their
+            AprilTags, the markings in dt-core's line-detector colours, a sky;
+            docs/renderers.md).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
@@ -175,7 +181,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
                  offset_penalty: float = 2.0, pose_noise_m: float = 0.02,
                  yaw_noise_rad: float = 0.1, dt_s: float = V0.dt_s,
                  render_mode: str | None = None, renderer: str = V0.renderer,
-                 camera_model: str = V0.camera_model, physics: str = V0.physics) -> None:
+                 camera_model: str = V0.camera_model, physics: str = V0.physics,
+                 look: str = V0.look) -> None:
         if obs not in OBS_KINDS:
             raise ValueError(f"obs must be one of {OBS_KINDS}, not {obs!r}")
         if physics not in PHYSICS:
@@ -188,9 +195,9 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
             else PlanarWorld(map, 1, seed=0, dt_s=dt_s))
         draws = obs in ("camera", "both") or bool(render_mode)
         self.renderer = resolve_renderer(renderer, tuple(camera) if draws else None,
-                                         camera_model)
+                                         camera_model, look)
         self.camera = (Camera.of_model(camera_model, camera[0], camera[1],
-                                       renderer=self.renderer) if draws else None)
+                                       renderer=self.renderer, look=look) if draws else None)
         self.tof = TimeOfFlight()
         self.max_episode_steps = max_episode_steps
         self.offset_penalty = offset_penalty
@@ -208,7 +215,8 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         self._steps = 0
         # What this env simulates (its arguments checked above).
         self.sim_spec = V0.but(map=map, camera=(int(camera[0]), int(camera[1])), dt_s=dt_s,
-                               renderer=renderer, camera_model=camera_model, physics=physics)
+                               renderer=renderer, camera_model=camera_model, physics=physics,
+                               look=look)
 
     # -- helpers ---------------------------------------------------------------
     # Plain floats throughout: for one robot, numpy's per-call overhead would
@@ -267,9 +275,9 @@ class DuckieLaneEnv(gym.Env[Any, np.ndarray]):
         if self.renderer == "batch":
             from dmxshm.matrix.batch_render import renderer_of
 
-            return renderer_of(scene).render([camera], row[None], self.world.sim_time_s,
-                                             np.empty((1, *camera.shape), np.uint8),
-                                             shades=[self._shades])[0]
+            return renderer_of(scene, camera.look).render(
+                [camera], row[None], self.world.sim_time_s,
+                np.empty((1, *camera.shape), np.uint8), shades=[self._shades])[0]
         return camera.render(scene.client, row)
 
     def _image_finish(self) -> Callable[[np.ndarray], None] | None:

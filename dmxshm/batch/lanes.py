@@ -48,6 +48,7 @@ from dmxshm.sim.spec import MULTI, PHYSICS
 from dmxshm.world import randomize as rand
 from dmxshm.world.maps import load_map
 from dmxshm.world.motor import DUCKIEBOT, MotorModel
+from dmxshm.world.renderers import RendererError
 from dmxshm.world.routes import TURN_CODE, Router, parse_route
 from dmxshm.world.scoring import COLLISION_PENALTY, OFFSET_PENALTY, lane_score
 from dmxshm.world.world import GRAVITY_M_S2, World
@@ -95,6 +96,8 @@ class MultiLane:
             each other: they are drawn in this world).
         randomize: domain randomisation of each robot at each reset (v1's
             ``randomize``: True, a dict or a file).
+        look: how the cameras draw the world: ``"flat"`` or ``"duckietown"`` (the
+            batch renderer's; docs/renderers.md).
     """
 
     batch_info: dict[str, Any] = {"lane_offset_m": np.float64, "on_road": np.bool_,
@@ -111,7 +114,8 @@ class MultiLane:
                  dt_s: float = MULTI.dt_s, route: str | None = MULTI.route,
                  noise: bool = MULTI.noise, motor_dynamics: bool = MULTI.motor_dynamics,
                  camera_model: str = MULTI.camera_model, renderer: str = MULTI.renderer,
-                 randomize: Any = MULTI.randomize, physics: str = MULTI.physics) -> None:
+                 randomize: Any = MULTI.randomize, physics: str = MULTI.physics,
+                 look: str = MULTI.look) -> None:
         if obs not in OBS_KINDS:
             raise MultiLaneError(f"obs must be one of {', '.join(OBS_KINDS)}, not {obs!r}")
         if not isinstance(robots, (int, np.integer)) or robots < 1:
@@ -139,9 +143,11 @@ class MultiLane:
                     "(tiny and EGL draw Bullet's scene): use renderer='batch' or 'auto'")
             renderer = "batch"
         self.physics = physics
-        self.renderer = resolve_renderer(renderer, (int(camera[0]), int(camera[1]))
-                                         if draws else None,
-                                         camera_model)
+        try:
+            self.renderer = resolve_renderer(renderer, (int(camera[0]), int(camera[1]))
+                                             if draws else None, camera_model, look)
+        except RendererError as exc:
+            raise MultiLaneError(str(exc)) from None
         # The robots see each other: they are drawn in their own world (tiny and EGL
         # need its visual shapes; the batch renderer draws from the states).
         self.world: World | PlanarWorld = (
@@ -149,7 +155,7 @@ class MultiLane:
                   renderer=self.renderer if draws else "tiny") if physics == "bullet"
             else PlanarWorld(road_map, self.robots, seed=0, dt_s=dt_s))
         self.camera = (Camera.of_model(camera_model, camera[0], camera[1],
-                                       renderer=self.renderer) if draws else None)
+                                       renderer=self.renderer, look=look) if draws else None)
         self.camera_wh = (int(camera[0]), int(camera[1]))
         self.tof = TimeOfFlight()
         self.max_episode_steps = max_episode_steps
@@ -172,7 +178,8 @@ class MultiLane:
         self.sim_spec = MULTI.but(robots=self.robots, map=map, camera=self.camera_wh,
                                   dt_s=dt_s, route=route, noise=self.noise_on,
                                   motor_dynamics=motor_dynamics, camera_model=camera_model,
-                                  renderer=renderer, randomize=randomize, physics=physics)
+                                  renderer=renderer, randomize=randomize, physics=physics,
+                                  look=look)
 
     # -- spaces -------------------------------------------------------------------------
     @property

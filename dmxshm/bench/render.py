@@ -19,6 +19,13 @@ differ by more than 32 levels in some channel. The targets of issue 30
 (:data:`TARGETS`): batch frames/s at least 20x tiny's at 64x64 and 10x at 160x120
 and 640x480 (each camera model), and its difference to tiny at most 1.5 times EGL's at
 64x64 and 160x120, measured in the same run.
+
+With ``looks`` beyond ``flat`` (the default: ``flat`` and ``duckietown``), the batch
+renderer is timed in each look too, as renderer ``batch-LOOK`` (tiny and EGL draw the
+flat look only); issue 46's target (:data:`LOOK_TARGET`): the Duckietown look's
+frames/s at least 0.8 of the flat look's, each size and camera, in the same run. Its
+images against tiny's are reported as the others' are (a look of its own: far from
+tiny's by design).
 """
 
 from __future__ import annotations
@@ -46,6 +53,9 @@ SPEED_TARGETS = {"64x64": 20.0, "160x120": 10.0, "640x480": 10.0}
 FIDELITY_TARGET = 1.5
 """The batch renderer's difference to tiny, at most this times EGL's (64x64, 160x120)."""
 FIDELITY_SIZES = ("64x64", "160x120")
+LOOK_TARGET = 0.8
+"""The batch renderer's frames/s in a look other than flat, at least this times its
+flat look's (issue 46), each size and camera."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,7 @@ class RenderRow:
     cameras_per_call: int = 1
     calls: int = 0
     seconds: float = 0.0
+    look: str = "flat"
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,8 @@ class RenderResult:
             same size (``"tiny 640x480": 2.6``).
         over_tiny: each renderer's frames/s over tiny's, by ``WxH`` (pinhole) and
             ``WxH-duckiebot`` (lens).
+        look_cost: the batch renderer's frames/s in each other look over its flat
+            look's, by look and size (``{"duckietown": {"64x64": 0.86}}``).
         images: every view, by renderer and size (``WxH`` or ``WxH-duckiebot``; not
             in the JSON).
     """
@@ -118,6 +131,7 @@ class RenderResult:
     over_tiny: dict[str, dict[str, float]] = field(default_factory=dict)
     cameras: int = 1
     images: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+    look_cost: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def targets(self) -> list[tuple[str, float, bool]]:
         """Issue 30's targets where both sides ran: ``(what, measured, met)``."""
@@ -136,6 +150,10 @@ class RenderResult:
                 out.append((f"batch's difference to tiny at {size} {camera} <= "
                             f"{FIDELITY_TARGET:g} x egl's ({egl:.2f})", mad / egl,
                             mad <= FIDELITY_TARGET * egl))
+        for look, ratios in self.look_cost.items():
+            for key, ratio in ratios.items():
+                out.append((f"batch's {look} look / its flat look frames/s at {key} >= "
+                            f"{LOOK_TARGET:g}", ratio, ratio >= LOOK_TARGET))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -147,6 +165,7 @@ class RenderResult:
                 "egl_over_tiny": dict(self.egl_over_tiny), "lens_cost": dict(self.lens_cost),
                 "over_tiny": {k: dict(v) for k, v in self.over_tiny.items()},
                 "cameras": self.cameras,
+                "look_cost": {k: dict(v) for k, v in self.look_cost.items()},
                 "targets": [{"target": t, "measured": m, "met": ok}
                             for t, m, ok in self.targets()]}
 
@@ -154,7 +173,8 @@ class RenderResult:
 def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES,
         renderers: tuple[str, ...] = RENDERERS, seconds: float = 2.0, robots: int = 16,
         map_name: str = "town", seed: int = 1, progress: Callable[[str], None] | None = None,
-        lens: bool = True, cameras: int = 16) -> RenderResult:
+        lens: bool = True, cameras: int = 16,
+        looks: tuple[str, ...] = ("flat", "duckietown")) -> RenderResult:
     """Time every renderer at every size and camera; compare their images with tiny's.
 
     Args:
@@ -167,6 +187,8 @@ def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES,
         progress: called with ``"RENDERER WxH[ MODEL]"`` after each measurement.
         lens: also the Duckiebot's lens camera at each size.
         cameras: views drawn per call (the first ``cameras`` robots').
+        looks: the batch renderer's looks to time (``flat``: its rows named
+            ``batch``; another: ``batch-LOOK``).
     """
     os.environ.setdefault("LP_NUM_THREADS", "1")  # Mesa's llvmpipe: one core, as the rest
     cameras = min(cameras, robots)
@@ -181,36 +203,38 @@ def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES,
             unavailable[renderer] = str(exc)
             continue
         try:
-            images[renderer] = {}
-            for w, h in sizes:
-                for model in models:
-                    key = f"{w}x{h}" if model == "pinhole" else f"{w}x{h}-{model}"
-                    row, images[renderer][key] = _time(world, renderer, model, (w, h),
-                                                       cameras, seconds)
-                    rows.append(row)
-                    if progress is not None:
-                        progress(f"{renderer} {key.replace('-', ' ')}")
+            for look in (looks if renderer == "batch" else ("flat",)):
+                name = renderer if look == "flat" else f"{renderer}-{look}"
+                images[name] = {}
+                for w, h in sizes:
+                    for model in models:
+                        key = f"{w}x{h}" if model == "pinhole" else f"{w}x{h}-{model}"
+                        row, images[name][key] = _time(world, renderer, model, (w, h),
+                                                       cameras, seconds, look)
+                        rows.append(row)
+                        if progress is not None:
+                            progress(f"{name} {key.replace('-', ' ')}")
         finally:
             world.close()
     return RenderResult(rows=rows, differences=differences(images), unavailable=unavailable,
                         egl_device=egl_device() if "egl" in images else None, robots=robots,
                         map_name=map_name, egl_over_tiny=speedups(rows),
                         lens_cost=lens_costs(rows), over_tiny=over_tiny(rows),
-                        cameras=cameras, images=images)
+                        cameras=cameras, images=images, look_cost=look_costs(rows))
 
 
 def _time(world: World, renderer: str, model: str, wh: tuple[int, int], cameras: int,
-          seconds: float) -> tuple[RenderRow, np.ndarray]:
+          seconds: float, look: str = "flat") -> tuple[RenderRow, np.ndarray]:
     """One renderer at one size and camera: calls of ``cameras`` views, repeated for at
     least ``seconds`` after a warm-up call; the row and the views."""
     states = world.state()
-    cam = Camera.of_model(model, *wh, renderer=renderer)
+    cam = Camera.of_model(model, *wh, renderer=renderer, look=look)
     out = np.zeros((cameras, cam.height, cam.width, 3), np.uint8)
     robots = list(range(cameras))
     if renderer == "batch":
         from dmxshm.matrix.batch_render import renderer_of
 
-        batch = renderer_of(world)
+        batch = renderer_of(world, look)
 
         def call() -> None:
             batch.render([cam] * cameras, states[robots], 0.0, out, seen=states,
@@ -229,12 +253,13 @@ def _time(world: World, renderer: str, model: str, wh: tuple[int, int], cameras:
     wall = time.perf_counter() - start
     per_frame = [t / cameras for t in times]
     total = sum(times)
-    return RenderRow(renderer=renderer, size=f"{wh[0]}x{wh[1]}",
+    return RenderRow(renderer=renderer if look == "flat" else f"{renderer}-{look}",
+                     size=f"{wh[0]}x{wh[1]}",
                      ms_per_frame_p50=statistics.median(per_frame) * 1e3,
                      ms_per_frame_mean=total / (len(times) * cameras) * 1e3,
                      frames_per_s=len(times) * cameras / total, frames=len(times) * cameras,
                      camera=model, cameras_per_call=cameras, calls=len(times),
-                     seconds=wall), out.copy()
+                     seconds=wall, look=look), out.copy()
 
 
 def differences(images: dict[str, dict[str, np.ndarray]]) -> list[ImageDifference]:
@@ -297,3 +322,25 @@ def lens_costs(rows: list[RenderRow]) -> dict[str, float]:
     pin = {(r.renderer, r.size): r.ms_per_frame_mean for r in rows if r.camera == "pinhole"}
     return {f"{r.renderer} {r.size}": r.ms_per_frame_mean / pin[(r.renderer, r.size)]
             for r in rows if r.camera != "pinhole" and (r.renderer, r.size) in pin}
+
+
+def look_costs(rows: list[RenderRow]) -> dict[str, dict[str, float]]:
+    """The batch renderer's frames/s in each look other than flat over its flat look's,
+    by look and size (``-duckiebot`` for the lens).
+
+    Example:
+        >>> row = lambda name, look, fps: RenderRow(name, "64x64", 1e3 / fps, 1e3 / fps,
+        ...                                         fps, 1, look=look)
+        >>> look_costs([row("batch", "flat", 1000.0), row("batch-duckietown", "duckietown",
+        ...                                               850.0)])
+        {'duckietown': {'64x64': 0.85}}
+    """
+    flat = {(r.size, r.camera): r.frames_per_s for r in rows
+            if r.renderer == "batch" and r.look == "flat"}
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        base = flat.get((r.size, r.camera))
+        if r.renderer.startswith("batch-") and base:
+            key = r.size if r.camera == "pinhole" else f"{r.size}-{r.camera}"
+            out.setdefault(r.look, {})[key] = r.frames_per_s / base
+    return out

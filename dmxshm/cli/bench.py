@@ -91,12 +91,17 @@ def bench_ipc(quick: bool, rounds: int | None, repeats: int | None, json: str | 
                    "each size.")
 @click.option("--map", "map_name", default=arg_default(render.run, "map_name"),
               show_default=True, help="The scene's map (a name, a file or a folder).")
+@click.option("--looks", default=",".join(arg_default(render.run, "looks")),
+              show_default=True,
+              help="The batch renderer's looks to time, comma-separated (flat: every "
+                   "renderer's; duckietown: the batch renderer's own, as batch-duckietown "
+                   "rows, against its flat look in the same run).")
 @json_file_option("Write the figures as JSON to this file.", writable=True)
 @plot_option("Draw frames/s per core as a bar chart PNG (needs the plot extra: matplotlib).",
              writable=True)
 @check_option
 def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras: int,
-                 robots: int, images_dir: str | None, lens: bool, map_name: str,
+                 robots: int, images_dir: str | None, lens: bool, map_name: str, looks: str,
                  json: str | None, plot: str | None, check: bool) -> None:
     """The camera renderers side by side, on the same scene: frames/s per core with
     --cameras views per call at each size and camera, and how each renderer's images
@@ -106,7 +111,8 @@ def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras
     software OpenGL, held to one thread); batch dmxshm's own, which draws every view of
     a call at once. A renderer that cannot load here is named with the reason and left
     out. --check: issue 30's targets (batch >= 20x tiny at 64x64, >= 10x at 160x120 and
-    640x480; its difference to tiny <= 1.5x EGL's), exit 3 if one is missed.
+    640x480; its difference to tiny <= 1.5x EGL's) and issue 46's (the batch renderer's
+    Duckietown look >= 0.8x its flat look's frames/s), exit 3 if one is missed.
     """
     check_outputs(json, plot)
     if images_dir:
@@ -116,17 +122,25 @@ def bench_render(sizes: str, seconds: float, renderers: tuple[str, ...], cameras
         raise click.BadParameter(f"{sizes!r}: give sizes as WxH,WxH (each positive)",
                                  param_hint="--sizes")
     chosen = renderers or arg_default(render.run, "renderers")
+    from dmxshm.matrix.camera import LOOKS
+
+    look_list = tuple(v.strip() for v in looks.split(",") if v.strip())
+    if not look_list or any(v not in LOOKS for v in look_list):
+        raise click.BadParameter(f"{looks!r}: give looks of {', '.join(LOOKS)}, "
+                                 "comma-separated", param_hint="--looks")
     from dmxshm.world.maps import MapError, load_map
 
     try:
         load_map(map_name)
     except MapError as exc:
         raise click.UsageError(str(exc)) from None
-    with click.progressbar(length=len(wh) * len(chosen) * (2 if lens else 1),
+    runs = len(chosen) + (len(look_list) - 1 if "batch" in chosen else 0)
+    with click.progressbar(length=len(wh) * runs * (2 if lens else 1),
                            label="bench render", file=sys.stderr,
                            item_show_func=lambda s: s) as bar:
         result = render.run(wh, chosen, seconds, robots=robots, map_name=map_name, lens=lens,
-                            cameras=cameras, progress=lambda label: bar.update(1, label))
+                            cameras=cameras, looks=look_list,
+                            progress=lambda label: bar.update(1, label))
     print_bench.print_render(result)
     if images_dir:
         for path in _write_images({name: {k: v[0] for k, v in by.items()}

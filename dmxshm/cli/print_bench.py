@@ -137,10 +137,10 @@ def print_render(result: RenderResult) -> None:
     click.echo(f"scene: map {result.map_name}, {result.robots} robots; {result.cameras} "
                "robots' views per call (batch: at once; tiny, egl: one after another); one "
                "process, one thread: frames/s per core")
-    click.echo(f"{'renderer':<9} {'camera':<10} {'size':>9} {'ms/frame p50':>13} {'mean':>8} "
-               f"{'frames/s':>9} {'frames':>7}")
+    click.echo(f"{'renderer':<16} {'camera':<10} {'size':>9} {'ms/frame p50':>13} "
+               f"{'mean':>8} {'frames/s':>9} {'frames':>7}")
     for r in result.rows:
-        click.echo(f"{r.renderer:<9} {r.camera:<10} {r.size:>9} {r.ms_per_frame_p50:>13.3f} "
+        click.echo(f"{r.renderer:<16} {r.camera:<10} {r.size:>9} {r.ms_per_frame_p50:>13.3f} "
                    f"{r.ms_per_frame_mean:>8.3f} {r.frames_per_s:>9.1f} {r.frames:>7}")
     if result.egl_device:
         click.echo(f"egl draws with: {result.egl_device}")
@@ -152,6 +152,9 @@ def print_render(result: RenderResult) -> None:
     if result.lens_cost:
         click.echo("lens / pinhole time per frame: " + ", ".join(
             f"{k} {v:.2f}x" for k, v in result.lens_cost.items()))
+    for look, ratios in result.look_cost.items():
+        click.echo(f"batch's {look} look / its flat look frames/s: " + ", ".join(
+            f"{k} {v:.2f}x" for k, v in ratios.items()))
     for d in result.differences:
         click.echo(f"{d.renderer} against tiny, {d.size} {d.camera}: mean absolute difference "
                    f"{d.mean_abs_difference:.2f} of 255; pixels differing "

@@ -39,7 +39,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
         profile: bool, profile_interval_s: float, rates: dict[str, float],
         log_path: str | None, view: bool, view_port: int, view_host: str,
         foxglove: bool, foxglove_port: int, foxglove_host: str,
-        allow_remote: bool, renderer: str, physics: str, name: str | None,
+        allow_remote: bool, renderer: str, physics: str, look: str, name: str | None,
         external_agents: int | None,
         connect_timeout_s: float, episodes: bool, episode_steps: int, action: str,
         duckiematrix: bool, duckiematrix_port: int,
@@ -84,7 +84,7 @@ def run(mode: str, robots: int, renderers: int, agents: int, agent: str, app_dir
             **reply_at,
             sensor_rates_hz={**network.DEFAULT_SENSOR_RATES_HZ, **rates}, profile=profile,
             profile_interval_s=profile_interval_s, log=log_path, renderer=renderer, name=name,
-            physics=physics)
+            physics=physics, look=look)
         _refuse_unused(ctx, config)
         config.preflight()  # an agent that does not load, a bad map, too many robots
         if log_path:

@@ -27,6 +27,7 @@ from dmxshm.cli.options import (
     seconds,
 )
 from dmxshm.duckiematrix import DEFAULT_PORT
+from dmxshm.matrix.camera import LOOKS
 from dmxshm.network.config import (
     DEFAULT_SENSOR_RATES_HZ,
     DEFAULT_SPINE_REPLY_AT_S,
@@ -121,6 +122,14 @@ OPTIONS = [
                       "Duckiematrix and gym-duckietown move their robots: full duty is "
                       "0.6 m/s; contacts between footprints in the plane; cameras drawn "
                       "by the batch renderer). docs/physics.md compares them."),
+    click.option("--look", type=click.Choice(LOOKS), default=_default("look"),
+                 show_default=True,
+                 help="How the cameras draw the world: flat (every part one colour on "
+                      "white, as every renderer draws it; what digests pinned before "
+                      "were drawn in) or duckietown (the batch renderer only: signs with "
+                      "their symbol and tag36h11 AprilTag, which Duckietown's detector "
+                      "reads, the markings in dt-core's line-detector colours, a ground "
+                      "lit from above, a floor and a sky). docs/renderers.md shows both."),
     click.option("--seed", type=SEED, default=_default("seed"), show_default=True,
                  help="Seed of world and agents."),
     click.option("--map", "map_name", default=_default("map"), show_default=True,

@@ -165,7 +165,9 @@ class Simulator(GymSurface, DuckieLaneV1Env):
     gym-duckietown's, with its defaults, and dmxshm's ``render_mode``, ``renderer``,
     ``maps_dir`` (where ``map_name`` is looked for) and ``noise`` (the Duckiebot's
     sensor noise on the camera; gym-duckietown has none, so off by default);
-    ``renderer`` defaults to ``"auto"`` (the fastest here, as v1's).
+    ``renderer`` defaults to ``"auto"`` (the fastest here, as v1's); ``look``
+    ``"duckietown"`` draws the batch renderer's Duckietown look (signs with their
+    AprilTags, a sky: closer to gym-duckietown's frames than the default ``"flat"``).
     ``map_name`` defaults to dmxshm's ``loop``: gym-duckietown's ``udem1`` is not
     bundled.
 
@@ -192,7 +194,8 @@ class Simulator(GymSurface, DuckieLaneV1Env):
                  color_sky: tuple[float, float, float] = BLUE_SKY, style: str = "photos",
                  enable_leds: bool = False, *, render_mode: str | None = None,
                  renderer: str = DROPIN.renderer, maps_dir: str | None = None,
-                 noise: bool = DROPIN.noise, physics: str = DROPIN.physics) -> None:
+                 noise: bool = DROPIN.noise, physics: str = DROPIN.physics,
+                 look: str = DROPIN.look) -> None:
         _refuse("draw_curve", draw_curve, False, "it draws no lane curves into the image")
         _refuse("draw_bbox", draw_bbox, False, "it draws no bounding boxes into the image")
         _refuse("randomize_maps_on_reset", randomize_maps_on_reset, False,
@@ -232,7 +235,8 @@ class Simulator(GymSurface, DuckieLaneV1Env):
                          dt_s=1.0 / self.frame_rate, route=None, noise=noise,
                          randomize=_randomization(domain_rand, dynamics_rand, camera_rand),
                          camera_model="duckiebot" if distortion else "pinhole",
-                         render_mode=render_mode, renderer=renderer, physics=physics)
+                         render_mode=render_mode, renderer=renderer, physics=physics,
+                         look=look)
         if getattr(self.world, "physics", "") == "db18":
             self.world.walls = False  # gym-duckietown's robot may leave the map
         if not distortion:  # gym-duckietown's pinhole camera, where it mounts it
@@ -240,7 +244,7 @@ class Simulator(GymSurface, DuckieLaneV1Env):
                 int(camera_width), int(camera_height), fov_deg=CAMERA_FOV_Y_DEG,
                 tilt_deg=CAMERA_ANGLE_DEG,
                 mount_m=(CAMERA_FORWARD_DIST_M, 0.0, CAMERA_FLOOR_DIST_M - WHEEL_RADIUS_M),
-                renderer=self.renderer)
+                renderer=self.renderer, look=look)
         if self.user_tile_start is not None:
             col, row = self.user_tile_start
             m = self.world.road_map

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from dmxshm.errors import DmxError
+from dmxshm.matrix.camera import LOOKS  # (re-exported: the looks the renderer draws)
 from dmxshm.world import sign_faces
 from dmxshm.world.objects import (
     CYLINDER_SIDES,
@@ -200,10 +201,6 @@ def _colour(rgba: Sequence[float]) -> tuple[float, float, float]:
     return float(int(255 * rgba[0])), float(int(255 * rgba[1])), float(int(255 * rgba[2]))
 
 
-LOOKS = ("flat", "duckietown")
-"""How the batch renderer draws the world: ``flat``, as the other renderers (every
-part one colour); ``duckietown``, signs as Duckietown prints them (a face with the
-sign's symbol above its tag36h11 AprilTag: :mod:`dmxshm.world.sign_faces`)."""
 
 
 def object_shapes(obj: MapObject, look: str = "flat",
@@ -640,16 +637,20 @@ class BatchRenderer:
         return _Table.of(shapes)
 
 
-_OF_WORLD: weakref.WeakKeyDictionary[Any, tuple[int, BatchRenderer]] = (
+_OF_WORLD: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, BatchRenderer]]] = (
     weakref.WeakKeyDictionary())
 
 
-def renderer_of(world: Any) -> BatchRenderer:
-    """The batch renderer of ``world`` (its map, objects and moving objects), made once
-    per world (again when objects were added to it)."""
-    got = _OF_WORLD.get(world)
+def renderer_of(world: Any, look: str = "flat") -> BatchRenderer:
+    """The batch renderer of ``world`` (its map, objects and moving objects) in
+    ``look`` (:data:`LOOKS`), made once per world and look (again when objects were
+    added to it)."""
+    looks = _OF_WORLD.get(world)
+    if looks is None:
+        looks = _OF_WORLD[world] = {}
+    got = looks.get(look)
     if got is None or got[0] != len(world.objects):
-        got = _OF_WORLD[world] = (len(world.objects), BatchRenderer.of_world(world))
+        got = looks[look] = (len(world.objects), BatchRenderer.of_world(world, look=look))
     return got[1]
 
 

@@ -47,6 +47,13 @@ CAMERA_TILT_DEG = 20.0
 CAMERA_MODELS = ("pinhole", "duckiebot")
 """What ``camera_model`` (``--camera duckiebot``) may be."""
 
+LOOKS = ("flat", "duckietown")
+"""How a camera's world is drawn (``look``, ``--look``): ``flat``, every renderer's
+(every part one colour, a white background; the default, and what digests pinned
+before the looks were drawn in); ``duckietown``, the batch renderer's Duckietown
+(signs with their symbol and tag36h11 AprilTag, the markings in the line detector's
+colours, a ground lit from above with a grain, a floor, a sky: docs/renderers.md)."""
+
 LIGHT_DIRECTION = (0.4, 0.3, 1.0)
 """Direction towards the light (fixed, so images do not depend on defaults)."""
 
@@ -97,6 +104,8 @@ class Camera:
             another size), or None for a pinhole camera.
         lens_oversample: pinhole pixels per lens pixel at the image centre.
         light_direction: towards the light (None: :data:`LIGHT_DIRECTION`).
+        look: how the world is drawn (:data:`LOOKS`); ``duckietown`` with the batch
+            renderer only.
     """
 
     width: int = 160
@@ -110,6 +119,7 @@ class Camera:
     lens: Calibration | None = None
     lens_oversample: float = 1.0
     light_direction: tuple[float, float, float] | None = None
+    look: str = "flat"
     _projection: tuple[float, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -118,6 +128,12 @@ class Camera:
         if not (0 < self.fov_deg < 180 and 0 < self.near_m < self.far_m):
             raise CameraError(f"camera needs 0 < fov_deg < 180 and 0 < near_m < far_m, got "
                               f"fov {self.fov_deg}, near {self.near_m}, far {self.far_m}")
+        if self.look not in LOOKS:
+            raise CameraError(f"look must be one of {', '.join(LOOKS)}, not {self.look!r}")
+        if self.look != "flat" and self.renderer != "batch":
+            raise CameraError(f"the {self.look} look is drawn by the batch renderer only "
+                              f"(tiny and EGL draw the flat look), not {self.renderer}: "
+                              "use the batch renderer")
         self._lens_map: LensMap | None = None
         self._render_wh = (self.width, self.height)
         if self.lens is not None:
@@ -169,11 +185,11 @@ class Camera:
             return moved
         return Camera(self.width, self.height, fov, self.near_m, self.far_m,
                       self.tilt_deg + tilt_deg, (x, y, z + height_m), self.renderer, lens,
-                      self.lens_oversample, light)
+                      self.lens_oversample, light, self.look)
 
     @classmethod
     def duckiebot(cls, width: int = 640, height: int = 480, renderer: str = "tiny",
-                  calibration: Calibration | None = None) -> Camera:
+                  calibration: Calibration | None = None, look: str = "flat") -> Camera:
         """The Duckiebot's camera: its lens (:data:`~dmxshm.matrix.lens.DUCKIEBOT`
         unless ``calibration`` is given), its height and tilt on the robot.
 
@@ -184,17 +200,19 @@ class Camera:
         """
         return cls(width, height, renderer=renderer, lens=calibration or DUCKIEBOT,
                    tilt_deg=DUCKIEBOT_TILT_DEG,
-                   mount_m=(DUCKIEBOT_FORWARD_M, 0.0, DUCKIEBOT_MOUNT_HEIGHT_M - WHEEL_RADIUS_M))
+                   mount_m=(DUCKIEBOT_FORWARD_M, 0.0, DUCKIEBOT_MOUNT_HEIGHT_M - WHEEL_RADIUS_M),
+                   look=look)
 
     @classmethod
-    def of_model(cls, model: str, width: int, height: int, renderer: str = "tiny") -> Camera:
+    def of_model(cls, model: str, width: int, height: int, renderer: str = "tiny",
+                 look: str = "flat") -> Camera:
         """A camera of one of :data:`CAMERA_MODELS`: ``pinhole`` (dmxshm's 60-degree
-        camera) or ``duckiebot`` (:meth:`duckiebot`)."""
+        camera) or ``duckiebot`` (:meth:`duckiebot`), drawing ``look``."""
         if model == "duckiebot":
-            return cls.duckiebot(width, height, renderer)
+            return cls.duckiebot(width, height, renderer, look=look)
         if model != "pinhole":
             raise CameraError(f"camera model {model!r}: one of {', '.join(CAMERA_MODELS)}")
-        return cls(width, height, renderer=renderer)
+        return cls(width, height, renderer=renderer, look=look)
 
     @property
     def calibration(self) -> dict[str, Any] | None:

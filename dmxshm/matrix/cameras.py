@@ -84,8 +84,9 @@ class RobotCameras:
             from dmxshm.matrix.batch_render import renderer_of
 
             rows = list(robots)
-            renderer_of(world).render(cams, states[rows], sim_time_s, out, seen=states,
-                                      owners=rows, shades=[self._shades[r] for r in rows])
+            renderer_of(world, self.base.look).render(
+                cams, states[rows], sim_time_s, out, seen=states, owners=rows,
+                shades=[self._shades[r] for r in rows])
         else:
             for j, (robot, cam) in enumerate(zip(robots, cams, strict=True)):
                 tint(world.scene, world.client, self._shades[robot])

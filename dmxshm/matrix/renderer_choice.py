@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from dmxshm.world.renderers import batch_available, hardware_egl
+from dmxshm.world.renderers import RendererError, batch_available, hardware_egl
 from dmxshm.world.renderers import resolve as resolve_name
 
 AUTO_MAP = "loop"
@@ -30,14 +30,22 @@ _chosen: dict[tuple[int, int, str], tuple[str, dict[str, float]]] = {}
 
 
 def resolve(name: str, camera_wh: tuple[int, int] | None = None,
-            camera_model: str = "pinhole") -> str:
+            camera_model: str = "pinhole", look: str = "flat") -> str:
     """The renderer ``name`` names: ``tiny``, ``egl`` or ``batch`` as they are (checked),
     ``auto`` by :func:`measure` for a camera of ``camera_wh`` (``tiny`` without a
-    camera: nothing is drawn).
+    camera: nothing is drawn), or ``batch`` for a ``look`` other than ``flat`` (the
+    batch renderer alone draws it).
 
     Raises:
-        RendererError: an unknown name, or ``batch`` without numba.
+        RendererError: an unknown name, ``batch`` without numba, or a look the
+            renderer named does not draw.
     """
+    if look != "flat" and camera_wh is not None:
+        if name not in ("auto", "batch"):
+            raise RendererError(
+                f"the {look} look is drawn by the batch renderer only (tiny and EGL draw "
+                f"the flat look): renderer 'batch' or 'auto', not {name!r}")
+        return resolve_name("batch")
     if name != "auto":
         return resolve_name(name)
     if camera_wh is None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from dmxshm import settings
 from dmxshm.errors import DmxError
-from dmxshm.matrix.camera import Camera
+from dmxshm.matrix.camera import LOOKS, Camera
 from dmxshm.matrix.cameras import RobotCameras
 from dmxshm.matrix.noise import Noise
 from dmxshm.matrix.renderer_choice import resolve as resolve_renderer
@@ -95,6 +95,8 @@ class NetworkConfig:
         camera_model: ``"pinhole"`` (dmxshm's 60-degree camera) or ``"duckiebot"``
             (the Duckiebot's wide-angle lens, its calibration scaled to ``camera``;
             :mod:`dmxshm.matrix.lens`; ``--camera duckiebot``).
+        look: how the cameras draw the world (``--look``): ``"flat"`` (every
+            renderer's) or ``"duckietown"`` (the batch renderer's; docs/renderers.md).
         seed: seed of the world and of the agents.
         map: bundled map name or path of a map file.
         dt_s: simulated time per engine step.
@@ -217,6 +219,7 @@ class NetworkConfig:
     episodes: bool = False
     episode_steps: int = settings.EPISODE_STEPS
     physics: str = NETWORK.physics
+    look: str = NETWORK.look
     _pins: dict[str, int] = field(init=False, repr=False, compare=False, default_factory=dict)
     _renderer: str = field(init=False, repr=False, compare=False, default="tiny")
     _egl_device: str | None = field(init=False, repr=False, compare=False, default=None)
@@ -324,10 +327,11 @@ class NetworkConfig:
                or self.renderer in ("batch", "auto"),
                f"--physics {self.physics} draws cameras with the batch renderer, not "
                f"{self.renderer} (tiny and EGL draw Bullet's scene): use --renderer batch")
+        _check(self.look in LOOKS, f"look must be one of {', '.join(LOOKS)}, not {self.look!r}")
         try:
             object.__setattr__(self, "_renderer", "batch" if (
                 self.physics != "bullet" and self.camera_wh is not None) else resolve_renderer(
-                self.renderer, self.camera_wh, self.camera_model))
+                self.renderer, self.camera_wh, self.camera_model, self.look))
         except RendererError as exc:
             raise ConfigError(str(exc)) from None
         # A lens camera draws a wider pinhole image, about 1.46 times its own size.
@@ -389,7 +393,7 @@ class NetworkConfig:
                        motor_dynamics=self.motor_dynamics, noise=self.noise,
                        camera=self.camera, camera_model=self.camera_model,
                        renderer=self.renderer, randomize=self.randomize, route=self.route,
-                       physics=self.physics)
+                       physics=self.physics, look=self.look)
 
     @functools.cached_property
     def robot_makes(self) -> list[RobotMake]:
@@ -461,7 +465,7 @@ class NetworkConfig:
         if self.camera_wh is None:
             return None
         base = Camera.of_model(self.camera_model, *self.camera_wh,
-                               renderer=self.renderer_used)
+                               renderer=self.renderer_used, look=self.look)
         return RobotCameras(base, noise, self.robot_params)
 
     @property

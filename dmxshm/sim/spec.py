@@ -33,7 +33,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from dmxshm.errors import DmxError
-from dmxshm.matrix.camera import CAMERA_MODELS
+from dmxshm.matrix.camera import CAMERA_MODELS, LOOKS
 from dmxshm.world.motor import ACTIONS
 from dmxshm.world.renderers import RENDERERS
 from dmxshm.world.world import DEFAULT_DT_S, DEFAULT_SUBSTEPS
@@ -70,6 +70,8 @@ class SimSpec:
         route: the turns at intersections (``"seed"``, a list like
             ``"left,straight"``, or None: straight on).
         physics: the physics backend (:data:`PHYSICS`).
+        look: how cameras draw the world (:data:`~dmxshm.matrix.camera.LOOKS`):
+            ``flat`` (every renderer's) or ``duckietown`` (the batch renderer's).
     """
 
     map: str = "loop"
@@ -86,6 +88,7 @@ class SimSpec:
     randomize: Any = None
     route: str | None = None
     physics: str = "bullet"
+    look: str = "flat"
 
     def __post_init__(self) -> None:
         self.check()
@@ -111,6 +114,10 @@ class SimSpec:
              f"renderer must be one of {', '.join(RENDERERS)}, not {self.renderer!r}")
         need(self.physics in PHYSICS,
              f"physics must be one of {', '.join(PHYSICS)}, not {self.physics!r}")
+        need(self.look in LOOKS, f"look must be one of {', '.join(LOOKS)}, not {self.look!r}")
+        need(self.look == "flat" or self.renderer in ("batch", "auto"),
+             f"look {self.look!r} is drawn by the batch renderer only, not by "
+             f"{self.renderer!r}: renderer must be 'batch' or 'auto'")
         w, h = self.camera
         need(w >= 0 and h >= 0 and (w > 0) == (h > 0),
              f"camera must be (width, height), both positive or both 0, not {self.camera!r}")

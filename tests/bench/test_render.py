@@ -13,7 +13,7 @@ from dmxshm.bench.render import ImageDifference, RenderResult, RenderRow
 
 RENDER_TIMEOUT_S = 120
 KEYS = ["rows", "differences", "unavailable", "egl_device", "robots", "map", "egl_over_tiny",
-        "lens_cost", "over_tiny", "cameras", "targets"]
+        "lens_cost", "over_tiny", "cameras", "look_cost", "targets"]
 
 
 def test_to_dict_writes_the_json_names_without_the_images() -> None:
@@ -32,7 +32,7 @@ def test_to_dict_writes_the_json_names_without_the_images() -> None:
     assert d["rows"][0] == {"renderer": "tiny", "size": "64x64", "ms_per_frame_p50": 4.0,
                             "ms_per_frame_mean": 5.0, "frames_per_s": 200.0, "frames": 3,
                             "camera": "pinhole", "cameras_per_call": 1, "calls": 0,
-                            "seconds": 0.0}
+                            "seconds": 0.0, "look": "flat"}
     assert d["differences"][1] == {"size": "64x64", "mean_abs_difference": 0.5,
                                    "pixels_differing": 0.05, "pixels_differing_over_32": 0.01,
                                    "renderer": "batch", "camera": "pinhole"}
@@ -45,7 +45,7 @@ def test_to_dict_writes_the_json_names_without_the_images() -> None:
 @pytest.mark.timeout(RENDER_TIMEOUT_S)
 def test_a_run_gives_its_rows_and_images_typed() -> None:
     result = render.run(((32, 24), (16, 12)), ("tiny", "batch"), seconds=0.05, robots=3,
-                        cameras=2, lens=False)
+                        cameras=2, lens=False, looks=("flat",))
     assert [(r.renderer, r.size) for r in result.rows] == [
         ("tiny", "32x24"), ("tiny", "16x12"), ("batch", "32x24"), ("batch", "16x12")]
     for r in result.rows:  # whole calls of 2 views, timed for at least the time asked
@@ -97,3 +97,27 @@ def test_bench_routes_reads_the_summarys_lane_figures() -> None:
     assert set(run.turns) == {"left", "straight", "right"}
     names = [name for name, _, _ in res.targets()]
     assert len(names) == 3 and res.to_dict()["runs"][0]["seed"] == 0
+
+
+def test_the_duckietown_look_is_timed_against_the_flat_look_in_the_same_run() -> None:
+    """Issue 46's figure: the batch renderer's Duckietown look against its flat look,
+    each size and camera, with a target of 0.8x; tiny and EGL draw the flat look only."""
+    res = render.run(((16, 12),), ("tiny", "batch"), seconds=0.01, robots=2,
+                     map_name="loop", cameras=2)
+    names = [(r.renderer, r.look, r.camera) for r in res.rows]
+    assert names == [("tiny", "flat", "pinhole"), ("tiny", "flat", "duckiebot"),
+                     ("batch", "flat", "pinhole"), ("batch", "flat", "duckiebot"),
+                     ("batch-duckietown", "duckietown", "pinhole"),
+                     ("batch-duckietown", "duckietown", "duckiebot")]
+    fps = {(r.renderer, r.camera): r.frames_per_s for r in res.rows}
+    assert res.look_cost == {"duckietown": {
+        "16x12": fps[("batch-duckietown", "pinhole")] / fps[("batch", "pinhole")],
+        "16x12-duckiebot": fps[("batch-duckietown", "duckiebot")] / fps[("batch", "duckiebot")]}}
+    looks = [t for t in res.targets() if "duckietown look" in t[0]]
+    assert [(m, ok) for _, m, ok in looks] == [(v, v >= 0.8)
+                                               for v in res.look_cost["duckietown"].values()]
+    # the look's images are its own (a sky where the flat look is white), reported
+    assert not np.array_equal(res.images["batch"]["16x12"],
+                              res.images["batch-duckietown"]["16x12"])
+    assert {(d.renderer, d.camera) for d in res.differences} >= {
+        ("batch-duckietown", "pinhole"), ("batch-duckietown", "duckiebot")}
