@@ -121,6 +121,8 @@ class DuckieLaneV1Env(DuckieLaneEnv):
         self.randomization = rand.parse(randomize)
         if kwargs.get("physics") == "db18" and randomize is True:  # the model's own too
             self.randomization = rand.with_model(self.randomization)
+        if kwargs.get("look") == "duckietown" and randomize is True:  # the look's own too
+            self.randomization = rand.with_look(self.randomization)
         self._params: dict[str, float] = {}
         self._lut: np.ndarray | None = None
         super().__init__(map=map, camera_model=camera_model, renderer=renderer, **kwargs)

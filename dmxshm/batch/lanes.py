@@ -133,6 +133,8 @@ class MultiLane:
         self.randomization = rand.parse(randomize)
         if physics == "db18" and randomize is True:  # the model's own parameters too
             self.randomization = rand.with_model(self.randomization)
+        if look == "duckietown" and randomize is True:  # the look's own too
+            self.randomization = rand.with_look(self.randomization)
         if physics not in PHYSICS:
             raise MultiLaneError(f"physics must be one of {', '.join(PHYSICS)}, not {physics!r}")
         draws = obs != "state"

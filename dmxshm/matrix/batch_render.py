@@ -54,7 +54,8 @@ from dmxshm.world.objects import (
     MapObject,
     parts,
 )
-from dmxshm.world.scene import APRON_M, COLORS_RGBA, SHADED, map_quads
+from dmxshm.world.randomize import LOOK_NOMINAL
+from dmxshm.world.scene import APRON_M, COLORS_RGBA, SHADED, SPEC_DASH_M, map_quads
 
 TEXEL_M = 0.002
 """The material map's texel: 1 mm (a 640x480 camera's nearest pixels see about 1.5 mm
@@ -299,17 +300,19 @@ class Ground:
                          MATERIALS.index("grass"), w, h], np.float64)
 
 
-def build_ground(road_map: Any, objects: Sequence[MapObject]) -> Ground:
+def build_ground(road_map: Any, objects: Sequence[MapObject],
+                 dash_m: float | None = None) -> Ground:
     """Rasterise the map's quads (and floor tags) into a material map: each texel the
     material of the last quad that covers its centre, in the other renderers' order
-    (surfaces, then markings on top)."""
+    (surfaces, then markings on top); the yellow dashes as
+    :func:`~dmxshm.world.scene.map_quads` draws them for ``dash_m``."""
     width_m, height_m = road_map.size_m
     texel = TEXEL_M
     while (width_m / texel) * (height_m / texel) > MAX_TEXELS:
         texel *= 1.5
     cols, rows = math.ceil(width_m / texel), math.ceil(height_m / texel)
     material = np.full((rows, cols), MATERIALS.index("grass"), np.uint8)
-    quads = map_quads(road_map)
+    quads = map_quads(road_map, dash_m)
     for name in ("grass", "floor", "asphalt", "white", "yellow", "red"):
         code = MATERIALS.index(name)
         for quad in quads[name]:
@@ -430,7 +433,9 @@ class BatchRenderer:
             raise BatchRenderError(f"unknown look {look!r}; known looks: {', '.join(LOOKS)}")
         self.look = look
         self.road_map = road_map
-        self.ground = build_ground(road_map, objects)
+        # the Duckietown look's yellow dashes at the specification's length and period
+        self.ground = build_ground(road_map, objects,
+                                   None if look == "flat" else SPEC_DASH_M)
         self._ground_params = self.ground.params()
         self.threads = threads
         self.movers = dict(movers or {})
@@ -438,11 +443,12 @@ class BatchRenderer:
         self.rgba = np.array([(colours[m] if m != "tag" else TAG_RGBA)[:3]
                               for m in MATERIALS], np.float64)
         self._style = np.array(
-            [0.0, 0.0, MATERIALS.index("floor"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+            [0.0, 0.0, MATERIALS.index("floor"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
             if look == "flat" else
             [1.0, GRAIN, MATERIALS.index("floor"),
              *[math.floor(255 * c) for c in SKY_RGB[0]],
-             *[math.floor(255 * c) for c in SKY_RGB[1]]], np.float64)
+             *[math.floor(255 * c) for c in SKY_RGB[1]], 0.0], np.float64)
+        self._styles_plain: dict[int, np.ndarray] = {}
         self._shade_of = np.zeros(len(MATERIALS), np.int64)  # material -> shade index
         for k, (_, names) in enumerate(SHADED.items()):
             for name in names:
@@ -570,7 +576,7 @@ class BatchRenderer:
         _threads(self.threads)
         raycast.render(xy, sets, rot, eye, light, palette,
                        self._background, self.ground.material, self._ground_params,
-                       self._style, planes,
+                       self._styles(shades, n), planes,
                        spans, colour, bound, kind, decal, uv, self._faces,
                        cand, box, count, near, far, depth, out)
         return out
@@ -612,6 +618,27 @@ class BatchRenderer:
         rgba = np.minimum(self.rgba[None] * factor[..., None], 1.0)
         return np.floor(rgba * 255.0).astype(np.float32)
 
+    def _styles(self, shades: Sequence[Mapping[str, float] | None] | None,
+                n: int) -> np.ndarray:
+        """Each camera's style row (:data:`~dmxshm.matrix.raycast.STYLE_FIELDS`): the
+        look's, with the Duckietown look's randomised grain, grain pattern and sky
+        (:data:`dmxshm.world.randomize.LOOK`) where a camera's shades have them."""
+        drawn = [j for j, s in enumerate(shades or ()) if s and not _LOOK_KEYS.isdisjoint(s)]
+        if self.look == "flat" or not drawn:
+            got = self._styles_plain.get(n)
+            if got is None:
+                got = self._styles_plain[n] = np.ascontiguousarray(
+                    np.broadcast_to(self._style, (n, len(self._style))))
+            return got
+        out = np.tile(self._style, (n, 1))
+        for j in drawn:
+            p = dict(LOOK_NOMINAL)
+            p.update(shades[j] or {})  # type: ignore[index]
+            out[j, 1] *= p["grain_scale"]
+            out[j, 3:9] = np.floor(np.minimum(out[j, 3:9] * p["sky_shade"], 255.0))
+            out[j, 9] = math.floor(p["texture"] * 2**31)
+        return out
+
     def _colours(self, static: _Table, n_rob: int) -> tuple[np.ndarray, ...]:
         """Every part's colour, kind, face image and that image's placement, static
         then robot by robot (kept: the same for every call with the same robots; moving
@@ -639,6 +666,10 @@ class BatchRenderer:
 
 _OF_WORLD: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, BatchRenderer]]] = (
     weakref.WeakKeyDictionary())
+
+
+_LOOK_KEYS = frozenset(LOOK_NOMINAL)
+"""The Duckietown look's randomised parameters (:data:`dmxshm.world.randomize.LOOK`)."""
 
 
 def renderer_of(world: Any, look: str = "flat") -> BatchRenderer:

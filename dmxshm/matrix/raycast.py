@@ -73,9 +73,9 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
         material: ``(Hm, Wm)`` uint8: the map's materials, row 0 at ``y0``.
         ground: ``(x0, y0, 1 / texel, apron x0, apron y0, apron x1, apron y1,
             grass material)``.
-        style: the look (:data:`STYLE_FIELDS`): 0 flat (the tiny renderer's ground
-            and white background), 1 Duckietown's (a ground lit from above with a
-            grain, a floor beyond the apron, a sky).
+        style: ``(B, F)``: each camera's look (:data:`STYLE_FIELDS`): 0 flat (the
+            tiny renderer's ground and white background), 1 Duckietown's (a ground lit
+            from above with a grain, a floor beyond the apron, a sky).
         planes: ``(N, 4)``: every part's planes ``n . p <= d`` in world coordinates.
         part_planes: ``(P, 2)`` int: each part's first plane and count.
         part_colour: ``(P, 3)`` float32 (0-255); ``part_bound``: ``(P, 4)`` its
@@ -98,12 +98,12 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
     """
     n_cam = rot.shape[0]
     for b in range(n_cam):
-        if style[0] == 0.0:
+        if style[b, 0] == 0.0:
             _ground(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], background,
                     material, ground, near, far, depth[b], out[b])
         else:
             _ground_lit(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], material,
-                        ground, style, near, far, depth[b], out[b])
+                        ground, style[b], near, far, depth[b], out[b])
         for c in range(cand_n[b]):
             p = cand[b, c]
             _part(rays[ray_set[b]], rot[b], eye[b], light[b], planes, part_planes[p, 0],
@@ -168,20 +168,21 @@ def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarra
 
 
 STYLE_FIELDS = ("look", "grain", "floor material", "zenith r", "zenith g", "zenith b",
-                "horizon r", "horizon g", "horizon b")
-"""The ``style`` vector's fields (colours 0-255)."""
+                "horizon r", "horizon g", "horizon b", "grain key")
+"""A camera's ``style`` row's fields (colours 0-255; the grain key picks the grain's
+pattern, 0 the look's own)."""
 GRAIN_CELL_M = 0.004
 """The ground's grain: one random brightness per 4 mm square."""
 
 
 @njit(cache=True, error_model="numpy")
-def _grain(gx: float, gy: float) -> float:
-    """A brightness in [-1, 1) for the grain cell at ``(gx, gy)`` (a hash of the cell:
-    the same wherever and however it is seen; cells by truncation, so the two around
-    each axis are one)."""
+def _grain(gx: float, gy: float, key: np.int64) -> float:
+    """A brightness in [-1, 1) for the grain cell at ``(gx, gy)`` (a hash of the cell
+    and ``key``: the same wherever and however it is seen; cells by truncation, so the
+    two around each axis are one)."""
     i = np.int64(gx * (1.0 / GRAIN_CELL_M))
     j = np.int64(gy * (1.0 / GRAIN_CELL_M))
-    h = (i * 2654435761 + j * 2246822519) & 0xFFFFFFFF
+    h = (i * 2654435761 + j * 2246822519 + key * 3266489917) & 0xFFFFFFFF
     h = ((h ^ (h >> 15)) * 739982445) & 0xFFFFFFFF
     h = (h ^ (h >> 13)) & 0xFFFF
     return h * (1.0 / 32768.0) - 1.0
@@ -207,7 +208,7 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
     x0, y0, inv = ground[0], ground[1], ground[2]
     ax0, ay0, ax1, ay1 = ground[3], ground[4], ground[5], ground[6]
     grass = int(ground[7])
-    grain, floor = style[1], int(style[2])
+    grain, floor, key = style[1], int(style[2]), np.int64(style[9])
     mh, mw = material.shape[0], material.shape[1]
     i = 0
     for row in range(height):
@@ -231,7 +232,7 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
                             m = material[int(fv), int(fu)]
                     f = lit
                     if m <= 2:  # grass, asphalt, floor: a grain
-                        f *= 1.0 + grain * _grain(gx, gy)
+                        f *= 1.0 + grain * _grain(gx, gy, key)
                     img[row, col, 0] = min(palette[m, 0] * f, 255.0)
                     img[row, col, 1] = min(palette[m, 1] * f, 255.0)
                     img[row, col, 2] = min(palette[m, 2] * f, 255.0)

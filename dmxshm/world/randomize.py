@@ -37,6 +37,7 @@ replay draws them again.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import zlib
@@ -70,7 +71,19 @@ config, or drawn with :data:`DEFAULTS` by ``randomize=True`` under DB18 (after e
 other parameter, so the others keep the values they draw without them); under Bullet
 they move nothing. Not in :data:`NOMINAL`: a draw has them only where it drew them."""
 
-GROUPS = {**DEFAULTS, **MODEL}
+LOOK: dict[str, dict[str, tuple[float, float]]] = {
+    "look": {"grain_scale": (0.5, 1.5), "texture": (0.0, 1.0), "sky_shade": (0.85, 1.1)},
+}
+"""The Duckietown look's own parameters (``look="duckietown"``, docs/renderers.md): a
+scale of the ground's grain, which grain pattern (``texture``: a key of its hash; 0 is
+the look's own) and a scale of the sky's colour. Named in a config, or drawn with
+:data:`DEFAULTS` by ``randomize=True`` in the Duckietown look; in the flat look they
+change nothing. Drawn from a stream of their own (:func:`draw`), so every other draw
+keeps the value it has without them. Not in :data:`NOMINAL`, as :data:`MODEL`."""
+LOOK_NOMINAL = {"grain_scale": 1.0, "texture": 0.0, "sky_shade": 1.0}
+"""The look's parameters' values when they are not drawn."""
+
+GROUPS = {**DEFAULTS, **MODEL, **LOOK}
 """Every group a config may name."""
 
 NOMINAL: dict[str, float] = {
@@ -158,13 +171,31 @@ def draw(config: Config, rng: np.random.Generator) -> dict[str, float]:
         (True, True)
     """
     out = dict(NOMINAL)
+    # The look's parameters from a stream keyed by the generator as it is now, which
+    # it does not advance: every other draw, and what the env draws after, is the same
+    # with or without them.
+    look = config.get("look")
+    if look:
+        key = hashlib.sha256(repr(rng.bit_generator.state).encode()).digest()
+        own = np.random.default_rng([int.from_bytes(key[:8], "little"), _LOOK_DRAW])
+        for name in sorted(look):
+            low, high = look[name]
+            out[name] = float(own.uniform(low, high))
     # DEFAULTS' groups first, then the model's: a config's other draws are the same
     # with or without it.
-    for group in sorted(config, key=lambda g: (g in MODEL, g)):
+    for group in sorted((g for g in config if g != "look"), key=lambda g: (g in MODEL, g)):
         for name in sorted(config[group]):
             low, high = config[group][name]
             out[name] = float(rng.uniform(low, high))
     return out
+
+
+def with_look(config: Config | None) -> Config | None:
+    """``config`` with the Duckietown look's parameters (:data:`LOOK`) added where it
+    names none of them: ``randomize=True`` in the Duckietown look."""
+    if config is None or "look" in config:
+        return config
+    return {**config, **{g: dict(p) for g, p in LOOK.items()}}
 
 
 def with_model(config: Config | None) -> Config | None:
@@ -179,6 +210,7 @@ MOTOR_PARAMETERS = ("motor_gain", "motor_trim", "motor_lag_s")
 """The parameters of the motor model: they apply where commands are PWM duties."""
 
 _ROBOT_DRAW = 0x52414E44  # "RAND": the key of a network robot's draws
+_LOOK_DRAW = 0x4C4F4F4B  # "LOOK": the key of the look's draws in an env
 
 
 def robot_draws(config: Config, seed: int, robots: int) -> list[dict[str, float]]:
@@ -222,11 +254,15 @@ SHADES = ("road_shade", "marking_shade", "grass_shade")
 
 
 def shades(params: dict[str, float] | None) -> dict[str, float] | None:
-    """The scene's shades of a draw (:func:`dmxshm.world.scene.tint`), or None where
-    they are all nominal."""
-    if params is None or all(params.get(k, 1.0) == 1.0 for k in SHADES):
+    """The scene's shades of a draw (:func:`dmxshm.world.scene.tint`) and the look's
+    parameters it drew (:data:`LOOK`), or None where they are all nominal."""
+    if params is None:
         return None
-    return {k: params[k] for k in SHADES}
+    out = {k: params[k] for k in SHADES}
+    out.update({k: params[k] for k in LOOK_NOMINAL if k in params})
+    if all(v == LOOK_NOMINAL.get(k, 1.0) for k, v in out.items()):
+        return None
+    return out
 
 
 def appearance_lut(params: dict[str, float]) -> np.ndarray | None:

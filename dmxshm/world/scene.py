@@ -59,7 +59,13 @@ APRON_CELL_M = 2.0
 """Largest side of a quad of the grass apron around the map (same reason)."""
 
 DASHES_PER_TILE = 3
-"""Yellow dashes on each straight or curve tile."""
+"""Yellow dashes on each straight or curve tile (the flat look's)."""
+
+SPEC_DASH_M = 0.05
+"""The yellow dashes of Duckietown's appearance specification: 5 cm long..."""
+SPEC_DASH_PERIOD_M = 0.075
+"""... with 2.5 cm gaps. A tile holds the whole number of dashes whose period comes
+nearest (8 on a 58.5 cm straight: gaps of 2.3 cm), so dashes meet tile to tile."""
 
 STOP_LINE_WIDTH_M = 0.048
 """Depth of a red stop line along the direction of travel."""
@@ -166,8 +172,10 @@ def build_scene(road_map: RoadMap, client: int, visuals: bool = True,
     return scene
 
 
-def map_quads(road_map: RoadMap) -> dict[str, list[Quad]]:
-    """Every flat quad of the map, in world coordinates, by colour.
+def map_quads(road_map: RoadMap, dash_m: float | None = None) -> dict[str, list[Quad]]:
+    """Every flat quad of the map, in world coordinates, by colour: the yellow dashes
+    :data:`DASHES_PER_TILE` a tile, or (``dash_m``) that long, the specification's
+    period apart (:data:`SPEC_DASH_PERIOD_M`).
 
     Example:
         >>> from dmxshm.world.maps import load_map
@@ -183,7 +191,7 @@ def map_quads(road_map: RoadMap) -> dict[str, list[Quad]]:
             h = size / 2
             surface = tile.kind if tile.kind in ("grass", "floor") else "asphalt"
             out[surface] += _grid(cx - h, cy - h, cx + h, cy + h, SURFACE_SPLIT, SURFACE_SPLIT)
-            for color, quad in _tile_markings(tile, size):
+            for color, quad in _tile_markings(tile, size, dash_m):
                 out[color].append(tuple(
                     (cx + qx, cy + qy)
                     for qx, qy in (rotate_xy(x, y, tile.rotation_deg) for x, y in quad)))
@@ -219,25 +227,31 @@ def _arc(cx: float, cy: float, r0: float, r1: float, a0: float, a1: float, n: in
     return quads
 
 
-def _tile_markings(tile: Tile, size: float) -> list[tuple[str, Quad]]:
-    """Markings of one tile in its unrotated frame (centre at the origin)."""
+def _tile_markings(tile: Tile, size: float,
+                   dash_m: float | None = None) -> list[tuple[str, Quad]]:
+    """Markings of one tile in its unrotated frame (centre at the origin); the yellow
+    dashes as :func:`map_quads` says."""
     h, ww, yw = size / 2, WHITE_LINE_WIDTH_M, YELLOW_LINE_WIDTH_M
     out: list[tuple[str, Quad]] = []
     if tile.kind == "straight":
         out += [("white", _rect(-h, h - ww, h, h)), ("white", _rect(-h, -h, h, -h + ww))]
-        dash = size / (2 * DASHES_PER_TILE)
-        for k in range(DASHES_PER_TILE):
-            x = -h + size * (k + 0.5) / DASHES_PER_TILE
+        n = DASHES_PER_TILE if dash_m is None else max(1, round(size / SPEC_DASH_PERIOD_M))
+        dash = size / (2 * n) if dash_m is None else dash_m
+        for k in range(n):
+            x = -h + size * (k + 0.5) / n
             out.append(("yellow", _rect(x - dash / 2, -yw / 2, x + dash / 2, yw / 2)))
     elif tile.kind == "curve":
         a0, a1 = math.pi / 2, math.pi  # around the SE corner, E edge to S edge
         out += [("white", q) for q in _arc(h, -h, size - ww, size, a0, a1, ARC_SEGMENTS)]
         out += [("white", q) for q in _arc(h, -h, 0.0, ww, a0, a1, 2)]
-        step = (a1 - a0) / DASHES_PER_TILE
-        for k in range(DASHES_PER_TILE):
+        n = (DASHES_PER_TILE if dash_m is None
+             else max(1, round((a1 - a0) * h / SPEC_DASH_PERIOD_M)))
+        step = (a1 - a0) / n
+        half = step / 4 if dash_m is None else dash_m / (2 * h)  # (radians, on the line)
+        for k in range(n):
             mid = a0 + step * (k + 0.5)
             out += [("yellow", q) for q in _arc(h, -h, h - yw / 2, h + yw / 2,
-                                                mid - step / 4, mid + step / 4, 2)]
+                                                mid - half, mid + half, 2)]
     elif tile.kind in INTERSECTION_KINDS:
         open_edges = ("W", "E", "S") if tile.kind == "3way" else ("W", "E", "S", "N")
         if tile.kind == "3way":

@@ -4,14 +4,17 @@ grass and road in none."""
 from __future__ import annotations
 
 import colorsys
+from unittest import mock
 
 import numpy as np
 import pytest
 
+from dmxshm.matrix import batch_render
 from dmxshm.matrix import line_colours as lc
 from dmxshm.matrix.batch_render import BatchRenderer
 from dmxshm.matrix.camera import Camera
 from dmxshm.world.maps import load_map
+from dmxshm.world.scene import SPEC_DASH_M
 from dmxshm.world.world import World
 from tests.matrix.test_batch_render import lane_pose, straight_tile
 
@@ -24,6 +27,9 @@ def test_hsv_is_opencvs(rgb: tuple[int, int, int]) -> None:
     want = np.array([(h * 180) % 180 if s else 0, s * 255, max(rgb)])
     # (OpenCV's fixed-point arithmetic rounds within one unit of the exact value)
     assert np.abs(got - want).max() <= 1 and got[2] == max(rgb)
+
+
+_build_ground = batch_render.build_ground
 
 
 def _frames(map_name: str, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +48,11 @@ def _frames(map_name: str, where: str) -> tuple[np.ndarray, np.ndarray]:
         w.replace_robots([pose])
         states = w.state()
         for look in ("flat", "duckietown"):
-            r = BatchRenderer.of_world(w, look=look)
+            # the flat look's plain colours label the pixels: its yellow dashes laid
+            # as the Duckietown look's (the specification's), so that they match
+            with mock.patch.object(batch_render, "build_ground", lambda m, o, _dash=None:
+                                   _build_ground(m, o, SPEC_DASH_M)):
+                r = BatchRenderer.of_world(w, look=look)
             out.append(r.render([cam], states, 0.0, np.zeros((1, *cam.shape), np.uint8),
                                 seen=states, owners=[0])[0])
     return out[0], out[1]

@@ -88,3 +88,78 @@ def test_the_cli_takes_the_look_and_refuses_it_with_tiny(
     assert "the duckietown look is drawn by the batch renderer only" in err
     main(["run", "--help"])
     assert "--look [flat|duckietown]" in capsys.readouterr().out
+
+
+def test_the_duckietown_looks_dashes_are_the_specifications() -> None:
+    """Yellow dashes of 5 cm, 7.5 cm apart as near as a tile allows (8 a straight of
+    58.5 cm, 6 on a curve's 45.9 cm centre line); the flat look keeps its 3 a tile."""
+    import itertools
+    import math
+
+    from dmxshm.matrix.batch_render import MATERIALS, BatchRenderer
+    from dmxshm.world.maps import load_map
+    from dmxshm.world.scene import SPEC_DASH_M, _tile_markings
+
+    m = load_map("loop")
+    kinds = {t.kind: t for row in m.tiles for t in row}
+    size = m.tile_size_m
+    straight = [q for c, q in _tile_markings(kinds["straight"], size, SPEC_DASH_M)
+                if c == "yellow"]
+    assert len(straight) == 8
+    xs = sorted((min(x for x, _ in q), max(x for x, _ in q)) for q in straight)
+    assert all(hi - lo == pytest.approx(0.05) for lo, hi in xs)
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(xs)]
+    assert gaps == pytest.approx([size / 8 - 0.05] * 7)  # 2.3 cm
+    curve = [q for c, q in _tile_markings(kinds["curve"], size, SPEC_DASH_M) if c == "yellow"]
+    assert len(curve) == 2 * round(math.pi / 2 * size / 2 / 0.075)  # two quads a dash
+    flat = [q for c, q in _tile_markings(kinds["straight"], size) if c == "yellow"]
+    assert len(flat) == 3
+    code = MATERIALS.index("yellow")
+    yellow = [int((BatchRenderer(m, [], look=look).ground.material == code).sum())
+              for look in ("flat", "duckietown")]
+    assert yellow[1] > 1.2 * yellow[0]  # more tape: 8 x 5 cm a straight, not 3 x 9.75
+
+
+def _v1(look: str, randomize: object, seed: int) -> tuple[np.ndarray, dict]:
+    env = gymnasium.make("dmxshm/DuckieLane-v1", obs="camera", camera=(64, 48), look=look,
+                         randomize=randomize).unwrapped
+    try:
+        obs, info = env.reset(seed=seed)
+        return obs, info.get("randomization", {})
+    finally:
+        env.close()
+
+
+def test_the_looks_randomisation_is_drawn_from_its_own_stream() -> None:
+    """randomize=True in the Duckietown look draws its grain, grain pattern and sky
+    too, from a stream of their own: every other parameter is drawn as in the flat
+    look; the draw repeats with the seed and changes the image."""
+    town, drawn = _v1("duckietown", True, 1)
+    flat, flat_drawn = _v1("flat", True, 1)
+    assert set(drawn) - set(flat_drawn) == {"grain_scale", "texture", "sky_shade"}
+    assert all(drawn[k] == v for k, v in flat_drawn.items())  # today's draws kept
+    again, drawn_again = _v1("duckietown", True, 1)
+    assert drawn_again == drawn and np.array_equal(again, town)
+    other, drawn_other = _v1("duckietown", True, 2)
+    assert drawn_other["texture"] != drawn["texture"] and not np.array_equal(other, town)
+
+
+def test_a_texture_alone_changes_the_image_and_the_digest() -> None:
+    def run(texture: float) -> tuple[np.ndarray, str]:
+        envs = dmxshm.make_vec(2, num_workers=0, version="v1", obs="camera", camera=(32, 24),
+                               look="duckietown",
+                               randomize={"look": {"texture": [texture, texture]}})
+        try:
+            obs, _ = envs.reset(seed=[4, 5])
+            obs, *_ = envs.step(np.zeros((2, 2), np.float32))
+            return obs, envs.trajectory_digest
+        finally:
+            envs.close()
+
+    own, own_digest = run(0.0)  # the look's own pattern
+    again, again_digest = run(0.0)
+    moved, moved_digest = run(0.37)
+    assert own_digest == again_digest and np.array_equal(own, again)
+    assert moved_digest != own_digest
+    changed = np.any(moved != own, axis=-1).mean()
+    assert 0.02 < changed < 0.9  # the ground's grain moved; the sky, the markings did not
