@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import inspect
+import json
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -304,7 +306,21 @@ def test_db18_multi_robot_example_runs(tmp_path: Path) -> None:
 
 def test_the_duckietown_look_example_draws_a_sky(tmp_path: Path) -> None:
     out = _run_block(tmp_path, 'look="duckietown"').strip().splitlines()[-1]
-    shape, sky = out.split(" sky ")
+    shape, rest = out.split(" sky ")
+    sky, texture = rest.split(" texture ")
     assert shape == "(480, 640, 3)"
     r, g, b = (int(v) for v in sky.strip("[]").split(","))
     assert b > r + 30  # blue above, where the flat look is white
+    assert 0.0 <= float(texture) <= 1.0  # the look's own draw, in its range
+
+
+@pytest.mark.timeout(EXAMPLE_TIMEOUT_S + 10)
+def test_the_duckietown_look_run_command_runs(tmp_path: Path) -> None:
+    (line,) = [c for b in _blocks("sh") for c in b.splitlines() if "--look duckietown" in c]
+    argv = shlex.split(line)
+    assert argv[0] == "dmxshm"
+    out = subprocess.run([sys.executable, "-m", "dmxshm.cli", *argv[1:], "--steps", "20",
+                          "--json", str(tmp_path / "run.json")], capture_output=True,
+                         text=True, timeout=EXAMPLE_TIMEOUT_S, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "run.json").read_text())["look"] == "duckietown"

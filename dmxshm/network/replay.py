@@ -241,6 +241,7 @@ def replay_config(rec: Recording, agent: str, log: str | None = None,
         camera_model=str(c.get("camera_model", default["camera_model"])),
         route=c.get("route", default["route"]),
         noise=bool(c.get("noise", False)),  # a log from before noise was made without it
+        look=str(c.get("look", default["look"])),  # (a log from before looks: flat)
         physics=physics, **overrides)
 
 

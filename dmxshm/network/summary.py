@@ -113,7 +113,8 @@ class Summary:
     ``renderer_device`` EGL's OpenGL renderer (``llvmpipe ...`` on Mesa).
     ``physics`` is the physics backend (``bullet`` or ``db18``), ``physics_dt_s`` its
     integration step, and ``start_poses`` each robot's ``[x, y, yaw]`` at the start
-    (as ``final_poses``).
+    (as ``final_poses``). ``look`` is how the cameras drew the world (``flat`` or
+    ``duckietown``).
     ``sensor_ticks`` counts each sensor's readings per renderer (each of its
     robots got one a tick). ``log`` is :func:`dmxshm.logs.info` of the run's MCAP log (``--log``).
     ``interrupted`` marks the summary of a run stopped by Ctrl-C or SIGTERM:
@@ -162,6 +163,7 @@ class Summary:
     renderer_device: str | None = None
     physics: str = "bullet"
     physics_dt_s: float = 0.0
+    look: str = "flat"
     start_poses: list[list[float]] = field(default_factory=list)
     recorded_frames: int = 0
     unfinished: list[str] = field(default_factory=list)
@@ -343,7 +345,8 @@ def summarize(plan: Plan, results: dict[str, Any]) -> Summary:
         sensor_ticks=ticks,
         renderer=cfg.renderer_used,
         renderer_device=egl_device() if cfg.renderer_used == "egl" else None,
-        physics=cfg.physics, physics_dt_s=cfg.physics_dt_s, start_poses=eng.start_poses,
+        physics=cfg.physics, physics_dt_s=cfg.physics_dt_s, look=cfg.look,
+        start_poses=eng.start_poses,
         taps=eng.taps, received_commands=eng.received_commands,
         busy_us={name: b / steps * 1e6 for name, b in busy_s.items()},
         busy_fraction={name: b / max(eng.wall_time_s, 1e-9) for name, b in busy_s.items()},
