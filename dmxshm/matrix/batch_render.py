@@ -44,9 +44,10 @@ import numpy as np
 
 from dmxshm.errors import DmxError
 from dmxshm.matrix.camera import LOOKS  # (re-exported: the looks the renderer draws)
-from dmxshm.world import sign_faces
+from dmxshm.world import object_meshes, sign_faces
 from dmxshm.world.objects import (
     CYLINDER_SIDES,
+    DEFAULT_HEIGHT_M,
     FLOOR_TAG_SIZE_M,
     SIGN_KINDS,
     SPHERE_RINGS,
@@ -55,6 +56,7 @@ from dmxshm.world.objects import (
     parts,
 )
 from dmxshm.world.randomize import LOOK_NOMINAL
+from dmxshm.world.robot import WHEEL_RADIUS_M
 from dmxshm.world.scene import APRON_M, COLORS_RGBA, SHADED, SPEC_DASH_M, map_quads
 
 TEXEL_M = 0.002
@@ -139,6 +141,29 @@ def sphere_planes(radius: float, rings: int = SPHERE_RINGS,
     return np.array(out)
 
 
+def frustum_planes(r_bottom: float, r_top: float, length: float, sides: int) -> np.ndarray:
+    """A cone cut at ``r_top`` (whole at 0) about the z axis, ``sides`` faces round,
+    centred at the origin: its side planes and caps."""
+    out = []
+    a0, a1 = r_bottom * math.cos(math.pi / sides), r_top * math.cos(math.pi / sides)
+    norm = math.hypot(length, a0 - a1)
+    for k in range(sides):
+        a = 2 * math.pi * (k + 0.5) / sides
+        out.append([length * math.cos(a) / norm, length * math.sin(a) / norm,
+                    (a0 - a1) / norm, length * (a0 + a1) / 2 / norm])
+    out += [[0.0, 0.0, 1.0, length / 2], [0.0, 0.0, -1.0, length / 2]]
+    return np.array(out)
+
+
+def wedge_planes(hx: float, hy: float, hz: float) -> np.ndarray:
+    """A roof: a prism ``2 hx`` long whose triangle has its base ``2 hy`` wide at
+    ``z = -hz`` and its ridge along x at ``z = hz``."""
+    norm = math.hypot(2 * hz, hy)
+    return np.array([[1.0, 0.0, 0.0, hx], [-1.0, 0.0, 0.0, hx], [0.0, 0.0, -1.0, hz],
+                     [0.0, 2 * hz / norm, hy / norm, hy * hz / norm],
+                     [0.0, -2 * hz / norm, hy / norm, hy * hz / norm]])
+
+
 FLAT, SMOOTH, BALL = 0, 1, 2
 """A part's kind (:mod:`dmxshm.matrix.raycast`): a polyhedron with flat faces, a
 tessellated sphere shaded smooth, a true sphere (no planes)."""
@@ -215,6 +240,16 @@ def object_shapes(obj: MapObject, look: str = "flat",
             raise ValueError("a sign's face needs the list of faces to add it to")
         faces.append(sign_faces.face(obj.kind, obj.tag_id))
         return sign_shapes(len(faces) - 1)
+    if look == "duckietown" and obj.kind == "duckiebot":  # as the robots are drawn,
+        # centred along x on the object's body, standing on the floor
+        scale = obj.height_m / DEFAULT_HEIGHT_M["duckiebot"]
+        robot = robot_shapes()
+        corners = np.concatenate([p.corners for p in robot])
+        mid_x = (corners[:, 0].min() + corners[:, 0].max()) / 2
+        shift = np.array([-mid_x * scale, 0.0, WHEEL_RADIUS_M * scale])
+        return [_scaled(p, scale, shift) for p in robot]
+    if look == "duckietown" and object_meshes.solids(obj):
+        return [_solid_shape(p) for p in object_meshes.solids(obj)]
     out = []
     for p in parts(obj):
         rot, pos = _rz(p.yaw_rad), np.array(p.pos)
@@ -232,6 +267,39 @@ def object_shapes(obj: MapObject, look: str = "flat",
         out.append(Shape(_placed(local, rot, pos), _colour(p.rgba), kind, pos, bound,
                          _corners(half, rot, pos)))
     return out
+
+
+def _solid_shape(p: object_meshes.Solid) -> Shape:
+    """A solid of :mod:`dmxshm.world.object_meshes` as a part to draw."""
+    rot = _rx(math.pi / 2) if p.axis == "y" else np.eye(3)
+    pos = np.array(p.pos)
+    if p.geom == "sphere":  # drawn exact, smooth
+        r = p.size[0]
+        return Shape(np.zeros((0, 4)), _colour(p.rgba), BALL, pos, r,
+                     _corners((r, r, r), np.eye(3), pos))
+    if p.geom == "box":
+        local, half = box_planes(*p.size), p.size
+    elif p.geom == "wedge":
+        local, half = wedge_planes(*p.size), p.size
+    elif p.geom == "cylinder":
+        local = prism_planes(p.size[0], p.size[1], CYLINDER_SIDES)
+        half = (p.size[0], p.size[0], p.size[1] / 2)
+    else:  # a frustum
+        r = max(p.size[0], p.size[1])
+        local = frustum_planes(p.size[0], p.size[1], p.size[2], CYLINDER_SIDES)
+        half = (r, r, p.size[2] / 2)
+    return Shape(_placed(local, rot, pos), _colour(p.rgba), FLAT, pos,
+                 float(np.linalg.norm(half)), _corners(half, rot, pos))
+
+
+def _scaled(shape: Shape, scale: float, shift: np.ndarray) -> Shape:
+    """``shape`` (without an image) made ``scale`` times bigger about its body's origin,
+    then moved by ``shift``."""
+    planes = shape.planes.copy()
+    planes[:, 3] *= scale
+    return Shape(_placed(planes, np.eye(3), shift), shape.colour, shape.kind,
+                 shape.centre * scale + shift, shape.bound_m * scale,
+                 shape.corners * scale + shift)
 
 
 def sign_shapes(decal: int) -> list[Shape]:

@@ -119,5 +119,8 @@ def test_the_duckietown_look_is_timed_against_the_flat_look_in_the_same_run() ->
     # the look's images are its own (a sky where the flat look is white), reported
     assert not np.array_equal(res.images["batch"]["16x12"],
                               res.images["batch-duckietown"]["16x12"])
-    assert {(d.renderer, d.camera) for d in res.differences} >= {
-        ("batch-duckietown", "pinhole"), ("batch-duckietown", "duckiebot")}
+    diff = {(d.renderer, d.camera): d.mean_abs_difference for d in res.differences}
+    # tiny draws the flat look only: the Duckietown look differs from it, but draws the
+    # same world from the same place (the road where tiny has it): bounded
+    for camera in ("pinhole", "duckiebot"):
+        assert diff[("batch", camera)] < diff[("batch-duckietown", camera)] < 45.0

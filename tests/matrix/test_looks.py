@@ -163,3 +163,81 @@ def test_a_texture_alone_changes_the_image_and_the_digest() -> None:
     assert moved_digest != own_digest
     changed = np.any(moved != own, axis=-1).mean()
     assert 0.02 < changed < 0.9  # the ground's grain moved; the sky, the markings did not
+
+
+MESH_KINDS = ("duckie", "cone", "barrier", "trafficlight", "house", "building", "tree",
+              "bus", "truck", "duckiebot")
+
+
+def _object_frame(kind: str | None, look: str) -> np.ndarray:
+    import math
+
+    from dmxshm.matrix.batch_render import BatchRenderer
+    from dmxshm.world.objects import DEFAULT_HEIGHT_M
+    from dmxshm.world.state import yaw_of
+    from dmxshm.world.world import World
+
+    cam = Camera.duckiebot(96, 72, renderer="batch")
+    with World("big-loop", 1, seed=0, renderer="batch") as w:
+        x, y, _ = (float(v) for v in w.state()[0]["pos_m"])
+        yaw = float(yaw_of(w.state()[0]["quat_xyzw"]))
+        if kind is not None:
+            d = max(0.25, 3.2 * DEFAULT_HEIGHT_M[kind])
+            w.add_object(kind, x + d * math.cos(yaw), y + d * math.sin(yaw), yaw + 3.5)
+        states = w.state()
+        return BatchRenderer.of_world(w, look=look).render(
+            [cam], states, 0.0, np.zeros((1, *cam.shape), np.uint8), seen=states,
+            owners=[0])[0]
+
+
+def test_objects_have_shapes_of_their_own_where_their_bodies_are() -> None:
+    """Every kind's low-polygon shape: convex solids, each around its own centre, all
+    within a tenth of the height of the flat look's shape (what the body collides
+    with), and drawn: seen in the frame, and unlike the flat look's."""
+    from dmxshm.matrix.batch_render import object_shapes
+    from dmxshm.world.objects import DEFAULT_HEIGHT_M, MapObject
+
+    empty = _object_frame(None, "duckietown")
+    for kind in MESH_KINDS:
+        obj = MapObject("o", kind, 0.0, 0.0, height_m=DEFAULT_HEIGHT_M[kind])
+        flat = np.concatenate([s.corners for s in object_shapes(obj, "flat")])
+        town = object_shapes(obj, "duckietown")
+        assert len(town) >= len(object_shapes(obj, "flat")), kind  # no fewer parts
+        h = obj.height_m
+        for s in town:
+            n = s.planes[:, :3]
+            assert np.allclose(np.linalg.norm(n, axis=1), 1.0), kind
+            assert (n @ s.centre <= s.planes[:, 3] + 1e-12).all(), kind  # centre inside
+            low = flat.min(axis=0) - 0.11 * h
+            low[2] = min(low[2], 0.0)  # (down to the floor)
+            assert (s.corners.min(axis=0) >= low - 1e-12).all(), kind
+            high = flat.max(axis=0) + 0.11 * h
+            if kind == "duckiebot":  # drawn as the robots are: its duckie rides on top
+                high[2] = 0.17
+            assert (s.corners.max(axis=0) <= high + 1e-12).all(), kind
+        seen = _object_frame(kind, "duckietown")
+        assert np.any(seen != empty, axis=-1).sum() > 5, kind  # (a thin light: 9 pixels)
+        assert not np.array_equal(seen, _object_frame(kind, "flat")), kind
+
+
+def _inside(planes: np.ndarray, p: tuple[float, float, float]) -> bool:
+    return bool((planes[:, :3] @ np.array(p) <= planes[:, 3]).all())
+
+
+def test_a_roof_and_a_cone_are_the_solids_they_are_said_to_be() -> None:
+    import math
+
+    from dmxshm.matrix.batch_render import frustum_planes, wedge_planes
+
+    e = 1e-6
+    roof = wedge_planes(0.5, 0.4, 0.2)  # ridge along x at z 0.2, eaves at y +-0.4, z -0.2
+    assert _inside(roof, (0.49, 0.0, 0.2 - e)) and _inside(roof, (-0.49, 0.4 - e, -0.2 + e))
+    assert not _inside(roof, (0.0, 0.2 + e, 0.0 + e))  # above the slope: y/0.4 + z/0.4 = 1/2
+    assert _inside(roof, (0.0, 0.2 - e, 0.0))
+    assert not _inside(roof, (0.0, 0.0, 0.2 + e)) and not _inside(roof, (0.0, 0.0, -0.2 - e))
+    cone = frustum_planes(0.3, 0.1, 1.0, 8)  # radius 0.3 at z -0.5, 0.1 at z 0.5
+    c = math.cos(math.pi / 8)  # (the faces' middles: the apothem)
+    along = (math.cos(math.pi / 8), math.sin(math.pi / 8))
+    for z, r in ((-0.5 + e, 0.3), (0.0, 0.2), (0.5 - e, 0.1)):
+        assert _inside(cone, (along[0] * (r * c - e), along[1] * (r * c - e), z))
+        assert not _inside(cone, (along[0] * (r * c + e), along[1] * (r * c + e), z))
