@@ -80,6 +80,10 @@ under the look's light; the rest as the flat look's."""
 SKY_RGB = ((0.45, 0.82, 1.0), (0.80, 0.88, 0.94))
 """The Duckietown look's sky at the zenith (gym-duckietown's sky blue) and at the
 horizon."""
+ROOM_LIGHT = (0.78, 0.22)
+"""The Duckietown look's light on objects and robots: ambient and directional, as in a
+room lit from everywhere (the flat look's is pybullet's 0.6 and 0.35, which leaves a
+face turned from the light, a sign's facing the robot among them, at 0.6)."""
 GRAIN = 0.08
 """The Duckietown look's grain on asphalt, floor and grass: brightness +-8%."""
 TAG_RGBA = (0.05, 0.05, 0.05, 1.0)
@@ -510,12 +514,15 @@ class BatchRenderer:
         colours = COLORS_RGBA if look == "flat" else DUCKIETOWN_RGBA
         self.rgba = np.array([(colours[m] if m != "tag" else TAG_RGBA)[:3]
                               for m in MATERIALS], np.float64)
+        from dmxshm.matrix import raycast
+
         self._style = np.array(
-            [0.0, 0.0, MATERIALS.index("floor"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+            [0.0, 0.0, MATERIALS.index("floor"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+             raycast.AMBIENT, raycast.DIFFUSE]
             if look == "flat" else
             [1.0, GRAIN, MATERIALS.index("floor"),
              *[math.floor(255 * c) for c in SKY_RGB[0]],
-             *[math.floor(255 * c) for c in SKY_RGB[1]], 0.0], np.float64)
+             *[math.floor(255 * c) for c in SKY_RGB[1]], 0.0, *ROOM_LIGHT], np.float64)
         self._styles_plain: dict[int, np.ndarray] = {}
         self._shade_of = np.zeros(len(MATERIALS), np.int64)  # material -> shade index
         for k, (_, names) in enumerate(SHADED.items()):
@@ -535,10 +542,9 @@ class BatchRenderer:
                 static += [s.placed(rot, pos) for s in shapes]
         self._static_shapes = static
         # the faces' images (one texel of white where there are none) and their colours
-        from dmxshm.matrix.raycast import summed_area
-
-        self._faces = summed_area(np.stack(faces) if faces else np.zeros((1, 1, 1), np.uint8),
-                                  sign_faces.palette_rgb())
+        self._faces = raycast.summed_area(
+            np.stack(faces) if faces else np.zeros((1, 1, 1), np.uint8),
+            sign_faces.palette_rgb())
         self._static = _Table.of(static)
         self._robot = _Table.of(robot_shapes())
         self._rays: dict[tuple[Any, ...], int] = {}  # camera model -> index in its size's

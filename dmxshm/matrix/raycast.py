@@ -38,12 +38,12 @@ AMBIENT, DIFFUSE, SPECULAR = 0.6, 0.35, 0.05
 
 @njit(cache=True, error_model="numpy")
 def _shade(colour: float, nx: float, ny: float, nz: float, lx: float, ly: float,
-           lz: float) -> float:
+           lz: float, ambient: float, diffuse_k: float) -> float:
     dot = nx * lx + ny * ly + nz * lz
     diffuse = dot if dot > 0.0 else 0.0
     rz = 2.0 * dot * nz - lz
     spec = rz * rz if rz > 0.0 else 0.0
-    value = colour * (AMBIENT + DIFFUSE * diffuse + SPECULAR * spec)
+    value = colour * (ambient + diffuse_k * diffuse + SPECULAR * spec)
     return value if value < 255.0 else 255.0
 
 
@@ -109,7 +109,7 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
             _part(rays[ray_set[b]], rot[b], eye[b], light[b], planes, part_planes[p, 0],
                   part_planes[p, 1], part_colour[p], part_bound[p], part_kind[p],
                   part_decal[p, 0], part_decal[p, 1], part_uv[p], decal_sat,
-                  cand_box[b, c], near, depth[b], out[b])
+                  cand_box[b, c], near, style[b, 10], style[b, 11], depth[b], out[b])
 
 
 @njit(cache=True, error_model="numpy")
@@ -168,9 +168,11 @@ def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarra
 
 
 STYLE_FIELDS = ("look", "grain", "floor material", "zenith r", "zenith g", "zenith b",
-                "horizon r", "horizon g", "horizon b", "grain key")
+                "horizon r", "horizon g", "horizon b", "grain key", "parts' ambient",
+                "parts' diffuse")
 """A camera's ``style`` row's fields (colours 0-255; the grain key picks the grain's
-pattern, 0 the look's own)."""
+pattern, 0 the look's own; the parts' light: :data:`AMBIENT` and :data:`DIFFUSE` in the
+flat look, as pybullet lights them)."""
 GRAIN_CELL_M = 0.004
 """The ground's grain: one random brightness per 4 mm square."""
 
@@ -253,8 +255,8 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
 def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
           planes: np.ndarray, first: int, count: int, colour: np.ndarray,
           bound: np.ndarray, kind: int, decal: int, decal_face: int, uv: np.ndarray,
-          decal_sat: np.ndarray, box: np.ndarray, near: float,
-          depth: np.ndarray, img: np.ndarray) -> None:
+          decal_sat: np.ndarray, box: np.ndarray, near: float, ambient: float,
+          diffuse_k: float, depth: np.ndarray, img: np.ndarray) -> None:
     width = img.shape[1]
     r00, r01, r02 = rot[0, 0], rot[0, 1], rot[0, 2]
     r10, r11, r12 = rot[1, 0], rot[1, 1], rot[1, 2]
@@ -327,9 +329,9 @@ def _part(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
                     hu = max(0.5 * (abs(u1 - u) + abs(u2 - u)) * n_cols, 0.5)
                     hv = max(0.5 * (abs(v1 - v) + abs(v2 - v)) * n_rows, 0.5)
                     c0, c1, c2 = _box_mean(decal_sat, decal, u * n_cols, v * n_rows, hu, hv)
-            img[row, col, 0] = _shade(c0, nx, ny, nz, lx, ly, lz)
-            img[row, col, 1] = _shade(c1, nx, ny, nz, lx, ly, lz)
-            img[row, col, 2] = _shade(c2, nx, ny, nz, lx, ly, lz)
+            img[row, col, 0] = _shade(c0, nx, ny, nz, lx, ly, lz, ambient, diffuse_k)
+            img[row, col, 1] = _shade(c1, nx, ny, nz, lx, ly, lz, ambient, diffuse_k)
+            img[row, col, 2] = _shade(c2, nx, ny, nz, lx, ly, lz, ambient, diffuse_k)
             depth[i] = t_in
 
 
