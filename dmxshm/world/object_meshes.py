@@ -86,10 +86,10 @@ def _barrier(h: float, color: str | None) -> list[Solid]:
         out += [Solid("box", (0.05 * h, 0.05 * h, 0.5 * h), (x, 0.0, 0.5 * h), GREY),
                 Solid("box", (0.08 * h, 0.35 * h, 0.03 * h), (x, 0.0, 0.03 * h), GREY)]
     for z in (0.32 * h, 0.72 * h):  # two planks of red and white stripes
-        for k in range(6):
-            x = -2.0 * h + (k + 0.5) * 4.0 * h / 6
-            out.append(Solid("box", (2.0 * h / 6, 0.06 * h, 0.11 * h), (x, 0.0, z),
-                             RED if k % 2 == 0 else WHITE))
+        for k in range(5):
+            x = -2.0 * h + (k + 0.5) * 4.0 * h / 5
+            out.append(Solid("box", (2.0 * h / 5, 0.06 * h, 0.11 * h), (x, 0.0, z),
+                             RED if (k + (z > 0.5 * h)) % 2 == 0 else WHITE))
     return out
 
 
@@ -117,8 +117,8 @@ def _house(h: float, color: str | None) -> list[Solid]:
 
 def _building(h: float, color: str | None) -> list[Solid]:
     return [Solid("box", (0.3 * h, 0.3 * h, 0.5 * h), (0.0, 0.0, 0.5 * h), (0.6, 0.62, 0.66)),
-            *[Solid("box", (0.31 * h, 0.31 * h, 0.04 * h), (0.0, 0.0, z), GLASS)
-              for z in (0.3 * h, 0.55 * h, 0.8 * h)]]
+            *[Solid("box", (0.31 * h, 0.31 * h, 0.05 * h), (0.0, 0.0, z), GLASS)
+              for z in (0.4 * h, 0.75 * h)]]
 
 
 def _tree(h: float, color: str | None) -> list[Solid]:
