@@ -216,15 +216,13 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
     for row in range(height):
         for col in range(width):
             x, y = rays[i, 0], rays[i, 1]
-            dx = r00 * x + r01 * y + r02
-            dy = r10 * x + r11 * y + r12
             dz = r20 * x + r21 * y + r22
             hit = False
             if dz < 0.0:
                 t = -ez / dz
                 if near < t <= far:
-                    gx = ex + t * dx
-                    gy = ey + t * dy
+                    gx = ex + t * (r00 * x + r01 * y + r02)
+                    gy = ey + t * (r10 * x + r11 * y + r12)
                     m = floor
                     if ax0 <= gx <= ax1 and ay0 <= gy <= ay1:
                         m = grass
@@ -240,8 +238,9 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
                     img[row, col, 2] = min(palette[m, 2] * f, 255.0)
                     depth[i] = t
                     hit = True
-            if not hit:  # the sky: by the ray's height above the horizon
-                up = dz / np.sqrt(dx * dx + dy * dy + dz * dz)
+            if not hit:  # the sky: by the ray's height above the horizon (the ray's
+                # length is the same turned: that of (x, y, 1))
+                up = dz / np.sqrt(x * x + y * y + 1.0)
                 a = up * 2.0 if up > 0.0 else 0.0
                 a = a if a < 1.0 else 1.0
                 img[row, col, 0] = style[6] + a * (style[3] - style[6])
