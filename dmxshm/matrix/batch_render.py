@@ -529,6 +529,7 @@ class BatchRenderer:
             for name in names:
                 self._shade_of[MATERIALS.index(name)] = k + 1
         static: list[Shape] = []
+        self._static_groups: list[int] = []  # each static object's count of parts
         self._mover_shapes: list[tuple[int, list[Shape]]] = []
         faces: list[np.ndarray] = []
         for i, o in enumerate(objects):
@@ -540,12 +541,13 @@ class BatchRenderer:
             else:
                 rot, pos = _rz(o.yaw_rad), np.array([o.x_m, o.y_m, 0.0])
                 static += [s.placed(rot, pos) for s in shapes]
+                self._static_groups.append(len(shapes))
         self._static_shapes = static
         # the faces' images (one texel of white where there are none) and their colours
         self._faces = raycast.summed_area(
             np.stack(faces) if faces else np.zeros((1, 1, 1), np.uint8),
             sign_faces.palette_rgb())
-        self._static = _Table.of(static)
+        self._static = _Table.of(static, self._static_groups)
         self._robot = _Table.of(robot_shapes())
         self._rays: dict[tuple[Any, ...], int] = {}  # camera model -> index in its size's
         self._sizes: dict[tuple[int, int], _Sets] = {}
@@ -641,7 +643,8 @@ class BatchRenderer:
             np.ascontiguousarray(poses["quat_xyzw"], np.float64),
             np.full(n, -1, np.int64) if owners is None else np.asarray(owners, np.int64),
             basis, mount, static.planes, static.spans, static.centre, static.radius,
-            static.corners, r.planes, r.spans, r.centre, r.radius, r.corners,
+            static.corners, static.groups, static.group_bound, static.group_corners,
+            r.planes, r.spans, r.centre, r.radius, r.corners,
             sets, row_lo, row_hi, col_lo, col_hi, near, far)
         colour, kind, decal, uv = self._colours(static, len(seen))
         depth = self._depth.get((n, h * w))
@@ -731,11 +734,13 @@ class BatchRenderer:
     def _with_movers(self, sim_time_s: float) -> _Table:
         """The static parts and the moving objects' where they are at ``sim_time_s``."""
         shapes = list(self._static_shapes)
+        groups = list(self._static_groups)
         for i, parts_of in self._mover_shapes:
             x, y, yaw = self.movers[i].pose(sim_time_s)
             rot, at = _rz(yaw), np.array([x, y, 0.0])
             shapes += [s.placed(rot, at) for s in parts_of]
-        return _Table.of(shapes)
+            groups.append(len(parts_of))
+        return _Table.of(shapes, groups)
 
 
 _OF_WORLD: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, BatchRenderer]]] = (
@@ -833,11 +838,36 @@ class _Table:
     corners: np.ndarray
     decal: np.ndarray
     uv: np.ndarray
+    groups: np.ndarray
+    """``(G, 2)``: each object's first part and count of parts (one object's parts are
+    culled together before one by one: :func:`~dmxshm.matrix.raycast.prepare`)."""
+    group_bound: np.ndarray
+    """``(G, 4)``: a sphere around each object's parts' spheres (centre, radius)."""
+    group_corners: np.ndarray
+    """``(G, 8, 3)``: the corners of a box around each object's parts' boxes."""
 
     @classmethod
-    def of(cls, shapes: Sequence[Shape]) -> _Table:
+    def of(cls, shapes: Sequence[Shape], groups: Sequence[int] | None = None) -> _Table:
+        """The table of ``shapes``, in groups of ``groups[g]`` consecutive parts (None:
+        each part its own group)."""
         counts = [len(s.planes) for s in shapes]
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if shapes else np.zeros(0)
+        sizes = [1] * len(shapes) if groups is None else list(groups)
+        if sum(sizes) != len(shapes):
+            raise ValueError(f"groups of {sum(sizes)} parts for {len(shapes)} parts")
+        first = (np.cumsum([0, *sizes[:-1]]) if sizes else np.zeros(0)).astype(np.int64)
+        g_bound = np.zeros((len(sizes), 4))
+        g_corners = np.zeros((len(sizes), 8, 3))
+        for g, (f, k) in enumerate(zip(first, sizes, strict=True)):
+            if k == 0:
+                continue
+            corners = np.concatenate([s.corners for s in shapes[f:f + k]])
+            lo, hi = corners.min(axis=0), corners.max(axis=0)
+            centre = (lo + hi) / 2
+            g_bound[g, :3] = centre
+            g_bound[g, 3] = max(float(np.linalg.norm(s.centre - centre)) + s.bound_m
+                                for s in shapes[f:f + k])
+            g_corners[g] = _corners((hi - lo) / 2, np.eye(3), centre)
         return cls(
             np.concatenate([s.planes for s in shapes]) if shapes else np.zeros((0, 4)),
             np.stack([starts, counts], axis=1).astype(np.int64) if shapes
@@ -848,4 +878,6 @@ class _Table:
             np.array([s.bound_m for s in shapes], np.float64),
             np.array([s.corners for s in shapes], np.float64).reshape(-1, 8, 3),
             np.array([(s.decal, s.decal_face) for s in shapes], np.int64).reshape(-1, 2),
-            np.array([s.uv for s in shapes], np.float64).reshape(-1, 3, 3))
+            np.array([s.uv for s in shapes], np.float64).reshape(-1, 3, 3),
+            np.stack([first, np.array(sizes, np.int64)], axis=1).reshape(-1, 2),
+            g_bound, g_corners)

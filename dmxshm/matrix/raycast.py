@@ -396,6 +396,7 @@ def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
             cam_quat: np.ndarray, cam_owner: np.ndarray, cam_basis: np.ndarray,
             cam_mount: np.ndarray, s_planes: np.ndarray, s_spans: np.ndarray,
             s_centre: np.ndarray, s_radius: np.ndarray, s_corners: np.ndarray,
+            s_groups: np.ndarray, s_group_bound: np.ndarray, s_group_corners: np.ndarray,
             r_planes: np.ndarray, r_spans: np.ndarray, r_centre: np.ndarray,
             r_radius: np.ndarray, r_corners: np.ndarray, ray_set: np.ndarray,
             row_lo: np.ndarray, row_hi: np.ndarray, col_lo: np.ndarray,
@@ -413,7 +414,10 @@ def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
     bounding sphere reaches between the clipping planes and its box's visible part
     projects onto pixels (the rows and columns whose undistorted coordinates' ranges,
     ``row_lo``/``row_hi`` and ``col_lo``/``col_hi`` of the camera's model, meet the
-    box's). Candidates are sorted by depth, nearest first.
+    box's). Candidates are sorted by depth, nearest first. The static parts come in
+    groups (``s_groups``: each object's first part and count): a group of several parts
+    whose sphere (``s_group_bound``) or box (``s_group_corners``), around all of its
+    parts', fails the same tests is passed over whole; what is a candidate is the same.
 
     Returns:
         ``(planes, spans, bound, rot, eye, cand, box, count)``: every part's planes and
@@ -461,6 +465,7 @@ def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
     count = np.zeros(n_cam, np.int64)
     key = np.empty(max(n_parts, 1))
     cam = np.empty((8, 3))
+    group_box = np.empty(4, np.int64)
     for b in range(n_cam):
         i = cam_owner[b]
         _rotation(cam_quat[b], r)
@@ -473,7 +478,26 @@ def prepare(robot_pos: np.ndarray, robot_quat: np.ndarray, cam_pos: np.ndarray,
         e = eye[b]
         k_set = ray_set[b]
         n = 0
+        g, g_end, skip = 0, 0, False  # the next static group, where this one ends
         for q in range(n_parts):
+            if q < n_s and q == g_end:  # a group begins: passed over whole when it can be
+                while s_groups[g, 1] == 0:  # (no parts: an object drawn as nothing)
+                    g += 1
+                g_end = s_groups[g, 0] + s_groups[g, 1]
+                skip = False
+                if s_groups[g, 1] > 1:
+                    cx = s_group_bound[g, 0] - e[0]
+                    cy = s_group_bound[g, 1] - e[1]
+                    cz = s_group_bound[g, 2] - e[2]
+                    qz = m[0, 2] * cx + m[1, 2] * cy + m[2, 2] * cz
+                    radius = s_group_bound[g, 3]
+                    skip = (qz + radius <= near or qz - radius >= far
+                            or not _screen_box(s_group_corners[g], m, e, near,
+                                               row_lo[k_set], row_hi[k_set], col_lo[k_set],
+                                               col_hi[k_set], cam, group_box))
+                g += 1
+            if q < n_s and skip:
+                continue
             if i >= 0 and owner[q] == i:  # its own robot (-1: the camera has none here)
                 continue
             cx, cy, cz = bound[q, 0] - e[0], bound[q, 1] - e[1], bound[q, 2] - e[2]

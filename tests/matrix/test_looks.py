@@ -241,3 +241,27 @@ def test_a_roof_and_a_cone_are_the_solids_they_are_said_to_be() -> None:
     for z, r in ((-0.5 + e, 0.3), (0.0, 0.2), (0.5 - e, 0.1)):
         assert _inside(cone, (along[0] * (r * c - e), along[1] * (r * c - e), z))
         assert not _inside(cone, (along[0] * (r * c + e), along[1] * (r * c + e), z))
+
+
+def test_an_objects_parts_culled_together_draw_what_each_alone_draws() -> None:
+    """An object's parts are passed over whole when a box around them all is out of a
+    camera's view; the images are those of culling each part alone."""
+    from dmxshm.matrix.batch_render import BatchRenderer, _Table
+    from dmxshm.world.world import World
+
+    with World("town", 16, seed=1, renderer="batch") as w:
+        states = w.state()
+        for look in ("flat", "duckietown"):
+            r = BatchRenderer.of_world(w, look=look)
+            assert (r._static.groups[:, 1] > 1).sum() >= 10
+            for cam in (Camera(48, 36, renderer="batch", look=look),
+                        Camera.duckiebot(64, 48, renderer="batch", look=look)):
+                out = np.zeros((16, *cam.shape), np.uint8)
+                grouped = r.render([cam] * 16, states, 0.0, out.copy(), seen=states,
+                                   owners=list(range(16)))
+                whole = r._static
+                r._static = _Table.of(r._static_shapes)  # each part its own group
+                alone = r.render([cam] * 16, states, 0.0, out.copy(), seen=states,
+                                 owners=list(range(16)))
+                r._static = whole
+                assert np.array_equal(grouped, alone), (look, cam.width)
