@@ -231,8 +231,6 @@ def _colour(rgba: Sequence[float]) -> tuple[float, float, float]:
     return float(int(255 * rgba[0])), float(int(255 * rgba[1])), float(int(255 * rgba[2]))
 
 
-
-
 def object_shapes(obj: MapObject, look: str = "flat",
                   faces: list[np.ndarray] | None = None) -> list[Shape]:
     """The convex parts of ``obj`` in its own frame (z up from the floor), as the other
@@ -252,8 +250,9 @@ def object_shapes(obj: MapObject, look: str = "flat",
         mid_x = (corners[:, 0].min() + corners[:, 0].max()) / 2
         shift = np.array([-mid_x * scale, 0.0, WHEEL_RADIUS_M * scale])
         return [_scaled(p, scale, shift) for p in robot]
-    if look == "duckietown" and object_meshes.solids(obj):
-        return [_solid_shape(p) for p in object_meshes.solids(obj)]
+    solids = object_meshes.solids(obj) if look == "duckietown" else []
+    if solids:
+        return [_solid_shape(p) for p in solids]
     out = []
     for p in parts(obj):
         rot, pos = _rz(p.yaw_rad), np.array(p.pos)
@@ -279,7 +278,7 @@ def _solid_shape(p: object_meshes.Solid) -> Shape:
     pos = np.array(p.pos)
     if p.geom == "sphere":  # drawn exact, smooth
         r = p.size[0]
-        return Shape(np.zeros((0, 4)), _colour(p.rgba), BALL, pos, r,
+        return Shape(np.zeros((0, 4)), _colour(p.rgb), BALL, pos, r,
                      _corners((r, r, r), np.eye(3), pos))
     if p.geom == "box":
         local, half = box_planes(*p.size), p.size
@@ -292,7 +291,7 @@ def _solid_shape(p: object_meshes.Solid) -> Shape:
         r = max(p.size[0], p.size[1])
         local = frustum_planes(p.size[0], p.size[1], p.size[2], CYLINDER_SIDES)
         half = (r, r, p.size[2] / 2)
-    return Shape(_placed(local, rot, pos), _colour(p.rgba), FLAT, pos,
+    return Shape(_placed(local, rot, pos), _colour(p.rgb), FLAT, pos,
                  float(np.linalg.norm(half)), _corners(half, rot, pos))
 
 
@@ -740,7 +739,7 @@ class BatchRenderer:
             rot, at = _rz(yaw), np.array([x, y, 0.0])
             shapes += [s.placed(rot, at) for s in parts_of]
             groups.append(len(parts_of))
-        return _Table.of(shapes, groups)
+        return _Table.of(shapes, groups, prefix=self._static)
 
 
 _OF_WORLD: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, BatchRenderer]]] = (
@@ -847,9 +846,11 @@ class _Table:
     """``(G, 8, 3)``: the corners of a box around each object's parts' boxes."""
 
     @classmethod
-    def of(cls, shapes: Sequence[Shape], groups: Sequence[int] | None = None) -> _Table:
+    def of(cls, shapes: Sequence[Shape], groups: Sequence[int] | None = None,
+           prefix: _Table | None = None) -> _Table:
         """The table of ``shapes``, in groups of ``groups[g]`` consecutive parts (None:
-        each part its own group)."""
+        each part its own group); ``prefix``, a table of the same first groups, gives
+        their bounds (the static parts' under the moving objects', every call)."""
         counts = [len(s.planes) for s in shapes]
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]) if shapes else np.zeros(0)
         sizes = [1] * len(shapes) if groups is None else list(groups)
@@ -858,8 +859,12 @@ class _Table:
         first = (np.cumsum([0, *sizes[:-1]]) if sizes else np.zeros(0)).astype(np.int64)
         g_bound = np.zeros((len(sizes), 4))
         g_corners = np.zeros((len(sizes), 8, 3))
+        known = 0 if prefix is None else len(prefix.groups)
+        if known:
+            g_bound[:known] = prefix.group_bound  # type: ignore[union-attr]
+            g_corners[:known] = prefix.group_corners  # type: ignore[union-attr]
         for g, (f, k) in enumerate(zip(first, sizes, strict=True)):
-            if k == 0:
+            if g < known or k == 0:
                 continue
             corners = np.concatenate([s.corners for s in shapes[f:f + k]])
             lo, hi = corners.min(axis=0), corners.max(axis=0)

@@ -36,7 +36,7 @@ class Solid:
     geom: str
     size: tuple[float, ...]
     pos: tuple[float, float, float]
-    rgba: tuple[float, float, float]
+    rgb: tuple[float, float, float]
     axis: str = "z"
 
 

@@ -245,23 +245,32 @@ def test_a_roof_and_a_cone_are_the_solids_they_are_said_to_be() -> None:
 
 def test_an_objects_parts_culled_together_draw_what_each_alone_draws() -> None:
     """An object's parts are passed over whole when a box around them all is out of a
-    camera's view; the images are those of culling each part alone."""
+    camera's view (a moving object's too, its box found again every call); the images
+    are those of culling each part alone."""
+    import math
+
     from dmxshm.matrix.batch_render import BatchRenderer, _Table
+    from dmxshm.world.state import yaw_of
     from dmxshm.world.world import World
 
     with World("town", 16, seed=1, renderer="batch") as w:
+        x, y, _ = (float(v) for v in w.state()[0]["pos_m"])
+        yaw = float(yaw_of(w.state()[0]["quat_xyzw"]))
+        w.add_object("bus", x + 0.6 * math.cos(yaw), y + 0.6 * math.sin(yaw), yaw,
+                     static=False, speed_m_s=0.2)  # ahead of robot 0, moving
         states = w.state()
         for look in ("flat", "duckietown"):
             r = BatchRenderer.of_world(w, look=look)
-            assert (r._static.groups[:, 1] > 1).sum() >= 10
+            assert (r._static.groups[:, 1] > 1).sum() >= 10 and r._mover_shapes
             for cam in (Camera(48, 36, renderer="batch", look=look),
                         Camera.duckiebot(64, 48, renderer="batch", look=look)):
                 out = np.zeros((16, *cam.shape), np.uint8)
-                grouped = r.render([cam] * 16, states, 0.0, out.copy(), seen=states,
+                grouped = r.render([cam] * 16, states, 1.0, out.copy(), seen=states,
                                    owners=list(range(16)))
-                whole = r._static
-                r._static = _Table.of(r._static_shapes)  # each part its own group
-                alone = r.render([cam] * 16, states, 0.0, out.copy(), seen=states,
+                whole, groups = r._static, r._static_groups
+                r._static_groups = [1] * len(r._static_shapes)  # each part its own group
+                r._static = _Table.of(r._static_shapes)
+                alone = r.render([cam] * 16, states, 1.0, out.copy(), seen=states,
                                  owners=list(range(16)))
-                r._static = whole
+                r._static, r._static_groups = whole, groups
                 assert np.array_equal(grouped, alone), (look, cam.width)
