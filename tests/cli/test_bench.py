@@ -87,7 +87,12 @@ def test_bench_network_rows_add_up_to_the_step(physics: str) -> None:
     # Each process's own work per step, which the idle time completes to the step.
     assert set(row["busy_us"]) == {"engine", "renderer-0", "agent-0"}
     assert all(0 <= busy < step_us for busy in row["busy_us"].values())
-    assert row["busy_us"]["engine"] == pytest.approx(row["physics_us"], rel=0.5)
+    # The engine's work holds its physics. Under Bullet the physics is most of it; under
+    # DB18 (25-35 us) the engine's fixed work per step (reading commands, writing states,
+    # 10-25 us) is of the same size, so only the lower bound holds there.
+    assert row["busy_us"]["engine"] >= 0.5 * row["physics_us"]
+    if physics == "bullet":
+        assert row["busy_us"]["engine"] == pytest.approx(row["physics_us"], rel=0.5)
 
 
 @pytest.mark.slow
