@@ -7,8 +7,9 @@ in compiled code (:mod:`dmxshm.matrix.raycast`, numba):
 
 * the **ground** is a material map: the map's flat quads (:func:`~dmxshm.world.scene.
   map_quads`: grass, asphalt, floor, markings) and floor tags rasterised once into
-  texels of :data:`TEXEL_M` (coarser for a big map, :data:`MAX_TEXELS` at most); the
-  grass apron around the map is grass; beyond it, the background;
+  texels of :data:`TEXEL_M` (coarser for a big map, :data:`MAX_TEXELS` at most); in
+  the flat look, the apron around the map is grass and beyond it is the background;
+  in the Duckietown look, the room's floor (:data:`ROOM_RGBA`) is all around;
 * **objects and robots** are convex polyhedra: the objects' boxes and their
   tessellated cylinders and spheres as :mod:`dmxshm.world.objects` builds them for
   the other renderers, the robots' chassis, duck, beak, wheels and caster as their
@@ -68,15 +69,20 @@ MAX_IMAGE_PIXELS = 1920 * 1080
 """The largest image the batch renderer draws (as the network's own limit)."""
 BACKGROUND = (255, 255, 255)
 """Where a ray meets nothing: the tiny renderer's white."""
-MATERIALS = ("grass", "asphalt", "floor", "white", "yellow", "red", "tag")
+MATERIALS = ("grass", "asphalt", "floor", "room", "white", "yellow", "red", "tag")
 """The ground's materials, in the material map's codes (the surfaces first: the
-Duckietown look's grain is on codes 0-2)."""
+Duckietown look's grain is on the first :data:`~dmxshm.matrix.raycast.GRAINED`;
+``room`` is the Duckietown look's ground around the map)."""
+ROOM_RGBA = (0.15, 0.15, 0.15, 1.0)
+"""The Duckietown look's ground around the map: the room's floor the map lies on,
+gym-duckietown's ground colour (its ``color_ground``)."""
 DUCKIETOWN_RGBA = {**COLORS_RGBA, "white": (1.0, 1.0, 1.0, 1.0),
-                   "yellow": (0.90, 0.82, 0.12, 1.0)}
+                   "yellow": (0.90, 0.82, 0.12, 1.0), "room": ROOM_RGBA}
 """The Duckietown look's ground colours: the markings' tape as Duckietown's line
 detector's colour ranges take it (dt-core's ``line_detector`` defaults, HSV in
 OpenCV's units: white S <= 100 and V >= 150, yellow H 25-45, red H <= 15 or >= 165)
-under the look's light; the rest as the flat look's."""
+under the look's light; the room's floor around the map; the rest as the flat
+look's."""
 SKY_RGB = ((0.45, 0.82, 1.0), (0.80, 0.88, 0.94))
 """The Duckietown look's sky at the zenith (gym-duckietown's sky blue) and at the
 horizon."""
@@ -508,18 +514,21 @@ class BatchRenderer:
         self.ground = build_ground(road_map, objects,
                                    None if look == "flat" else SPEC_DASH_M)
         self._ground_params = self.ground.params()
+        if look != "flat":  # the room's floor around the map, not the flat look's grass
+            self._ground_params[7] = MATERIALS.index("room")
         self.threads = threads
         self.movers = dict(movers or {})
-        colours = COLORS_RGBA if look == "flat" else DUCKIETOWN_RGBA
-        self.rgba = np.array([(colours[m] if m != "tag" else TAG_RGBA)[:3]
-                              for m in MATERIALS], np.float64)
+        # (the flat look has no room: its ground around the map is the grass apron)
+        colours = {**COLORS_RGBA, "room": COLORS_RGBA["grass"], "tag": TAG_RGBA} \
+            if look == "flat" else {**DUCKIETOWN_RGBA, "tag": TAG_RGBA}
+        self.rgba = np.array([colours[m][:3] for m in MATERIALS], np.float64)
         from dmxshm.matrix import raycast
 
         self._style = np.array(
             [0.0, 0.0, MATERIALS.index("floor"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
              raycast.AMBIENT, raycast.DIFFUSE]
             if look == "flat" else
-            [1.0, GRAIN, MATERIALS.index("floor"),
+            [1.0, GRAIN, MATERIALS.index("room"),
              *[math.floor(255 * c) for c in SKY_RGB[0]],
              *[math.floor(255 * c) for c in SKY_RGB[1]], 0.0, *ROOM_LIGHT], np.float64)
         self._styles_plain: dict[int, np.ndarray] = {}

@@ -72,10 +72,10 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
         background: ``(3,)`` float32: where a ray meets nothing.
         material: ``(Hm, Wm)`` uint8: the map's materials, row 0 at ``y0``.
         ground: ``(x0, y0, 1 / texel, apron x0, apron y0, apron x1, apron y1,
-            grass material)``.
+            apron's material)``.
         style: ``(B, F)``: each camera's look (:data:`STYLE_FIELDS`): 0 flat (the
             tiny renderer's ground and white background), 1 Duckietown's (a ground lit
-            from above with a grain, a floor beyond the apron, a sky).
+            from above with a grain, the room's floor around the map, a sky).
         planes: ``(N, 4)``: every part's planes ``n . p <= d`` in world coordinates.
         part_planes: ``(P, 2)`` int: each part's first plane and count.
         part_colour: ``(P, 3)`` float32 (0-255); ``part_bound``: ``(P, 4)`` its
@@ -167,7 +167,10 @@ def _ground(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarra
             i += 1
 
 
-STYLE_FIELDS = ("look", "grain", "floor material", "zenith r", "zenith g", "zenith b",
+GRAINED = 4
+"""The Duckietown look's grain is on the materials of codes below this (the surfaces:
+grass, asphalt, floor and the room's floor)."""
+STYLE_FIELDS = ("look", "grain", "material beyond the apron", "zenith r", "zenith g", "zenith b",
                 "horizon r", "horizon g", "horizon b", "grain key", "parts' ambient",
                 "parts' diffuse")
 """A camera's ``style`` row's fields (colours 0-255; the grain key picks the grain's
@@ -196,8 +199,9 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
                 style: np.ndarray, near: float, far: float, depth: np.ndarray,
                 img: np.ndarray) -> None:
     """The ground and sky of the Duckietown look: the map's materials on a ground lit
-    from above (its normal up), asphalt, floor and grass with a grain; the floor
-    material beyond the apron; a sky from the horizon's colour to the zenith's."""
+    from above (its normal up), the surfaces (the first :data:`GRAINED` materials)
+    with a grain; the apron's material (``ground[7]``) and the style's beyond it (the
+    room's floor, both); a sky from the horizon's colour to the zenith's."""
     height, width = img.shape[0], img.shape[1]
     lz = light[2]
     rz = 2.0 * lz - lz
@@ -209,8 +213,8 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
     ex, ey, ez = eye[0], eye[1], eye[2]
     x0, y0, inv = ground[0], ground[1], ground[2]
     ax0, ay0, ax1, ay1 = ground[3], ground[4], ground[5], ground[6]
-    grass = int(ground[7])
-    grain, floor, key = style[1], int(style[2]), np.int64(style[9])
+    apron = int(ground[7])
+    grain, beyond, key = style[1], int(style[2]), np.int64(style[9])
     mh, mw = material.shape[0], material.shape[1]
     i = 0
     for row in range(height):
@@ -223,15 +227,15 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
                 if near < t <= far:
                     gx = ex + t * (r00 * x + r01 * y + r02)
                     gy = ey + t * (r10 * x + r11 * y + r12)
-                    m = floor
+                    m = beyond
                     if ax0 <= gx <= ax1 and ay0 <= gy <= ay1:
-                        m = grass
+                        m = apron
                         fu = (gx - x0) * inv
                         fv = (gy - y0) * inv
                         if 0.0 <= fu < mw and 0.0 <= fv < mh:
                             m = material[int(fv), int(fu)]
                     f = lit
-                    if m <= 2:  # grass, asphalt, floor: a grain
+                    if m < GRAINED:  # grass, asphalt, floor, room: a grain
                         f *= 1.0 + grain * _grain(gx, gy, key)
                     img[row, col, 0] = min(palette[m, 0] * f, 255.0)
                     img[row, col, 1] = min(palette[m, 1] * f, 255.0)

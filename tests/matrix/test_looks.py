@@ -274,3 +274,33 @@ def test_an_objects_parts_culled_together_draw_what_each_alone_draws() -> None:
                                  owners=list(range(16)))
                 r._static, r._static_groups = whole, groups
                 assert np.array_equal(grouped, alone), (look, cam.width)
+
+
+def test_the_duckietown_look_sets_the_map_on_a_room_floor() -> None:
+    """Around the map, where the flat look draws its grass apron and then nothing, the
+    Duckietown look draws the room's floor the map lies on: gym-duckietown's dark
+    ground (grained, as the other surfaces)."""
+    from dmxshm.matrix.batch_render import MATERIALS, ROOM_RGBA, BatchRenderer
+    from dmxshm.matrix.raycast import GRAINED
+    from dmxshm.world.world import World
+
+    assert MATERIALS[:GRAINED] == ("grass", "asphalt", "floor", "room")
+    cam = Camera(32, 24, renderer="batch")
+    with World("loop", 1, renderer="batch") as w:
+        width, height = w.road_map.size_m
+        got = {}
+        for look in ("flat", "duckietown"):
+            r = BatchRenderer.of_world(w, look=look)
+            for out_m in (1.0, 8.0):  # in the 5 m apron, and beyond it
+                w.replace_robots([(width + out_m, height / 2, 0.0)])  # facing away
+                got[look, out_m] = r.render([cam], w.state(), 0.0,
+                                            np.zeros((1, 24, 32, 3), np.uint8))[0][16:]
+    flat_apron, flat_beyond = got["flat", 1.0], got["flat", 8.0]
+    assert (flat_apron[..., 1] > flat_apron[..., 0] + 20).all()  # grass
+    assert (flat_beyond == 255).all()  # nothing there: tiny's white
+    room = 255 * ROOM_RGBA[0]
+    for out_m in (1.0, 8.0):
+        town = got["duckietown", out_m].astype(int)
+        assert (np.ptp(town, axis=-1) <= 2).all()  # grey
+        assert 0.6 * room < town.mean() < 1.1 * room
+        assert len(np.unique(town[..., 0])) > 3  # with its grain
