@@ -378,11 +378,18 @@ def _box_mean(sat: np.ndarray, d: int, c: float, r: float, hc: float,
     c_lo, c_hi = max(c - hc, 0.0), min(c + hc, float(n_cols))
     r_lo, r_hi = max(r - hr, 0.0), min(r + hr, float(n_rows))
     area = (c_hi - c_lo) * (r_hi - r_lo)
-    out = np.empty(3)
-    for ch in range(3):
-        out[ch] = (_sat_at(sat, d, r_hi, c_hi, ch) - _sat_at(sat, d, r_lo, c_hi, ch)
-                   - _sat_at(sat, d, r_hi, c_lo, ch) + _sat_at(sat, d, r_lo, c_lo, ch)) / area
-    return out[0], out[1], out[2]
+    return (_box_sum(sat, d, r_lo, r_hi, c_lo, c_hi, 0) / area,
+            _box_sum(sat, d, r_lo, r_hi, c_lo, c_hi, 1) / area,
+            _box_sum(sat, d, r_lo, r_hi, c_lo, c_hi, 2) / area)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _box_sum(sat: np.ndarray, d: int, r_lo: float, r_hi: float, c_lo: float, c_hi: float,
+             ch: int) -> float:
+    """Channel ``ch`` of image ``d`` summed over a box (so that a sign's face pixel
+    allocates no array)."""
+    return (_sat_at(sat, d, r_hi, c_hi, ch) - _sat_at(sat, d, r_lo, c_hi, ch)
+            - _sat_at(sat, d, r_hi, c_lo, ch) + _sat_at(sat, d, r_lo, c_lo, ch))
 
 
 def summed_area(images: np.ndarray, rgb: np.ndarray) -> np.ndarray:
