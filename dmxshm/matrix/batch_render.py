@@ -431,14 +431,16 @@ def _fill(material: np.ndarray, quad: Sequence[tuple[float, float]], code: int,
 # -- cameras --------------------------------------------------------------------------
 @dataclass
 class RaySet:
-    """One camera model's pixels: each one's undistorted normalised ``(x, y)``, and per
-    row and column the range of ``y`` and ``x`` (to find a rectangle's pixels)."""
+    """One camera model's pixels: each one's undistorted normalised ``(x, y)``, per
+    row and column the range of ``y`` and ``x`` (to find a rectangle's pixels), and the
+    median distance between neighbouring pixels' rays (a pixel's width at depth 1)."""
 
     xy: np.ndarray  # (H * W, 2) float32
     row_lo: np.ndarray
     row_hi: np.ndarray
     col_lo: np.ndarray
     col_hi: np.ndarray
+    pitch: float
 
 
 SAMPLE_OFFSET_PX = (-0.5, 0.5)
@@ -465,8 +467,11 @@ def ray_set(camera: Any) -> RaySet:
         u = ((np.arange(w) + 0.5 + ox) * 2 / w - 1) * half * w / h
         v = ((np.arange(h) + 0.5 + oy) * 2 / h - 1) * half
         x, y = np.meshgrid(u, v)
+    steps = np.concatenate([np.hypot(np.diff(x, axis=a), np.diff(y, axis=a)).ravel()
+                            for a in (0, 1)])
+    pitch = float(np.median(steps)) if steps.size else math.inf  # (one pixel: any width)
     return RaySet(np.stack([x, y], axis=-1).reshape(-1, 2).astype(np.float32),
-                  y.min(axis=1), y.max(axis=1), x.min(axis=0), x.max(axis=0))
+                  y.min(axis=1), y.max(axis=1), x.min(axis=0), x.max(axis=0), pitch)
 
 
 def mount_basis(tilt_deg: float) -> np.ndarray:
@@ -643,7 +648,7 @@ class BatchRenderer:
         static = self._static if not self._mover_shapes else self._with_movers(sim_time_s)
         seen = poses[:0] if seen is None else seen
         r = self._robot
-        xy, row_lo, row_hi, col_lo, col_hi = self._sizes[(w, h)].stacked
+        xy, row_lo, row_hi, col_lo, col_hi, pitch = self._sizes[(w, h)].stacked
         planes, spans, bound, rot, eye, cand, box, count = raycast.prepare(
             np.ascontiguousarray(seen["pos_m"], np.float64),
             np.ascontiguousarray(seen["quat_xyzw"], np.float64),
@@ -659,7 +664,7 @@ class BatchRenderer:
         if depth is None:  # kept: fresh pages for every call would cost their faults
             depth = self._depth[(n, h * w)] = np.empty((n, h * w), np.float32)
         _threads(self.threads)
-        raycast.render(xy, sets, rot, eye, light, palette,
+        raycast.render(xy, sets, pitch, rot, eye, light, palette,
                        self._background, self.ground.material, self._ground_params,
                        self._styles(shades, n), planes,
                        spans, colour, bound, kind, decal, uv, self._faces,
@@ -827,7 +832,8 @@ class _Sets:
     def add(self, rays: RaySet) -> int:
         self.sets.append(rays)
         self.stacked = tuple(np.ascontiguousarray(np.stack([getattr(r, f) for r in self.sets]))
-                             for f in ("xy", "row_lo", "row_hi", "col_lo", "col_hi"))
+                             for f in ("xy", "row_lo", "row_hi", "col_lo", "col_hi",
+                                       "pitch"))
         return len(self.sets) - 1
 
 

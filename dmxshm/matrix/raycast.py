@@ -53,7 +53,8 @@ polyhedron) shaded smooth, by the normal at the hit; a sphere hit exactly."""
 
 
 @njit(cache=True, error_model="numpy")
-def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarray,
+def render(rays: np.ndarray, ray_set: np.ndarray, pitch: np.ndarray, rot: np.ndarray,
+           eye: np.ndarray,
            light: np.ndarray, palette: np.ndarray, background: np.ndarray,
            material: np.ndarray, ground: np.ndarray, style: np.ndarray, planes: np.ndarray,
            part_planes: np.ndarray, part_colour: np.ndarray, part_bound: np.ndarray,
@@ -66,6 +67,10 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
     Args:
         rays: ``(K, H * W, 2)`` float32: each camera model's pixels' ``(x, y)``.
         ray_set: ``(B,)`` int: camera ``b``'s model.
+        pitch: ``(K,)``: each camera model's distance between neighbouring pixels' rays
+            (the median; in ``(x, y)``'s units): a pixel's width is about ``t *
+            pitch`` at depth ``t``, which fades the Duckietown look's grain out where
+            a pixel covers more than one of its cells (:func:`_ground_lit`).
         rot: ``(B, 3, 3)``: optical frame to world; ``eye``: ``(B, 3)``.
         light: ``(B, 3)`` unit vectors towards the light.
         palette: ``(B, M, 3)`` float32: each material's colour per camera (0-255).
@@ -102,8 +107,9 @@ def render(rays: np.ndarray, ray_set: np.ndarray, rot: np.ndarray, eye: np.ndarr
             _ground(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], background,
                     material, ground, near, far, depth[b], out[b])
         else:
-            _ground_lit(rays[ray_set[b]], rot[b], eye[b], light[b], palette[b], material,
-                        ground, style[b], near, far, depth[b], out[b])
+            _ground_lit(rays[ray_set[b]], pitch[ray_set[b]], rot[b], eye[b], light[b],
+                        palette[b], material, ground, style[b], near, far, depth[b],
+                        out[b])
         for c in range(cand_n[b]):
             p = cand[b, c]
             _part(rays[ray_set[b]], rot[b], eye[b], light[b], planes, part_planes[p, 0],
@@ -194,13 +200,17 @@ def _grain(gx: float, gy: float, key: np.int64) -> float:
 
 
 @njit(cache=True, error_model="numpy")
-def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.ndarray,
+def _ground_lit(rays: np.ndarray, pitch: float, rot: np.ndarray, eye: np.ndarray,
+                light: np.ndarray,
                 palette: np.ndarray, material: np.ndarray, ground: np.ndarray,
                 style: np.ndarray, near: float, far: float, depth: np.ndarray,
                 img: np.ndarray) -> None:
     """The ground and sky of the Duckietown look: the map's materials on a ground lit
     from above (its normal up), the surfaces (the first :data:`GRAINED` materials)
-    with a grain; the apron's material (``ground[7]``) and the style's beyond it (the
+    with a grain, at full strength where a pixel is at most one grain cell wide (``t *
+    pitch``) and fading out to none at two (a camera's pixel averages the cells it
+    covers, and a grain sampled once a pixel beyond that is only noise); the apron's
+    material (``ground[7]``) and the style's beyond it (the
     room's floor, both); a sky from the horizon's colour to the zenith's."""
     height, width = img.shape[0], img.shape[1]
     lz = light[2]
@@ -215,6 +225,7 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
     ax0, ay0, ax1, ay1 = ground[3], ground[4], ground[5], ground[6]
     apron = int(ground[7])
     grain, beyond, key = style[1], int(style[2]), np.int64(style[9])
+    cells = pitch * (1.0 / GRAIN_CELL_M)  # a pixel's width in grain cells, a metre away
     mh, mw = material.shape[0], material.shape[1]
     i = 0
     for row in range(height):
@@ -235,8 +246,10 @@ def _ground_lit(rays: np.ndarray, rot: np.ndarray, eye: np.ndarray, light: np.nd
                         if 0.0 <= fu < mw and 0.0 <= fv < mh:
                             m = material[int(fv), int(fu)]
                     f = lit
-                    if m < GRAINED:  # grass, asphalt, floor, room: a grain
-                        f *= 1.0 + grain * _grain(gx, gy, key)
+                    q = t * cells  # the pixel's width in grain cells
+                    if m < GRAINED and q < 2.0:  # grass, asphalt, floor, room: a grain
+                        g = grain * _grain(gx, gy, key)
+                        f *= 1.0 + (g if q <= 1.0 else g * (2.0 - q))
                     img[row, col, 0] = min(palette[m, 0] * f, 255.0)
                     img[row, col, 1] = min(palette[m, 1] * f, 255.0)
                     img[row, col, 2] = min(palette[m, 2] * f, 255.0)

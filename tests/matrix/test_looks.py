@@ -279,28 +279,35 @@ def test_an_objects_parts_culled_together_draw_what_each_alone_draws() -> None:
 def test_the_duckietown_look_sets_the_map_on_a_room_floor() -> None:
     """Around the map, where the flat look draws its grass apron and then nothing, the
     Duckietown look draws the room's floor the map lies on: gym-duckietown's dark
-    ground (grained, as the other surfaces)."""
-    from dmxshm.matrix.batch_render import MATERIALS, ROOM_RGBA, BatchRenderer
-    from dmxshm.matrix.raycast import GRAINED
+    ground, grained as the other surfaces where a pixel is narrower than a grain cell
+    and plain where it is two cells wide or more (a camera's pixel averages them)."""
+    from dmxshm.matrix.batch_render import MATERIALS, ROOM_RGBA, BatchRenderer, ray_set
+    from dmxshm.matrix.raycast import GRAIN_CELL_M, GRAINED
     from dmxshm.world.world import World
 
     assert MATERIALS[:GRAINED] == ("grass", "asphalt", "floor", "room")
-    cam = Camera(32, 24, renderer="batch")
+    cam = Camera(160, 120, renderer="batch")
     with World("loop", 1, renderer="batch") as w:
         width, height = w.road_map.size_m
-        got = {}
+        got, depth = {}, {}
         for look in ("flat", "duckietown"):
             r = BatchRenderer.of_world(w, look=look)
             for out_m in (1.0, 8.0):  # in the 5 m apron, and beyond it
                 w.replace_robots([(width + out_m, height / 2, 0.0)])  # facing away
                 got[look, out_m] = r.render([cam], w.state(), 0.0,
-                                            np.zeros((1, 24, 32, 3), np.uint8))[0][16:]
-    flat_apron, flat_beyond = got["flat", 1.0], got["flat", 8.0]
+                                            np.zeros((1, 120, 160, 3), np.uint8))[0]
+                depth[look, out_m] = r._depth[(1, 120 * 160)][0].reshape(120, 160).copy()
+    ground = np.isfinite(depth["flat", 1.0])  # (the sky above: nothing)
+    assert ground[60:].all() and ground.sum() < 120 * 160
+    flat_apron, flat_beyond = got["flat", 1.0][60:], got["flat", 8.0][ground]
     assert (flat_apron[..., 1] > flat_apron[..., 0] + 20).all()  # grass
     assert (flat_beyond == 255).all()  # nothing there: tiny's white
     room = 255 * ROOM_RGBA[0]
+    cells = (depth["duckietown", 1.0] * ray_set(cam).pitch / GRAIN_CELL_M)[ground]
+    assert (cells < 1).sum() > 500 and (cells > 2).sum() > 500  # a pixel's width
     for out_m in (1.0, 8.0):
-        town = got["duckietown", out_m].astype(int)
+        town = got["duckietown", out_m][ground].astype(int)
         assert (np.ptp(town, axis=-1) <= 2).all()  # grey
         assert 0.6 * room < town.mean() < 1.1 * room
-        assert len(np.unique(town[..., 0])) > 3  # with its grain
+        assert len(np.unique(town[..., 0][cells < 1])) > 5  # grained, near
+        assert len(np.unique(town[..., 0][cells > 2])) == 1  # plain, far
