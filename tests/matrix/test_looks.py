@@ -258,6 +258,12 @@ def test_an_objects_parts_culled_together_draw_what_each_alone_draws() -> None:
         yaw = float(yaw_of(w.state()[0]["quat_xyzw"]))
         w.add_object("bus", x + 0.6 * math.cos(yaw), y + 0.6 * math.sin(yaw), yaw,
                      static=False, speed_m_s=0.2)  # ahead of robot 0, moving
+        # beside robot 1, its middle behind robot 1's camera and its front in view: a
+        # group passed over by its sphere only if the sphere is whole
+        x, y, _ = (float(v) for v in w.state()[1]["pos_m"])
+        yaw = float(yaw_of(w.state()[1]["quat_xyzw"]))
+        c, s = math.cos(yaw), math.sin(yaw)
+        w.add_object("bus", x - 0.11 * c - 0.17 * s, y - 0.11 * s + 0.17 * c, yaw)
         states = w.state()
         for look in ("flat", "duckietown"):
             r = BatchRenderer.of_world(w, look=look)
