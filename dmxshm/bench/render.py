@@ -25,7 +25,7 @@ renderer is timed in each look too, as renderer ``batch-LOOK`` (tiny and EGL dra
 flat look only); issue 46's target (:data:`LOOK_TARGET`): the Duckietown look's
 frames/s at least 0.8 of the flat look's, each size and camera, in the same run (the
 looks timed in turns, :data:`LOOK_TURNS`, each size and camera: flat, Duckietown,
-flat, ...). Its
+Duckietown, flat, ...). Its
 images against tiny's are reported as the others' are (a look of its own: far from
 tiny's by design).
 """
@@ -57,8 +57,10 @@ FIDELITY_TARGET = 1.5
 FIDELITY_SIZES = ("64x64", "160x120")
 LOOK_TURNS = 4
 """With several looks, each size and camera is timed in this many turns, the looks
-one after another in each, so that the machine's speed changing during a run falls
-on every look (each look's ``seconds`` split between its turns)."""
+one after another in each (in turn 2 the other way round, and so on: flat,
+Duckietown, Duckietown, flat, ...), so that the machine's speed changing during a run,
+and going first, fall on every look alike (each look's ``seconds`` split between its
+turns)."""
 LOOK_TARGET = 0.8
 """The batch renderer's frames/s in a look other than flat, at least this times its
 flat look's (issue 46), each size and camera."""
@@ -222,8 +224,9 @@ def run(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES,
                               for look in drawn}
                     # the looks in turns: a change of the machine's speed falls on each
                     turns = LOOK_TURNS if len(drawn) > 1 else 1
-                    for _ in range(turns):
-                        for timer in timers.values():
+                    order = list(timers.values())
+                    for turn in range(turns):  # (flat first, then last: ABBA...)
+                        for timer in (order if turn % 2 == 0 else order[::-1]):
                             timer.measure(seconds / turns)
                     for look, timer in timers.items():
                         row, images[names[look]][key] = timer.result()

@@ -91,7 +91,8 @@ ROOM_LIGHT = (0.78, 0.22)
 room lit from everywhere (the flat look's is pybullet's 0.6 and 0.35, which leaves a
 face turned from the light, a sign's facing the robot among them, at 0.6)."""
 GRAIN = 0.08
-"""The Duckietown look's grain on asphalt, floor and grass: brightness +-8%."""
+"""The Duckietown look's grain on its surfaces (grass, asphalt, floor, the room's
+floor): brightness +-8%."""
 TAG_RGBA = (0.05, 0.05, 0.05, 1.0)
 """A floor tag's colour (as :mod:`dmxshm.world.objects` draws it)."""
 ROBOT_CYLINDER_SIDES = 32
@@ -370,19 +371,23 @@ class Ground:
     y0: float
     texel_m: float
     apron: tuple[float, float, float, float]
+    around: int = MATERIALS.index("grass")  # the apron's material (and the texels
+    # past the map's edge)
 
     def params(self) -> np.ndarray:
         h, w = self.material.shape
         return np.array([self.x0, self.y0, 1.0 / self.texel_m, *self.apron,
-                         MATERIALS.index("grass"), w, h], np.float64)
+                         self.around, w, h], np.float64)
 
 
 def build_ground(road_map: Any, objects: Sequence[MapObject],
-                 dash_m: float | None = None) -> Ground:
+                 dash_m: float | None = None, around: str = "grass") -> Ground:
     """Rasterise the map's quads (and floor tags) into a material map: each texel the
     material of the last quad that covers its centre, in the other renderers' order
     (surfaces, then markings on top); the yellow dashes as
-    :func:`~dmxshm.world.scene.map_quads` draws them for ``dash_m``."""
+    :func:`~dmxshm.world.scene.map_quads` draws them for ``dash_m``; ``around``, the
+    apron's material, in the texels whose centres are past the map's edge (the flat
+    look's grass, or the Duckietown look's room floor)."""
     width_m, height_m = road_map.size_m
     texel = TEXEL_M
     while (width_m / texel) * (height_m / texel) > MAX_TEXELS:
@@ -394,6 +399,9 @@ def build_ground(road_map: Any, objects: Sequence[MapObject],
         code = MATERIALS.index(name)
         for quad in quads[name]:
             _fill(material, quad, code, texel)
+    outside = MATERIALS.index(around)
+    material[:, (np.arange(cols) + 0.5) * texel > width_m] = outside
+    material[(np.arange(rows) + 0.5) * texel > height_m, :] = outside
     tag = MATERIALS.index("tag")
     s = FLOOR_TAG_SIZE_M / 2
     for o in objects:
@@ -403,7 +411,7 @@ def build_ground(road_map: Any, objects: Sequence[MapObject],
                          for x, y in ((-s, -s), (s, -s), (s, s), (-s, s)))
             _fill(material, quad, tag, texel)
     return Ground(material, 0.0, 0.0, texel,
-                  (-APRON_M, -APRON_M, width_m + APRON_M, height_m + APRON_M))
+                  (-APRON_M, -APRON_M, width_m + APRON_M, height_m + APRON_M), outside)
 
 
 def _fill(material: np.ndarray, quad: Sequence[tuple[float, float]], code: int,
@@ -469,7 +477,7 @@ def ray_set(camera: Any) -> RaySet:
         x, y = np.meshgrid(u, v)
     steps = np.concatenate([np.hypot(np.diff(x, axis=a), np.diff(y, axis=a)).ravel()
                             for a in (0, 1)])
-    pitch = float(np.median(steps)) if steps.size else math.inf  # (one pixel: any width)
+    pitch = float(np.nanmedian(steps)) if steps.size else math.inf  # (1 pixel: any width)
     return RaySet(np.stack([x, y], axis=-1).reshape(-1, 2).astype(np.float32),
                   y.min(axis=1), y.max(axis=1), x.min(axis=0), x.max(axis=0), pitch)
 
@@ -516,11 +524,11 @@ class BatchRenderer:
         self.look = look
         self.road_map = road_map
         # the Duckietown look's yellow dashes at the specification's length and period
+        # (and the room's floor around the map, where the flat look has its grass apron)
         self.ground = build_ground(road_map, objects,
-                                   None if look == "flat" else SPEC_DASH_M)
+                                   None if look == "flat" else SPEC_DASH_M,
+                                   "grass" if look == "flat" else "room")
         self._ground_params = self.ground.params()
-        if look != "flat":  # the room's floor around the map, not the flat look's grass
-            self._ground_params[7] = MATERIALS.index("room")
         self.threads = threads
         self.movers = dict(movers or {})
         # (the flat look has no room: its ground around the map is the grass apron)
@@ -531,7 +539,8 @@ class BatchRenderer:
 
         self._style = np.array(
             [0.0, 0.0, MATERIALS.index("floor"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-             raycast.AMBIENT, raycast.DIFFUSE]
+             raycast.AMBIENT, raycast.DIFFUSE]  # (fields 1-9 unread: the flat look's
+            # ground has no grain and nothing beyond its apron, and no sky)
             if look == "flat" else
             [1.0, GRAIN, MATERIALS.index("room"),
              *[math.floor(255 * c) for c in SKY_RGB[0]],

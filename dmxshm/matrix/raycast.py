@@ -207,9 +207,11 @@ def _ground_lit(rays: np.ndarray, pitch: float, rot: np.ndarray, eye: np.ndarray
                 img: np.ndarray) -> None:
     """The ground and sky of the Duckietown look: the map's materials on a ground lit
     from above (its normal up), the surfaces (the first :data:`GRAINED` materials)
-    with a grain, at full strength where a pixel is at most one grain cell wide (``t *
-    pitch``) and fading out to none at two (a camera's pixel averages the cells it
-    covers, and a grain sampled once a pixel beyond that is only noise); the apron's
+    with a grain, at full strength where a pixel is at most one grain cell wide across
+    the ray (``t * pitch``) and fading out to none at two (a camera's pixel averages the
+    cells it covers, and a grain sampled once a pixel beyond that is only noise; along
+    the ray, where it meets the ground at a slant, a pixel covers more cells than this
+    counts, so some of that noise is left at 0.1-2 cells across); the apron's
     material (``ground[7]``) and the style's beyond it (the
     room's floor, both); a sky from the horizon's colour to the zenith's."""
     height, width = img.shape[0], img.shape[1]

@@ -50,8 +50,9 @@ def _frames(map_name: str, where: str) -> tuple[np.ndarray, np.ndarray]:
         for look in ("flat", "duckietown"):
             # the flat look's plain colours label the pixels: its yellow dashes laid
             # as the Duckietown look's (the specification's), so that they match
-            with mock.patch.object(batch_render, "build_ground", lambda m, o, _dash=None:
-                                   _build_ground(m, o, SPEC_DASH_M)):
+            with mock.patch.object(batch_render, "build_ground",
+                                   lambda m, o, _dash=None, around="grass":
+                                   _build_ground(m, o, SPEC_DASH_M, around)):
                 r = BatchRenderer.of_world(w, look=look)
             out.append(r.render([cam], states, 0.0, np.zeros((1, *cam.shape), np.uint8),
                                 seen=states, owners=[0])[0])

@@ -259,12 +259,25 @@ def test_an_objects_parts_culled_together_draw_what_each_alone_draws() -> None:
         w.add_object("bus", x + 0.6 * math.cos(yaw), y + 0.6 * math.sin(yaw), yaw,
                      static=False, speed_m_s=0.2)  # ahead of robot 0, moving
         # beside robot 1, its middle behind robot 1's camera and its front in view: a
-        # group passed over by its sphere only if the sphere is whole
+        # group passed over by its sphere only if the sphere is whole (in the
+        # Duckietown look: in the flat look a bus is one box, culled alone)
         x, y, _ = (float(v) for v in w.state()[1]["pos_m"])
         yaw = float(yaw_of(w.state()[1]["quat_xyzw"]))
         c, s = math.cos(yaw), math.sin(yaw)
         w.add_object("bus", x - 0.11 * c - 0.17 * s, y - 0.11 * s + 0.17 * c, yaw)
         states = w.state()
+        lens = Camera.duckiebot(64, 48, renderer="batch", look="duckietown")
+        tilt = math.radians(lens.tilt_deg)
+        eye = np.array([x + c * lens.mount_m[0], y + s * lens.mount_m[0], lens.mount_m[2]])
+        ahead = np.array([c * math.cos(tilt), s * math.cos(tilt), -math.sin(tilt)])
+        r = BatchRenderer.of_world(w, look="duckietown")
+        centre, radius = r._static.group_bound[-1, :3], r._static.group_bound[-1, 3]
+        assert -radius < (centre - eye) @ ahead < -radius / 2  # its middle behind
+        # and in view: robot 1's image without it (the last object) differs
+        without = BatchRenderer(w.road_map, w.objects[:-1], w.movers, look="duckietown")
+        seen = [b.render([lens], states[[1]], 1.0, np.zeros((1, 48, 64, 3), np.uint8),
+                         seen=states, owners=[1])[0] for b in (r, without)]
+        assert (seen[0] != seen[1]).any(axis=-1).sum() > 50
         for look in ("flat", "duckietown"):
             r = BatchRenderer.of_world(w, look=look)
             assert (r._static.groups[:, 1] > 1).sum() >= 10 and r._mover_shapes
@@ -317,3 +330,28 @@ def test_the_duckietown_look_sets_the_map_on_a_room_floor() -> None:
         assert 0.6 * room < town.mean() < 1.1 * room
         assert len(np.unique(town[..., 0][cells < 1])) > 5  # grained, near
         assert len(np.unique(town[..., 0][cells > 2])) == 1  # plain, far
+        # fading between: less from one cell wide to two
+        fading = [town[..., 0][(lo < cells) & (cells < lo + 0.5)].std() for lo in (1.0, 1.5)]
+        assert fading[0] > fading[1] > 0
+
+
+def test_a_ray_sets_pitch_is_a_pixels_width_at_depth_one() -> None:
+    """The grain's fade counts a pixel's width by its camera model's pitch: a pinhole's
+    is its pixels' spacing, a lens's about its focal length's inverse (wider off the
+    centre), one pixel's any width (no grain: the image drawn)."""
+    import math
+
+    from dmxshm.matrix.batch_render import BatchRenderer, ray_set
+    from dmxshm.world.world import World
+
+    pinhole = Camera(160, 120, renderer="batch")
+    assert ray_set(pinhole).pitch == pytest.approx(
+        2 * math.tan(math.radians(pinhole.fov_deg) / 2) / 120, rel=1e-6)
+    lens = Camera.duckiebot(640, 480, renderer="batch")
+    assert 1.0 < ray_set(lens).pitch * lens.lens.fx < 1.5
+    dot = Camera(1, 1, renderer="batch", look="duckietown")
+    assert ray_set(dot).pitch == math.inf
+    with World("loop", 1, renderer="batch") as w:
+        out = BatchRenderer.of_world(w, look="duckietown").render(
+            [dot], w.state(), 0.0, np.zeros((1, 1, 1, 3), np.uint8))
+    assert out.shape == (1, 1, 1, 3)
