@@ -4,6 +4,8 @@ look with the batch renderer, and refuse it, naming why, with tiny or EGL."""
 
 from __future__ import annotations
 
+import functools
+
 import gymnasium
 import numpy as np
 import pytest
@@ -169,25 +171,35 @@ MESH_KINDS = ("duckie", "cone", "barrier", "trafficlight", "house", "building", 
               "bus", "truck", "duckiebot")
 
 
+@functools.lru_cache(maxsize=1)
+def _big_loop() -> tuple[object, np.ndarray]:
+    """big-loop's map and its one robot's state (a world once: each costs its start)."""
+    from dmxshm.world.world import World
+
+    with World("big-loop", 1, seed=0, renderer="batch") as w:
+        return w.road_map, w.state()
+
+
 def _object_frame(kind: str | None, look: str) -> np.ndarray:
+    """Robot 0's view of one object of ``kind`` (None: none) ahead of it on big-loop."""
     import math
 
     from dmxshm.matrix.batch_render import BatchRenderer
-    from dmxshm.world.objects import DEFAULT_HEIGHT_M
+    from dmxshm.world.objects import DEFAULT_HEIGHT_M, MapObject
     from dmxshm.world.state import yaw_of
-    from dmxshm.world.world import World
 
+    road_map, states = _big_loop()
+    x, y, _ = (float(v) for v in states[0]["pos_m"])
+    yaw = float(yaw_of(states[0]["quat_xyzw"]))
+    objects = []
+    if kind is not None:
+        d = max(0.25, 3.2 * DEFAULT_HEIGHT_M[kind])
+        objects.append(MapObject("o", kind, x + d * math.cos(yaw), y + d * math.sin(yaw),
+                                 yaw + 3.5, height_m=DEFAULT_HEIGHT_M[kind]))
     cam = Camera.duckiebot(96, 72, renderer="batch")
-    with World("big-loop", 1, seed=0, renderer="batch") as w:
-        x, y, _ = (float(v) for v in w.state()[0]["pos_m"])
-        yaw = float(yaw_of(w.state()[0]["quat_xyzw"]))
-        if kind is not None:
-            d = max(0.25, 3.2 * DEFAULT_HEIGHT_M[kind])
-            w.add_object(kind, x + d * math.cos(yaw), y + d * math.sin(yaw), yaw + 3.5)
-        states = w.state()
-        return BatchRenderer.of_world(w, look=look).render(
-            [cam], states, 0.0, np.zeros((1, *cam.shape), np.uint8), seen=states,
-            owners=[0])[0]
+    return BatchRenderer(road_map, objects, look=look).render(
+        [cam], states, 0.0, np.zeros((1, *cam.shape), np.uint8), seen=states,
+        owners=[0])[0]
 
 
 def test_objects_have_shapes_of_their_own_where_their_bodies_are() -> None:
