@@ -359,7 +359,7 @@ def test_a_ray_sets_pitch_is_a_pixels_width_at_depth_one() -> None:
     pinhole = Camera(160, 120, renderer="batch")
     assert ray_set(pinhole).pitch == pytest.approx(
         2 * math.tan(math.radians(pinhole.fov_deg) / 2) / 120, rel=1e-6)
-    lens = Camera.duckiebot(640, 480, renderer="batch")
+    lens = Camera.duckiebot(160, 120, renderer="batch")
     assert 1.0 < ray_set(lens).pitch * lens.lens.fx < 1.5
     dot = Camera(1, 1, renderer="batch", look="duckietown")
     assert ray_set(dot).pitch == math.inf
