@@ -18,10 +18,12 @@ command delay, one integration per frame at 30 Hz.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -65,24 +67,35 @@ def peer_run(python: str, map_name: str, seed: int, actions: list[list[float]]) 
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def ours(map_path: str, start: list[float], height: float,
-         actions: list[list[float]]) -> list[list[float]]:
-    """The drop-in's poses in gym-duckietown's frame ``[x, z, angle]``."""
+@contextlib.contextmanager
+def dropin_at(map_path: str, pose: list[float], height: float, camera: tuple[int, int],
+              **kw: Any) -> Iterator[Any]:
+    """The drop-in's ``Simulator`` on ``map_path`` (no randomisation, ``camera`` its
+    width and height, ``kw`` more of its arguments), its robot put at rest (no past
+    commands) at gym-duckietown's pose ``[x, z, angle]`` (``height``: the map's, in
+    metres, which turns gym-duckietown's ``z`` into dmxshm's ``y``); closed after."""
     from dmxshm.duckietown.simulator import Simulator
 
     env = Simulator(map_name=map_path, domain_rand=False, dynamics_rand=False,
-                    camera_width=64, camera_height=48, max_steps=10**6)
+                    camera_width=camera[0], camera_height=camera[1], max_steps=10**6, **kw)
     try:
         env.reset(seed=0)
-        x, z, angle = start
-        env.world.replace_robots([(x, height - z, angle)])  # at rest, no past commands
+        x, z, angle = pose
+        env.world.replace_robots([(x, height - z, angle)])
+        yield env
+    finally:
+        env.close()
+
+
+def ours(map_path: str, start: list[float], height: float,
+         actions: list[list[float]]) -> list[list[float]]:
+    """The drop-in's poses in gym-duckietown's frame ``[x, z, angle]``."""
+    with dropin_at(map_path, start, height, (64, 48)) as env:
         poses = [[float(env.cur_pos[0]), float(env.cur_pos[2]), float(env.cur_angle)]]
         for left, right in actions:
             env.update_physics([left, right])
             poses.append([float(env.cur_pos[0]), float(env.cur_pos[2]), float(env.cur_angle)])
         return poses
-    finally:
-        env.close()
 
 
 def main() -> None:

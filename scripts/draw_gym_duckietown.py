@@ -58,17 +58,10 @@ def peer(python: str, map_name: str, seed: int, out: str) -> Any:
 
 
 def ours(map_path: str, pose: list[float], height: float, look: str) -> np.ndarray:
-    from dmxshm.duckietown.simulator import Simulator
+    from compare_gym_duckietown import dropin_at  # (this folder's: scripts/)
 
-    env = Simulator(map_name=map_path, domain_rand=False, dynamics_rand=False,
-                    camera_width=640, camera_height=480, max_steps=10**6, look=look)
-    try:
-        env.reset(seed=0)
-        x, z, angle = pose
-        env.world.replace_robots([(x, height - z, angle)])
+    with dropin_at(map_path, pose, height, (640, 480), look=look) as env:
         return env.render_obs()
-    finally:
-        env.close()
 
 
 def main() -> None:
